@@ -1,0 +1,111 @@
+// Package natstest starts real NATS servers with JetStream inside a test process: a single node on
+// a random loopback port with its store under t.TempDir, or a three-node cluster. It is test
+// support only; no production package imports it.
+package natstest
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Options returns the options of a single JetStream node on a random loopback port storing in dir.
+func Options(dir string) *server.Options {
+	return &server.Options{
+		Host:       "127.0.0.1",
+		Port:       server.RANDOM_PORT,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+		NoLog:      true,
+		MaxPayload: 8 << 20,
+	}
+}
+
+// Start runs a JetStream server with its store in a fresh temporary directory and shuts it down
+// when the test ends.
+func Start(tb testing.TB) *server.Server {
+	tb.Helper()
+	return StartWith(tb, Options(tb.TempDir()))
+}
+
+// StartWith runs a server with the given options and shuts it down when the test ends.
+func StartWith(tb testing.TB, opts *server.Options) *server.Server {
+	tb.Helper()
+	s, err := server.NewServer(opts)
+	if err != nil {
+		tb.Fatalf("new nats server: %v", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		tb.Fatalf("nats server not ready")
+	}
+	tb.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// Connect opens a client connection to s and closes it when the test ends.
+func Connect(tb testing.TB, s *server.Server) *nats.Conn {
+	tb.Helper()
+	nc, err := nats.Connect(s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		tb.Fatalf("connect to nats: %v", err)
+	}
+	tb.Cleanup(nc.Close)
+	return nc
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// StartCluster runs three clustered JetStream servers on loopback and waits until the cluster has
+// a JetStream meta leader. It returns the servers; connect to any of them.
+func StartCluster(tb testing.TB) []*server.Server {
+	tb.Helper()
+	const n = 3
+	ports := make([]int, n)
+	for i := range ports {
+		ports[i] = FreePort(tb)
+	}
+	routes := make([]string, n)
+	for i, p := range ports {
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", p)
+	}
+	servers := make([]*server.Server, n)
+	for i := range servers {
+		opts := Options(tb.TempDir())
+		opts.ServerName = fmt.Sprintf("n%d", i+1)
+		opts.Cluster = server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: ports[i]}
+		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		servers[i] = StartWith(tb, opts)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range servers {
+			if s.JetStreamIsLeader() {
+				return servers
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tb.Fatalf("no jetstream meta leader within 20s")
+	return nil
+}
+

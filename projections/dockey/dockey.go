@@ -1,0 +1,86 @@
+// Package dockey is the one contract between projections, which write rendered documents, and
+// readapi, which serves them: the KV bucket, its key layout and the record stored under each key.
+//
+// One key holds everything the read API knows of one establishment, a Bundle: every rendered
+// document of every resource and locale variant plus the small access record that decides
+// 401/404/302. Because an establishment lives in one value, a reader switches all its documents to
+// a new content_revision at once (DESIGN.md invariant 4) without any coordination.
+//
+// It imports only the standard library and nothing of this module.
+package dockey
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Bucket is the name of the KV bucket of the live bundles.
+const Bucket = "DOCS"
+
+// keyPrefix starts every bundle key; the rest of the key is the establishment slug.
+const keyPrefix = "est."
+
+// Key returns the KV key of the bundle of the establishment slug.
+func Key(slug string) string { return keyPrefix + slug }
+
+// SlugOf returns the slug a bundle key names and whether key is a bundle key.
+func SlugOf(key string) (string, bool) {
+	slug, ok := strings.CutPrefix(key, keyPrefix)
+	return slug, ok && slug != ""
+}
+
+// Watch is the KV watch pattern that matches every bundle key.
+const Watch = keyPrefix + ">"
+
+// Status values of Bundle.Status.
+const (
+	StatusDraft  = "draft"
+	StatusActive = "active"
+)
+
+// Bundle is the whole public state of one establishment as the read API needs it.
+//
+// A bundle is written only when at least one of its documents or access fields changed. Every
+// Body carries the same content_revision as Revision.
+type Bundle struct {
+	Slug     string `json:"slug"`
+	Revision int64  `json:"content_revision"`
+
+	// Access decides the status of a request before any document is looked at.
+	Status              string `json:"status"`
+	APIEnabled          bool   `json:"public_api_enabled"`
+	KeyHash             string `json:"key_hash,omitempty"` // hex SHA-256 of the current API key
+	MenuRedirectEnabled bool   `json:"menu_redirect_enabled"`
+
+	// MasterMenuURL is the target of /r/master_menu; empty when there is no unified file.
+	MasterMenuURL string `json:"master_menu_url,omitempty"`
+	// Redirects holds the target of /r/menus per active menu type slug.
+	Redirects map[string]Redirect `json:"redirects,omitempty"`
+
+	Establishment Document            `json:"establishment"`
+	Hours         Document            `json:"hours"`
+	Menus         Variants            `json:"menus"`
+	MenuDetails   map[string]Variants `json:"menu_details,omitempty"`
+}
+
+// Redirect is the first page URL of a current menu per requested locale; empty means no file
+// covers that locale (a 404).
+type Redirect struct {
+	FR string `json:"fr,omitempty"`
+	EN string `json:"en,omitempty"`
+}
+
+// Variants holds the three renderings of a menu resource: no locale (French text, every asset),
+// fr and en (assets filtered by locale).
+type Variants struct {
+	All Document `json:"all"`
+	FR  Document `json:"fr"`
+	EN  Document `json:"en"`
+}
+
+// Document is one rendered response body, ready to be written as it is.
+type Document struct {
+	Body json.RawMessage `json:"body"`
+	// ETag is the strong entity tag of Body, quotes included, computed when the body was rendered.
+	ETag string `json:"etag"`
+}
