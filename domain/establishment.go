@@ -1,0 +1,356 @@
+package domain
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// DefaultTimeZone is the time zone of an establishment that names none.
+const DefaultTimeZone = "Europe/Paris"
+
+// Establishment is the aggregate: the whole state of one establishment, rebuilt from its
+// events. Commands are methods that validate and return the events to append; they never modify
+// the receiver. Apply is the only way state changes.
+type Establishment struct {
+	Slug                Slug
+	Created             bool
+	Status              Status
+	TimeZone            string
+	Identity            Identity
+	PublicAPIEnabled    bool
+	APIKeyHash          string
+	MenuRedirectEnabled bool
+	Hours               Hours
+	SpecialHours        []SpecialHours
+	MasterMenuURL       *string
+	MenuTypes           []MenuType // ordered by Position
+	Webhooks            []WebhookEndpoint
+	// Today is the establishment's local date as of the latest DayStarted event; zero before any.
+	Today LocalDate
+}
+
+// New returns the empty aggregate of slug, before any event.
+func New(slug Slug) *Establishment { return &Establishment{Slug: slug} }
+
+// Rebuild returns the state of slug after events.
+func Rebuild(slug Slug, events []Event) *Establishment {
+	e := New(slug)
+	for _, ev := range events {
+		e.Apply(ev)
+	}
+	return e
+}
+
+// Apply changes the state by one event. Unknown or nonsensical events leave it as it is: the log
+// is the truth and Apply never fails.
+func (e *Establishment) Apply(ev Event) {
+	switch ev := ev.(type) {
+	case EstablishmentCreated:
+		e.Created = true
+		e.Status = StatusDraft
+		e.TimeZone = ev.TimeZone
+		e.Identity.BusinessType = "restaurant"
+	case IdentityChanged:
+		e.Identity = ev.Identity
+	case TimeZoneChanged:
+		e.TimeZone = ev.TimeZone
+	case HoursChanged:
+		e.Hours = ev.Hours
+	case SpecialHoursChanged:
+		e.SpecialHours = ev.SpecialHours
+	case MasterMenuChanged:
+		e.MasterMenuURL = ev.URL
+	case Activated:
+		e.Status = StatusActive
+	case PublicAPIEnabled:
+		e.PublicAPIEnabled = true
+		e.APIKeyHash = ev.KeyHash
+	case PublicAPIDisabled:
+		e.PublicAPIEnabled = false
+		e.APIKeyHash = ""
+	case APIKeyRegenerated:
+		e.APIKeyHash = ev.KeyHash
+	case MenuRedirectChanged:
+		e.MenuRedirectEnabled = ev.Enabled
+	case MenuTypeDefined:
+		if i := e.menuTypeIndex(ev.MenuType.Slug); i >= 0 {
+			e.MenuTypes[i].MenuTypeAttrs = ev.MenuType
+		} else {
+			e.MenuTypes = append(e.MenuTypes, MenuType{MenuTypeAttrs: ev.MenuType})
+		}
+		slices.SortStableFunc(e.MenuTypes, func(a, b MenuType) int { return a.Position - b.Position })
+	case MenuTypeRemoved:
+		if i := e.menuTypeIndex(ev.MenuType); i >= 0 {
+			e.MenuTypes = slices.Delete(e.MenuTypes, i, i+1)
+		}
+	case MenuVersionPublished:
+		if i := e.menuTypeIndex(ev.MenuType); i >= 0 {
+			mt := &e.MenuTypes[i]
+			if j := mt.versionIndex(ev.Version.ID); j >= 0 {
+				mt.Versions[j] = ev.Version
+			} else {
+				mt.Versions = append(mt.Versions, ev.Version)
+			}
+		}
+	case MenuVersionWithdrawn:
+		if i := e.menuTypeIndex(ev.MenuType); i >= 0 {
+			mt := &e.MenuTypes[i]
+			if j := mt.versionIndex(ev.Version); j >= 0 {
+				mt.Versions = slices.Delete(mt.Versions, j, j+1)
+			}
+		}
+	case WebhookRegistered:
+		e.Webhooks = append(e.Webhooks, ev.Endpoint)
+	case WebhookRemoved:
+		e.Webhooks = slices.DeleteFunc(e.Webhooks, func(w WebhookEndpoint) bool { return w.ID == ev.ID })
+	case DayStarted:
+		e.Today = ev.Date
+	}
+}
+
+func (e *Establishment) menuTypeIndex(slug Slug) int {
+	return slices.IndexFunc(e.MenuTypes, func(mt MenuType) bool { return mt.Slug == slug })
+}
+
+// MenuType returns the menu type with slug.
+func (e *Establishment) MenuType(slug Slug) (MenuType, bool) {
+	if i := e.menuTypeIndex(slug); i >= 0 {
+		return e.MenuTypes[i], true
+	}
+	return MenuType{}, false
+}
+
+func (mt *MenuType) versionIndex(id Slug) int {
+	return slices.IndexFunc(mt.Versions, func(v MenuVersion) bool { return v.ID == id })
+}
+
+// Location returns the establishment's time zone, falling back to DefaultTimeZone.
+func (e *Establishment) Location() *time.Location {
+	if loc, err := time.LoadLocation(e.TimeZone); err == nil && e.TimeZone != "" {
+		return loc
+	}
+	loc, err := time.LoadLocation(DefaultTimeZone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// LocalDate returns the establishment's calendar date at instant now.
+func (e *Establishment) LocalDate(now time.Time) LocalDate { return DateOf(now.In(e.Location())) }
+
+// DateDependent reports whether the public content changes with the calendar: exceptional hours,
+// or a web menu type whose versions rotate by date.
+func (e *Establishment) DateDependent() bool {
+	if len(e.SpecialHours) > 0 {
+		return true
+	}
+	for _, mt := range e.MenuTypes {
+		if mt.WebDelivery && mt.Rotation.Dated() {
+			return true
+		}
+	}
+	return false
+}
+
+// Current returns the version of mt to serve on date today, following the menu selection rules:
+// without rotation the latest published version; with a rotation the version whose period holds
+// today (the latest such reference date wins), else the latest version dated before today. A
+// version dated in the future is never served, and nothing dated is served while today is unknown.
+func (mt MenuType) Current(today LocalDate) (MenuVersion, bool) {
+	if len(mt.Versions) == 0 {
+		return MenuVersion{}, false
+	}
+	if !mt.Rotation.Dated() {
+		return mt.Versions[len(mt.Versions)-1], true
+	}
+	if today.IsZero() {
+		return MenuVersion{}, false
+	}
+	best, bestRef, found, holds := MenuVersion{}, LocalDate{}, false, false
+	for _, v := range mt.Versions {
+		if v.ReferenceDate == nil {
+			continue
+		}
+		ref := *v.ReferenceDate
+		if today.Before(ref) {
+			continue
+		}
+		h := periodHolds(mt.Rotation, ref, today)
+		switch {
+		case h && !holds, h == holds && (!found || !ref.Before(bestRef)):
+			best, bestRef, found, holds = v, ref, true, h
+		}
+	}
+	return best, found
+}
+
+// periodHolds reports whether the rotation period that contains ref also contains today.
+func periodHolds(r Rotation, ref, today LocalDate) bool {
+	switch r {
+	case RotationDaily:
+		return ref == today
+	case RotationWeekly:
+		ry, rw := ref.Time().ISOWeek()
+		ty, tw := today.Time().ISOWeek()
+		return ry == ty && rw == tw
+	case RotationMonthly:
+		return ref.Year == today.Year && ref.Month == today.Month
+	}
+	return false
+}
+
+// SpecialHoursComing returns the exceptions whose last day is today or later, ordered by start
+// date. While today is unknown every exception is kept.
+func (e *Establishment) SpecialHoursComing() []SpecialHours {
+	out := make([]SpecialHours, 0, len(e.SpecialHours))
+	for _, s := range e.SpecialHours {
+		if e.Today.IsZero() || !s.LastDay().Before(e.Today) {
+			out = append(out, s)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b SpecialHours) int { return a.StartDate.Time().Compare(b.StartDate.Time()) })
+	return out
+}
+
+// Activate moves a draft establishment to active. Activating an active one changes nothing.
+func (e *Establishment) Activate() ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	if e.Status == StatusActive {
+		return nil, nil
+	}
+	return []Event{Activated{}}, nil
+}
+
+// EnableAPI turns the public API on with key, which the caller generated and shows once.
+func (e *Establishment) EnableAPI(key APIKey) ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	if e.PublicAPIEnabled {
+		return nil, fmt.Errorf("public api already enabled, regenerate the key to get a new one: %w", ErrInvalidTransition)
+	}
+	return []Event{PublicAPIEnabled{KeyHash: key.Hash()}}, nil
+}
+
+// DisableAPI turns the public API off. Disabling a disabled API changes nothing.
+func (e *Establishment) DisableAPI() ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	if !e.PublicAPIEnabled {
+		return nil, nil
+	}
+	return []Event{PublicAPIDisabled{}}, nil
+}
+
+// RegenerateAPIKey replaces the key by key; the previous key stops working.
+func (e *Establishment) RegenerateAPIKey(key APIKey) ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	if !e.PublicAPIEnabled {
+		return nil, ErrAPIDisabled
+	}
+	return []Event{APIKeyRegenerated{KeyHash: key.Hash()}}, nil
+}
+
+// SetMenuRedirect sets menu_redirect_enabled.
+func (e *Establishment) SetMenuRedirect(enabled bool) ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	if e.MenuRedirectEnabled == enabled {
+		return nil, nil
+	}
+	return []Event{MenuRedirectChanged{Enabled: enabled}}, nil
+}
+
+// PublishMenuVersion validates in and adds it to menu type typ, or replaces the version with
+// the same id. Publishing an identical version changes nothing.
+func (e *Establishment) PublishMenuVersion(typ Slug, in VersionInput) ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	i := e.menuTypeIndex(typ)
+	if i < 0 {
+		return nil, fmt.Errorf("menu type %q: %w", typ, ErrMenuTypeNotFound)
+	}
+	mt := e.MenuTypes[i]
+	var fe fieldErrors
+	v := in.validate("", mt.MenuTypeAttrs, &fe)
+	if err := fe.err(); err != nil {
+		return nil, err
+	}
+	if j := mt.versionIndex(v.ID); j >= 0 && sameJSON(mt.Versions[j], v) {
+		return nil, nil
+	}
+	return []Event{MenuVersionPublished{MenuType: typ, Version: v}}, nil
+}
+
+// WithdrawMenuVersion removes version id of menu type typ.
+func (e *Establishment) WithdrawMenuVersion(typ, id Slug) ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	i := e.menuTypeIndex(typ)
+	if i < 0 {
+		return nil, fmt.Errorf("menu type %q: %w", typ, ErrMenuTypeNotFound)
+	}
+	if e.MenuTypes[i].versionIndex(id) < 0 {
+		return nil, fmt.Errorf("menu type %q version %q: %w", typ, id, ErrMenuVersionNotFound)
+	}
+	return []Event{MenuVersionWithdrawn{MenuType: typ, Version: id}}, nil
+}
+
+// RegisterWebhook adds an HTTPS receiver under id, which the caller generated.
+func (e *Establishment) RegisterWebhook(id, rawURL string) ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	if err := ValidateHTTPSURL(rawURL); err != nil {
+		return nil, &FieldError{Field: "url", Reason: err.Error()}
+	}
+	if id == "" {
+		return nil, &FieldError{Field: "id", Reason: "required"}
+	}
+	for _, w := range e.Webhooks {
+		if w.ID == id {
+			return nil, fmt.Errorf("webhook endpoint %q exists: %w", id, ErrInvalidTransition)
+		}
+	}
+	return []Event{WebhookRegistered{Endpoint: WebhookEndpoint{ID: id, URL: rawURL}}}, nil
+}
+
+// RemoveWebhook removes receiver id.
+func (e *Establishment) RemoveWebhook(id string) ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(e.Webhooks, func(w WebhookEndpoint) bool { return w.ID == id }) {
+		return nil, fmt.Errorf("webhook endpoint %q: %w", id, ErrWebhookNotFound)
+	}
+	return []Event{WebhookRemoved{ID: id}}, nil
+}
+
+// StartDay records that the local date is now date. It changes nothing when date is already the
+// recorded day or earlier: the calendar never goes back.
+func (e *Establishment) StartDay(date LocalDate) ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	if date.IsZero() || !e.Today.Before(date) && !e.Today.IsZero() {
+		return nil, nil
+	}
+	return []Event{DayStarted{Date: date}}, nil
+}
+
+func (e *Establishment) mustExist() error {
+	if !e.Created {
+		return fmt.Errorf("establishment %q: %w", e.Slug, ErrNotFound)
+	}
+	return nil
+}

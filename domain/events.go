@@ -1,0 +1,221 @@
+package domain
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Event is a fact about one establishment. Its wire type string never changes when the Go
+// name does.
+type Event interface {
+	EventType() string
+}
+
+// Wire type strings of the events.
+const (
+	TypeEstablishmentCreated = "establishment.created"
+	TypeIdentityChanged      = "establishment.identity_changed"
+	TypeTimeZoneChanged      = "establishment.timezone_changed"
+	TypeHoursChanged         = "establishment.hours_changed"
+	TypeSpecialHoursChanged  = "establishment.special_hours_changed"
+	TypeMasterMenuChanged    = "establishment.master_menu_changed"
+	TypeActivated            = "establishment.activated"
+	TypePublicAPIEnabled     = "public_api.enabled"
+	TypePublicAPIDisabled    = "public_api.disabled"
+	TypeAPIKeyRegenerated    = "api_key.regenerated"
+	TypeMenuRedirectChanged  = "menu_redirect.changed"
+	TypeMenuTypeDefined      = "menu_type.defined"
+	TypeMenuTypeRemoved      = "menu_type.removed"
+	TypeMenuVersionPublished = "menu_version.published"
+	TypeMenuVersionWithdrawn = "menu_version.withdrawn"
+	TypeWebhookRegistered    = "webhook_endpoint.registered"
+	TypeWebhookRemoved       = "webhook_endpoint.removed"
+	TypeDayStarted           = "day.started"
+)
+
+// SchemaVersion is the payload schema version of every event type written by this code.
+const SchemaVersion = 1
+
+// EstablishmentCreated starts an establishment's history, in draft status with the API disabled.
+type EstablishmentCreated struct {
+	Slug     Slug   `json:"slug"`
+	TimeZone string `json:"timezone"`
+}
+
+// IdentityChanged replaces the whole identity.
+type IdentityChanged struct {
+	Identity Identity `json:"identity"`
+}
+
+// TimeZoneChanged sets the IANA time zone that decides the establishment's local date.
+type TimeZoneChanged struct {
+	TimeZone string `json:"timezone"`
+}
+
+// HoursChanged replaces the regular schedule and its summary.
+type HoursChanged struct {
+	Hours Hours `json:"hours"`
+}
+
+// SpecialHoursChanged replaces the list of exceptional hours.
+type SpecialHoursChanged struct {
+	SpecialHours []SpecialHours `json:"special_hours"`
+}
+
+// MasterMenuChanged sets or clears the unified card file.
+type MasterMenuChanged struct {
+	URL *string `json:"url"`
+}
+
+// Activated moves the establishment from draft to active.
+type Activated struct{}
+
+// PublicAPIEnabled turns the API on with a new key, of which only the hash is kept.
+type PublicAPIEnabled struct {
+	KeyHash string `json:"key_hash"`
+}
+
+// PublicAPIDisabled turns the API off; the key is forgotten.
+type PublicAPIDisabled struct{}
+
+// APIKeyRegenerated replaces the key; the previous one stops working.
+type APIKeyRegenerated struct {
+	KeyHash string `json:"key_hash"`
+}
+
+// MenuRedirectChanged sets menu_redirect_enabled.
+type MenuRedirectChanged struct {
+	Enabled bool `json:"enabled"`
+}
+
+// MenuTypeDefined creates a menu type or replaces its attributes; its versions are kept.
+type MenuTypeDefined struct {
+	MenuType MenuTypeAttrs `json:"menu_type"`
+}
+
+// MenuTypeRemoved deletes a menu type and its versions.
+type MenuTypeRemoved struct {
+	MenuType Slug `json:"menu_type"`
+}
+
+// MenuVersionPublished adds a version to a menu type, or replaces the version with the same id
+// in place.
+type MenuVersionPublished struct {
+	MenuType Slug        `json:"menu_type"`
+	Version  MenuVersion `json:"version"`
+}
+
+// MenuVersionWithdrawn removes a version from a menu type.
+type MenuVersionWithdrawn struct {
+	MenuType Slug `json:"menu_type"`
+	Version  Slug `json:"version"`
+}
+
+// WebhookRegistered adds a change-signal receiver.
+type WebhookRegistered struct {
+	Endpoint WebhookEndpoint `json:"endpoint"`
+}
+
+// WebhookRemoved removes a change-signal receiver.
+type WebhookRemoved struct {
+	ID string `json:"id"`
+}
+
+// DayStarted records that the establishment's local date became Date. It is how the calendar
+// enters the log, so that rendering stays a pure function of the events.
+type DayStarted struct {
+	Date LocalDate `json:"date"`
+}
+
+func (EstablishmentCreated) EventType() string { return TypeEstablishmentCreated }
+func (IdentityChanged) EventType() string      { return TypeIdentityChanged }
+func (TimeZoneChanged) EventType() string      { return TypeTimeZoneChanged }
+func (HoursChanged) EventType() string         { return TypeHoursChanged }
+func (SpecialHoursChanged) EventType() string  { return TypeSpecialHoursChanged }
+func (MasterMenuChanged) EventType() string    { return TypeMasterMenuChanged }
+func (Activated) EventType() string            { return TypeActivated }
+func (PublicAPIEnabled) EventType() string     { return TypePublicAPIEnabled }
+func (PublicAPIDisabled) EventType() string    { return TypePublicAPIDisabled }
+func (APIKeyRegenerated) EventType() string    { return TypeAPIKeyRegenerated }
+func (MenuRedirectChanged) EventType() string  { return TypeMenuRedirectChanged }
+func (MenuTypeDefined) EventType() string      { return TypeMenuTypeDefined }
+func (MenuTypeRemoved) EventType() string      { return TypeMenuTypeRemoved }
+func (MenuVersionPublished) EventType() string { return TypeMenuVersionPublished }
+func (MenuVersionWithdrawn) EventType() string { return TypeMenuVersionWithdrawn }
+func (WebhookRegistered) EventType() string    { return TypeWebhookRegistered }
+func (WebhookRemoved) EventType() string       { return TypeWebhookRemoved }
+func (DayStarted) EventType() string           { return TypeDayStarted }
+
+// EncodeEvent returns the wire payload of e.
+func EncodeEvent(e Event) ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", e.EventType(), err)
+	}
+	return b, nil
+}
+
+// DecodeEvent reads a payload of the given wire type and schema version.
+func DecodeEvent(typ string, schema int, payload []byte) (Event, error) {
+	if schema != SchemaVersion {
+		return nil, fmt.Errorf("decode %s: unknown schema version %d", typ, schema)
+	}
+	var e Event
+	switch typ {
+	case TypeEstablishmentCreated:
+		e = decodeInto[EstablishmentCreated](payload)
+	case TypeIdentityChanged:
+		e = decodeInto[IdentityChanged](payload)
+	case TypeTimeZoneChanged:
+		e = decodeInto[TimeZoneChanged](payload)
+	case TypeHoursChanged:
+		e = decodeInto[HoursChanged](payload)
+	case TypeSpecialHoursChanged:
+		e = decodeInto[SpecialHoursChanged](payload)
+	case TypeMasterMenuChanged:
+		e = decodeInto[MasterMenuChanged](payload)
+	case TypeActivated:
+		e = decodeInto[Activated](payload)
+	case TypePublicAPIEnabled:
+		e = decodeInto[PublicAPIEnabled](payload)
+	case TypePublicAPIDisabled:
+		e = decodeInto[PublicAPIDisabled](payload)
+	case TypeAPIKeyRegenerated:
+		e = decodeInto[APIKeyRegenerated](payload)
+	case TypeMenuRedirectChanged:
+		e = decodeInto[MenuRedirectChanged](payload)
+	case TypeMenuTypeDefined:
+		e = decodeInto[MenuTypeDefined](payload)
+	case TypeMenuTypeRemoved:
+		e = decodeInto[MenuTypeRemoved](payload)
+	case TypeMenuVersionPublished:
+		e = decodeInto[MenuVersionPublished](payload)
+	case TypeMenuVersionWithdrawn:
+		e = decodeInto[MenuVersionWithdrawn](payload)
+	case TypeWebhookRegistered:
+		e = decodeInto[WebhookRegistered](payload)
+	case TypeWebhookRemoved:
+		e = decodeInto[WebhookRemoved](payload)
+	case TypeDayStarted:
+		e = decodeInto[DayStarted](payload)
+	default:
+		return nil, fmt.Errorf("decode: unknown event type %q", typ)
+	}
+	if d, ok := e.(decodeFailure); ok {
+		return nil, fmt.Errorf("decode %s: %w", typ, d.err)
+	}
+	return e, nil
+}
+
+// decodeFailure carries a payload error through decodeInto's Event result.
+type decodeFailure struct{ err error }
+
+func (decodeFailure) EventType() string { return "" }
+
+func decodeInto[T Event](payload []byte) Event {
+	var v T
+	if err := json.Unmarshal(payload, &v); err != nil {
+		return decodeFailure{err}
+	}
+	return v
+}

@@ -1,0 +1,374 @@
+package domain
+
+import (
+	"fmt"
+	"net/mail"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Slug names an establishment or a menu type. It is a NATS subject token and a KV key part, so
+// the accepted alphabet is narrow: lower-case letters, digits and inner hyphens, 1 to 64 bytes.
+type Slug string
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
+
+// ParseSlug validates s as a slug.
+func ParseSlug(s string) (Slug, error) {
+	if !slugPattern.MatchString(s) {
+		return "", fmt.Errorf("invalid slug %q: want 1 to 64 characters a-z, 0-9 and inner hyphens", s)
+	}
+	return Slug(s), nil
+}
+
+func (s Slug) String() string { return string(s) }
+
+// LocalDate is a calendar date without a time zone. The zero value means absent.
+type LocalDate struct {
+	Year  int
+	Month time.Month
+	Day   int
+}
+
+// ParseLocalDate validates s as a YYYY-MM-DD calendar date.
+func ParseLocalDate(s string) (LocalDate, error) {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return LocalDate{}, fmt.Errorf("invalid date %q: want YYYY-MM-DD", s)
+	}
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil || t.Year() < 1900 || t.Year() > 2999 {
+		return LocalDate{}, fmt.Errorf("invalid date %q: want a calendar date YYYY-MM-DD", s)
+	}
+	return DateOf(t), nil
+}
+
+// DateOf returns the calendar date of t in t's location.
+func DateOf(t time.Time) LocalDate {
+	y, m, d := t.Date()
+	return LocalDate{y, m, d}
+}
+
+// IsZero reports whether d is absent.
+func (d LocalDate) IsZero() bool { return d == LocalDate{} }
+
+func (d LocalDate) String() string {
+	if d.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("%04d-%02d-%02d", d.Year, d.Month, d.Day)
+}
+
+// Time returns midnight UTC of d, for calendar arithmetic.
+func (d LocalDate) Time() time.Time { return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC) }
+
+// Before reports whether d is strictly before o.
+func (d LocalDate) Before(o LocalDate) bool { return d.Time().Before(o.Time()) }
+
+// AddDays returns d moved by n days.
+func (d LocalDate) AddDays(n int) LocalDate { return DateOf(d.Time().AddDate(0, 0, n)) }
+
+// MarshalText encodes d as YYYY-MM-DD.
+func (d LocalDate) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText decodes YYYY-MM-DD; the empty string is the zero date.
+func (d *LocalDate) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*d = LocalDate{}
+		return nil
+	}
+	v, err := ParseLocalDate(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// ClockTime is a time of day, HH:MM in 24 hours. It is stored as minutes after midnight.
+type ClockTime struct{ minutes int }
+
+// ParseClockTime validates s as HH:MM, 00:00 to 23:59.
+func ParseClockTime(s string) (ClockTime, error) {
+	if len(s) != 5 || s[2] != ':' || !isDigits(s[:2]) || !isDigits(s[3:]) {
+		return ClockTime{}, fmt.Errorf("invalid time %q: want HH:MM", s)
+	}
+	h, _ := strconv.Atoi(s[:2])
+	m, _ := strconv.Atoi(s[3:])
+	if h > 23 || m > 59 {
+		return ClockTime{}, fmt.Errorf("invalid time %q: want 00:00 to 23:59", s)
+	}
+	return ClockTime{h*60 + m}, nil
+}
+
+// Minutes returns the minutes after midnight.
+func (c ClockTime) Minutes() int { return c.minutes }
+
+func (c ClockTime) String() string { return fmt.Sprintf("%02d:%02d", c.minutes/60, c.minutes%60) }
+
+// MarshalText encodes c as HH:MM.
+func (c ClockTime) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText decodes HH:MM.
+func (c *ClockTime) UnmarshalText(b []byte) error {
+	v, err := ParseClockTime(string(b))
+	if err != nil {
+		return err
+	}
+	*c = v
+	return nil
+}
+
+// Price is a non-negative decimal amount with exactly two decimals, kept as its canonical text
+// ("12.50") so that it is never rounded through a float.
+type Price string
+
+var pricePattern = regexp.MustCompile(`^(?:0|[1-9][0-9]{0,8})\.[0-9]{2}$`)
+
+// ParsePrice validates s as a price with two decimals such as "12.50".
+func ParsePrice(s string) (Price, error) {
+	if !pricePattern.MatchString(s) {
+		return "", fmt.Errorf("invalid price %q: want a non-negative amount with two decimals such as \"12.50\"", s)
+	}
+	return Price(s), nil
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Weekday is a day of the week, named in French on the wire.
+type Weekday int
+
+// The days in display order: lundi first.
+const (
+	Lundi Weekday = iota + 1
+	Mardi
+	Mercredi
+	Jeudi
+	Vendredi
+	Samedi
+	Dimanche
+)
+
+var weekdayNames = [...]string{"", "lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche"}
+
+// ParseWeekday validates a French day name (lower case).
+func ParseWeekday(s string) (Weekday, error) {
+	for i, n := range weekdayNames {
+		if i > 0 && n == s {
+			return Weekday(i), nil
+		}
+	}
+	return 0, fmt.Errorf("invalid day %q: want lundi, mardi, mercredi, jeudi, vendredi, samedi or dimanche", s)
+}
+
+func (d Weekday) String() string {
+	if d < Lundi || d > Dimanche {
+		return ""
+	}
+	return weekdayNames[d]
+}
+
+// MarshalText encodes d as its French name.
+func (d Weekday) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText decodes a French day name.
+func (d *Weekday) UnmarshalText(b []byte) error {
+	v, err := ParseWeekday(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// closedList is the shared shape of the small closed enumerations.
+func parseClosed(kind, s string, allowed []string) error {
+	for _, a := range allowed {
+		if s == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown %s %q: want one of %s", kind, s, strings.Join(allowed, ", "))
+}
+
+// BusinessType is the closed list of establishment kinds.
+type BusinessType string
+
+// BusinessTypes lists every accepted business type; restaurant is the default.
+var BusinessTypes = []string{"restaurant", "wine_shop", "bar", "cafe", "bakery", "caterer", "retail_store"}
+
+// ParseBusinessType validates s; the empty string means the default, restaurant.
+func ParseBusinessType(s string) (BusinessType, error) {
+	if s == "" {
+		return "restaurant", nil
+	}
+	return BusinessType(s), parseClosed("business_type", s, BusinessTypes)
+}
+
+// MenuKind is menu (a composed offer) or card (an a la carte list).
+type MenuKind string
+
+// ParseMenuKind validates s.
+func ParseMenuKind(s string) (MenuKind, error) {
+	return MenuKind(s), parseClosed("kind", s, []string{"menu", "card"})
+}
+
+// MenuSource is generated (structured sections and items) or uploaded (files only).
+type MenuSource string
+
+// The menu sources.
+const (
+	SourceGenerated MenuSource = "generated"
+	SourceUploaded  MenuSource = "uploaded"
+)
+
+// ParseMenuSource validates s.
+func ParseMenuSource(s string) (MenuSource, error) {
+	return MenuSource(s), parseClosed("source", s, []string{"generated", "uploaded"})
+}
+
+// LanguageScope says which language a menu file covers.
+type LanguageScope string
+
+// The language scopes.
+const (
+	ScopeFR   LanguageScope = "fr"
+	ScopeEN   LanguageScope = "en"
+	ScopeFREN LanguageScope = "fr_en"
+)
+
+// ParseLanguageScope validates s.
+func ParseLanguageScope(s string) (LanguageScope, error) {
+	return LanguageScope(s), parseClosed("language_scope", s, []string{"fr", "en", "fr_en"})
+}
+
+// Rotation is how a menu type's versions follow the calendar.
+type Rotation string
+
+// The rotations. RotationNone serves the latest published version.
+const (
+	RotationNone    Rotation = "none"
+	RotationDaily   Rotation = "daily"
+	RotationWeekly  Rotation = "weekly"
+	RotationMonthly Rotation = "monthly"
+)
+
+// ParseRotation validates s; the empty string means none.
+func ParseRotation(s string) (Rotation, error) {
+	if s == "" {
+		return RotationNone, nil
+	}
+	return Rotation(s), parseClosed("rotation", s, []string{"none", "daily", "weekly", "monthly"})
+}
+
+// Dated reports whether versions are chosen by date.
+func (r Rotation) Dated() bool { return r != RotationNone && r != "" }
+
+// Status is the activation status of an establishment.
+type Status string
+
+// The statuses. The spec shows no transition out of active.
+const (
+	StatusDraft  Status = "draft"
+	StatusActive Status = "active"
+)
+
+// ParseStatus validates s; the empty string means draft.
+func ParseStatus(s string) (Status, error) {
+	if s == "" {
+		return StatusDraft, nil
+	}
+	return Status(s), parseClosed("status", s, []string{"draft", "active"})
+}
+
+// Locale is a requested menu language.
+type Locale string
+
+// The locales. Anything else is read as French.
+const (
+	LocaleFR Locale = "fr"
+	LocaleEN Locale = "en"
+)
+
+// ParseLocale maps a query value to a locale: en is English, everything else French. It never
+// fails, as the spec requires.
+func ParseLocale(s string) Locale {
+	if s == "en" {
+		return LocaleEN
+	}
+	return LocaleFR
+}
+
+const maxURLLength = 2048
+
+// ValidateURL checks that s is an absolute http or https URL with a host.
+func ValidateURL(s string) error {
+	if len(s) > maxURLLength {
+		return fmt.Errorf("url longer than %d bytes", maxURLLength)
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return fmt.Errorf("invalid url %q: want an absolute http or https url", s)
+	}
+	if strings.ContainsAny(s, " \t\r\n") {
+		return fmt.Errorf("invalid url %q: contains whitespace", s)
+	}
+	return nil
+}
+
+// ValidateHTTPSURL checks that s is an absolute https URL with a host.
+func ValidateHTTPSURL(s string) error {
+	if err := ValidateURL(s); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(s, "https://") {
+		return fmt.Errorf("invalid url %q: https is required", s)
+	}
+	return nil
+}
+
+var phonePattern = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
+
+// ValidatePhone checks an international (E.164) phone number such as +33142000000.
+func ValidatePhone(s string) error {
+	if !phonePattern.MatchString(s) {
+		return fmt.Errorf("invalid phone number %q: want a plus sign followed by 7 to 15 digits", s)
+	}
+	return nil
+}
+
+// ValidateEmail checks a bare e-mail address (no display name).
+func ValidateEmail(s string) error {
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s || len(s) > 254 {
+		return fmt.Errorf("invalid e-mail address %q", s)
+	}
+	return nil
+}
+
+// validateText checks a free text value: valid UTF-8, no control characters other than line
+// breaks and tabs, and at most max runes.
+func validateText(s string, max int) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(s); n > max {
+		return fmt.Errorf("longer than %d characters", max)
+	}
+	for _, r := range s {
+		if r < 0x20 && r != '\n' && r != '\t' && r != '\r' || r == 0x7f {
+			return fmt.Errorf("contains a control character")
+		}
+	}
+	return nil
+}
