@@ -1,0 +1,257 @@
+package readapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// entry is the immutable, decoded form of one dockey.Bundle: everything a request needs, with
+// every header value pre-built so that answering copies slice headers and nothing else. An entry
+// is never modified after newEntry returns; the mirror replaces it whole.
+type entry struct {
+	slug     string
+	revision int64
+
+	active       bool // status active; any other status, draft included, is not served
+	apiEnabled   bool
+	keyHash      [sha256.Size]byte
+	menuRedirect bool
+
+	masterMenu []string            // Location of /r/master_menu; nil when there is no unified file
+	redirects  map[string]redirect // by menu type slug
+
+	establishment document
+	hours         document
+	menus         variants
+	menuDetails   map[string]*variants // by menu type slug
+}
+
+// redirect holds the Location values of /r/menus for one menu type; nil means no file covers
+// that locale.
+type redirect struct {
+	fr, en []string
+}
+
+// document is one stored response body with its pre-built headers. The zero document is absent.
+type document struct {
+	body       []byte
+	etag       string
+	etagHeader []string
+	length     []string
+}
+
+// variants holds the three renderings of a menu resource.
+type variants struct {
+	all, fr, en document
+}
+
+// locale is the rendering a request selects with its locale query parameter.
+type locale uint8
+
+const (
+	localeAll locale = iota // no locale parameter: French text, every asset
+	localeFR
+	localeEN
+)
+
+// pick returns the variant of locale l.
+func (v *variants) pick(l locale) *document {
+	switch l {
+	case localeFR:
+		return &v.fr
+	case localeEN:
+		return &v.en
+	default:
+		return &v.all
+	}
+}
+
+// apiOpen reports whether the API endpoints serve this establishment to a holder of its key.
+func (e *entry) apiOpen() bool { return e.active && e.apiEnabled }
+
+// keyMatches reports, in constant time for keys of a given length, whether key is the current
+// API key of the establishment. Only the key's SHA-256 is stored, so the hashes are compared.
+func (e *entry) keyMatches(key string) bool {
+	sum := hashKey(key)
+	return subtle.ConstantTimeCompare(sum[:], e.keyHash[:]) == 1
+}
+
+// errInvalidBundle marks a bundle the mirror refuses to serve.
+var errInvalidBundle = errors.New("readapi: invalid bundle")
+
+// decodeEntry decodes the bundle stored under the key of slug.
+func decodeEntry(slug string, value []byte) (*entry, error) {
+	var b dockey.Bundle
+	if err := json.Unmarshal(value, &b); err != nil {
+		return nil, fmt.Errorf("%w: decode: %w", errInvalidBundle, err)
+	}
+	if b.Slug != slug {
+		return nil, fmt.Errorf("%w: slug %q stored under the key of %q", errInvalidBundle, b.Slug, slug)
+	}
+	return newEntry(&b)
+}
+
+// newEntry validates b and builds its entry. Everything that could make a response wrong is
+// checked here, once, so that a request never meets a malformed value: a bundle that fails is
+// skipped whole and the previous one stays in service.
+func newEntry(b *dockey.Bundle) (*entry, error) {
+	var errs []error
+	fail := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf(format, args...))
+	}
+
+	e := &entry{
+		slug:         b.Slug,
+		revision:     b.Revision,
+		active:       b.Status == dockey.StatusActive,
+		apiEnabled:   b.APIEnabled,
+		menuRedirect: b.MenuRedirectEnabled,
+	}
+	if !validSlug(b.Slug) {
+		fail("slug %q is not valid", b.Slug)
+	}
+	if b.Revision < 0 {
+		fail("content_revision %d is negative", b.Revision)
+	}
+
+	switch {
+	case b.KeyHash != "":
+		if len(b.KeyHash) != hex.EncodedLen(sha256.Size) {
+			fail("key_hash is not a hex SHA-256")
+		} else if _, err := hex.Decode(e.keyHash[:], []byte(b.KeyHash)); err != nil {
+			fail("key_hash is not a hex SHA-256")
+		}
+	case b.APIEnabled:
+		fail("public_api_enabled without key_hash")
+	}
+
+	if b.MasterMenuURL != "" {
+		if !validLocation(b.MasterMenuURL) {
+			fail("master_menu_url is not a valid location")
+		}
+		e.masterMenu = []string{b.MasterMenuURL}
+	}
+	if len(b.Redirects) > 0 {
+		e.redirects = make(map[string]redirect, len(b.Redirects))
+	}
+	for menuType, r := range b.Redirects {
+		if !validSlug(menuType) {
+			fail("redirects: menu type %q is not a valid slug", menuType)
+			continue
+		}
+		var rd redirect
+		for _, t := range []struct {
+			url  string
+			dst  *[]string
+			name string
+		}{{r.FR, &rd.fr, "fr"}, {r.EN, &rd.en, "en"}} {
+			if t.url == "" {
+				continue
+			}
+			if !validLocation(t.url) {
+				fail("redirects.%s.%s is not a valid location", menuType, t.name)
+			}
+			*t.dst = []string{t.url}
+		}
+		e.redirects[menuType] = rd
+	}
+
+	// Documents must be complete whenever the API may serve them; otherwise they are kept only
+	// if well formed.
+	required := e.apiOpen()
+	doc := func(name string, d dockey.Document) document {
+		out, err := newDocument(d, required)
+		if err != nil {
+			fail("%s: %w", name, err)
+		}
+		return out
+	}
+	vars := func(name string, v dockey.Variants) variants {
+		return variants{
+			all: doc(name+".all", v.All),
+			fr:  doc(name+".fr", v.FR),
+			en:  doc(name+".en", v.EN),
+		}
+	}
+	e.establishment = doc("establishment", b.Establishment)
+	e.hours = doc("hours", b.Hours)
+	e.menus = vars("menus", b.Menus)
+	if len(b.MenuDetails) > 0 {
+		e.menuDetails = make(map[string]*variants, len(b.MenuDetails))
+	}
+	for menuType, v := range b.MenuDetails {
+		if !validSlug(menuType) {
+			fail("menu_details: menu type %q is not a valid slug", menuType)
+			continue
+		}
+		vv := vars("menu_details."+menuType, v)
+		e.menuDetails[menuType] = &vv
+	}
+
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %s: %w", errInvalidBundle, b.Slug, errors.Join(errs...))
+	}
+	return e, nil
+}
+
+// newDocument checks a stored document and pre-builds its headers. A document is absent when its
+// body is empty or JSON null; required says whether absence is an error.
+func newDocument(d dockey.Document, required bool) (document, error) {
+	body := bytes.TrimSpace(d.Body)
+	if len(body) == 0 || bytes.Equal(body, []byte("null")) {
+		if required {
+			return document{}, errors.New("document missing")
+		}
+		return document{}, nil
+	}
+	if body[0] != '{' {
+		return document{}, errors.New("body is not a JSON object")
+	}
+	if !validETag(d.ETag) {
+		return document{}, fmt.Errorf("etag %q is not a strong entity tag", d.ETag)
+	}
+	return document{
+		body:       d.Body,
+		etag:       d.ETag,
+		etagHeader: []string{d.ETag},
+		length:     []string{strconv.Itoa(len(d.Body))},
+	}, nil
+}
+
+// validETag reports whether s is a strong entity tag (RFC 9110, section 8.8.3): a quoted string
+// of etagc characters.
+func validETag(s string) bool {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if !etagChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func etagChar(c byte) bool { return c == 0x21 || c >= 0x23 && c <= 0x7e || c >= 0x80 }
+
+// validLocation reports whether s can be sent as a Location header value as it is: non-empty,
+// printable ASCII without spaces (a URL is percent-encoded already).
+func validLocation(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,139 @@
+package readapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// Keys of the fixture establishments.
+const (
+	keyAlice = "ak_alice_0123456789abcdefghijklmnopqrstuvwxyzABCDEF"
+	keyBob   = "ak_bob_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"
+	keyDan   = "ak_dan_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"
+	keyQuinn = "ak_quinn_0123456789abcdefghijklmnopqrstuvwxyzABCDEF"
+)
+
+// Fixture establishments, one per access state.
+const (
+	alice = "chez-alice"  // active, API on, redirects on, master file, menus lunch and wine-list
+	bob   = "bistro-bob"  // active, API on, redirects off, no master file
+	dan   = "draft-dan"   // draft, everything else on
+	quinn = "quiet-quinn" // active, API off, redirects on, master file
+)
+
+func keyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// testDoc returns a document whose body names the slug, resource and revision, so that every
+// document of the fixtures is distinct and tells which revision it belongs to.
+func testDoc(slug, resource string, rev int64) dockey.Document {
+	body := fmt.Sprintf(`{"content_revision":%d,"slug":%q,"resource":%q}`, rev, slug, resource)
+	sum := sha256.Sum256([]byte(body))
+	return dockey.Document{Body: json.RawMessage(body), ETag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+}
+
+func testVariants(slug, resource string, rev int64) dockey.Variants {
+	return dockey.Variants{
+		All: testDoc(slug, resource+".all", rev),
+		FR:  testDoc(slug, resource+".fr", rev),
+		EN:  testDoc(slug, resource+".en", rev),
+	}
+}
+
+// testBundle returns a complete bundle of slug at rev with the access fields of its fixture.
+func testBundle(slug string, rev int64) dockey.Bundle {
+	b := dockey.Bundle{
+		Slug:                slug,
+		Revision:            rev,
+		Status:              dockey.StatusActive,
+		APIEnabled:          true,
+		MenuRedirectEnabled: true,
+		MasterMenuURL:       "https://files.example/" + slug + "/master.pdf",
+		Redirects: map[string]dockey.Redirect{
+			"lunch": {
+				FR: "https://files.example/" + slug + "/lunch-fr-1.png",
+				EN: "https://files.example/" + slug + "/lunch-en-1.png",
+			},
+			"wine-list": {FR: "https://files.example/" + slug + "/wine-fr_en-1.pdf"},
+		},
+		Establishment: testDoc(slug, "establishment", rev),
+		Hours:         testDoc(slug, "hours", rev),
+		Menus:         testVariants(slug, "menus", rev),
+		MenuDetails: map[string]dockey.Variants{
+			"lunch":     testVariants(slug, "menus/lunch", rev),
+			"wine-list": testVariants(slug, "menus/wine-list", rev),
+		},
+	}
+	switch slug {
+	case alice:
+		b.KeyHash = keyHash(keyAlice)
+	case bob:
+		b.KeyHash = keyHash(keyBob)
+		b.MenuRedirectEnabled = false
+		b.MasterMenuURL = ""
+	case dan:
+		b.KeyHash = keyHash(keyDan)
+		b.Status = dockey.StatusDraft
+	case quinn:
+		b.APIEnabled = false
+	default:
+		b.KeyHash = keyHash("ak_" + slug)
+	}
+	return b
+}
+
+func mustEntry(tb testing.TB, b dockey.Bundle) *entry {
+	tb.Helper()
+	e, err := newEntry(&b)
+	if err != nil {
+		tb.Fatalf("newEntry(%s): %v", b.Slug, err)
+	}
+	return e
+}
+
+// fakeSource is a fixed documentSource.
+type fakeSource map[string]*entry
+
+func (f fakeSource) lookup(slug string) *entry { return f[slug] }
+
+func fixtureSource(tb testing.TB) fakeSource {
+	tb.Helper()
+	src := fakeSource{}
+	for _, slug := range []string{alice, bob, dan, quinn} {
+		src[slug] = mustEntry(tb, testBundle(slug, 7))
+	}
+	return src
+}
+
+// logBuffer collects log output safely across goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func newTestLogger() (*slog.Logger, *logBuffer) {
+	lb := &logBuffer{}
+	return slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug})), lb
+}

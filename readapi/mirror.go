@@ -1,0 +1,257 @@
+package readapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// ErrWatchStopped is returned by Mirror.Run when the KV watcher ends while its context is still
+// live, for instance because the NATS connection was closed.
+var ErrWatchStopped = errors.New("readapi: kv watcher stopped")
+
+// documentSource is what the handlers need from the mirror: the current entry of a slug, or nil.
+type documentSource interface {
+	lookup(slug string) *entry
+}
+
+// Mirror is an in-memory copy of the dockey bucket, kept current by a KV watcher. Each stored
+// bundle is decoded once, when it arrives, into an immutable entry; requests read entries without
+// locks, allocation or network.
+//
+// One establishment is switched to a new bundle in a single atomic store, so a reader sees all of
+// its documents at one revision, and the mirror never goes back to a lower content_revision than
+// one it has served. An undecodable or invalid value is logged and skipped: the previous bundle of
+// that establishment stays in service.
+type Mirror struct {
+	kv     jetstream.KeyValue
+	logger *slog.Logger
+
+	// index maps a slug to its slot. A published map is never written again: adding a slug
+	// publishes a copy. Updates and deletes of a known slug only store into its slot.
+	index   atomic.Pointer[map[string]*slot]
+	applied atomic.Uint64 // bucket revision of the last entry whose effect is visible
+
+	ready   chan struct{} // closed once the initial values are visible
+	running atomic.Bool
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced after each visible change; guarded by mu
+
+	// Watcher goroutine only: the initial values are gathered in pending and published at once.
+	caughtUp   bool
+	pending    map[string]*slot
+	pendingRev uint64
+}
+
+// slot holds the current entry of one establishment; nil after a delete.
+type slot struct {
+	current atomic.Pointer[entry]
+	// held is the highest content_revision applied to this slug, kept across deletes so that
+	// the mirror never goes back. Watcher goroutine only.
+	held int64
+}
+
+// NewMirror returns a mirror of the bundles in kv, the dockey.Bucket bucket. It stays empty until
+// Run is called.
+func NewMirror(kv jetstream.KeyValue, logger *slog.Logger) (*Mirror, error) {
+	var errs []error
+	if kv == nil {
+		errs = append(errs, errors.New("readapi: mirror needs a key-value bucket"))
+	}
+	if logger == nil {
+		errs = append(errs, errors.New("readapi: mirror needs a logger"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	m := &Mirror{
+		kv:      kv,
+		logger:  logger,
+		ready:   make(chan struct{}),
+		changed: make(chan struct{}),
+		pending: make(map[string]*slot),
+	}
+	m.index.Store(&map[string]*slot{})
+	return m, nil
+}
+
+// Run watches the bucket and applies every bundle to the mirror until ctx is done, then returns
+// nil. It returns an error when the watch cannot start and ErrWatchStopped when the watcher ends
+// on its own. Run may be called once.
+func (m *Mirror) Run(ctx context.Context) error {
+	if !m.running.CompareAndSwap(false, true) {
+		return errors.New("readapi: mirror is already running")
+	}
+	w, err := m.kv.Watch(ctx, dockey.Watch)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return fmt.Errorf("readapi: watch %s: %w", dockey.Watch, err)
+	}
+	defer func() { _ = w.Stop() }() // already stopped when ctx ended
+	// The watcher closes Updates once ctx is done; draining until then keeps its delivery
+	// goroutine from blocking on a full channel.
+	for kve := range w.Updates() {
+		if ctx.Err() != nil {
+			continue
+		}
+		m.apply(kve)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return ErrWatchStopped
+}
+
+// Ready returns a channel closed once the mirror holds every bundle that was in the bucket when
+// Run started. Until then lookups find nothing: a server should not take traffic before.
+func (m *Mirror) Ready() <-chan struct{} { return m.ready }
+
+// WaitRevision blocks until the establishment slug is served at content_revision rev or later,
+// or ctx is done.
+func (m *Mirror) WaitRevision(ctx context.Context, slug string, rev int64) error {
+	return m.wait(ctx, func() bool {
+		e := m.lookup(slug)
+		return e != nil && e.revision >= rev
+	}, func() error { return fmt.Errorf("readapi: wait for %s at revision %d", slug, rev) })
+}
+
+// WaitBucketRevision blocks until the mirror has handled every bundle key write up to the bucket
+// revision rev (the value returned by a KV Put), whether it applied or skipped them, or ctx is
+// done. rev must be the revision of a write under a bundle key: other keys are not watched.
+func (m *Mirror) WaitBucketRevision(ctx context.Context, rev uint64) error {
+	return m.wait(ctx, func() bool { return m.applied.Load() >= rev },
+		func() error { return fmt.Errorf("readapi: wait for bucket revision %d", rev) })
+}
+
+// wait blocks until done reports true or ctx ends. The change channel is taken before done is
+// evaluated, so a change that lands in between still wakes the loop.
+func (m *Mirror) wait(ctx context.Context, done func() bool, describe func() error) error {
+	for {
+		m.mu.Lock()
+		changed := m.changed
+		m.mu.Unlock()
+		if done() {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", describe(), context.Cause(ctx))
+		}
+	}
+}
+
+// lookup returns the current entry of slug, or nil.
+func (m *Mirror) lookup(slug string) *entry {
+	s := (*m.index.Load())[slug]
+	if s == nil {
+		return nil
+	}
+	return s.current.Load()
+}
+
+// apply handles one watcher delivery: a nil entry marks the end of the initial values.
+func (m *Mirror) apply(kve jetstream.KeyValueEntry) {
+	if kve == nil {
+		m.catchUp()
+		return
+	}
+	rev := kve.Revision()
+	m.handle(kve)
+	if !m.caughtUp {
+		// Made visible, with every initial value, by catchUp.
+		m.pendingRev = max(m.pendingRev, rev)
+		return
+	}
+	m.applied.Store(rev)
+	m.notify()
+}
+
+// catchUp publishes the initial values at once and marks the mirror ready.
+func (m *Mirror) catchUp() {
+	if m.caughtUp {
+		return
+	}
+	m.caughtUp = true
+	initial := m.pending
+	m.pending = nil
+	m.index.Store(&initial)
+	m.applied.Store(m.pendingRev)
+	close(m.ready)
+	m.notify()
+	m.logger.Info("bundle mirror caught up", "establishments", len(*m.index.Load()))
+}
+
+func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
+	key, rev := kve.Key(), kve.Revision()
+	slug, ok := dockey.SlugOf(key)
+	if !ok || !validSlug(slug) {
+		m.logger.Warn("skip bundle under an invalid key", "key", key, "bucket_revision", rev)
+		return
+	}
+	slots := m.slots()
+	s := slots[slug]
+	if kve.Operation() != jetstream.KeyValuePut {
+		if s != nil && s.current.Load() != nil {
+			s.current.Store(nil)
+			m.logger.Info("bundle removed", "slug", slug, "bucket_revision", rev)
+		}
+		return
+	}
+	e, err := decodeEntry(slug, kve.Value())
+	if err != nil {
+		m.logger.Warn("skip invalid bundle", "slug", slug, "bucket_revision", rev, "err", err)
+		return
+	}
+	if s == nil {
+		s = &slot{held: e.revision}
+		s.current.Store(e)
+		m.addSlot(slug, s)
+		return
+	}
+	if e.revision < s.held {
+		m.logger.Warn("skip bundle older than the one held", "slug", slug,
+			"content_revision", e.revision, "held", s.held, "bucket_revision", rev)
+		return
+	}
+	s.held = e.revision
+	s.current.Store(e)
+}
+
+// slots returns the map the watcher goroutine reads and writes slugs in.
+func (m *Mirror) slots() map[string]*slot {
+	if !m.caughtUp {
+		return m.pending
+	}
+	return *m.index.Load()
+}
+
+// addSlot adds a slug: in place while the initial values load (nothing is published yet), by
+// publishing a copy afterwards, so that a published map is never written.
+func (m *Mirror) addSlot(slug string, s *slot) {
+	if !m.caughtUp {
+		m.pending[slug] = s
+		return
+	}
+	next := maps.Clone(*m.index.Load())
+	next[slug] = s
+	m.index.Store(&next)
+}
+
+// notify wakes every waiter.
+func (m *Mirror) notify() {
+	m.mu.Lock()
+	close(m.changed)
+	m.changed = make(chan struct{})
+	m.mu.Unlock()
+}

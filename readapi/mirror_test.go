@@ -1,0 +1,396 @@
+package readapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/events/natstest"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// waitTimeout bounds every wait on the mirror; a healthy one answers in microseconds.
+const waitTimeout = 10 * time.Second
+
+// newBucket starts a NATS server and returns a fresh bundle bucket and the connection it uses.
+func newBucket(tb testing.TB) (jetstream.KeyValue, *nats.Conn) {
+	tb.Helper()
+	nc := natstest.Connect(tb, natstest.Start(tb))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatalf("jetstream: %v", err)
+	}
+	kv, err := js.CreateKeyValue(tb.Context(), jetstream.KeyValueConfig{Bucket: dockey.Bucket, History: 1})
+	if err != nil {
+		tb.Fatalf("create bucket: %v", err)
+	}
+	return kv, nc
+}
+
+func putBundle(tb testing.TB, kv jetstream.KeyValue, b dockey.Bundle) uint64 {
+	tb.Helper()
+	raw, err := json.Marshal(b)
+	if err != nil {
+		tb.Fatalf("marshal bundle: %v", err)
+	}
+	return putRaw(tb, kv, dockey.Key(b.Slug), raw)
+}
+
+func putRaw(tb testing.TB, kv jetstream.KeyValue, key string, value []byte) uint64 {
+	tb.Helper()
+	rev, err := kv.Put(tb.Context(), key, value)
+	if err != nil {
+		tb.Fatalf("put %s: %v", key, err)
+	}
+	return rev
+}
+
+// startMirror runs a mirror of kv until the test ends, then checks that Run returned nil.
+func startMirror(tb testing.TB, kv jetstream.KeyValue) (*Mirror, *logBuffer) {
+	tb.Helper()
+	logger, logs := newTestLogger()
+	m, err := NewMirror(kv, logger)
+	if err != nil {
+		tb.Fatalf("NewMirror: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("Run: got %v, want nil after cancel", err)
+		}
+	})
+	return m, logs
+}
+
+func waitCtx(tb testing.TB) context.Context {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), waitTimeout)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+func waitReady(tb testing.TB, m *Mirror) {
+	tb.Helper()
+	select {
+	case <-m.Ready():
+	case <-waitCtx(tb).Done():
+		tb.Fatalf("mirror not ready within %v", waitTimeout)
+	}
+}
+
+func waitBucket(tb testing.TB, m *Mirror, rev uint64) {
+	tb.Helper()
+	if err := m.WaitBucketRevision(waitCtx(tb), rev); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func waitRevision(tb testing.TB, m *Mirror, slug string, rev int64) {
+	tb.Helper()
+	if err := m.WaitRevision(waitCtx(tb), slug, rev); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func newMirrorServer(tb testing.TB, m *Mirror) http.Handler {
+	tb.Helper()
+	s, err := New(Config{Mirror: m, Logger: discardLogger()})
+	if err != nil {
+		tb.Fatalf("New: %v", err)
+	}
+	return s.Handler()
+}
+
+// getEstablishment fetches the establishment document of slug with key through h.
+func getEstablishment(tb testing.TB, h http.Handler, slug, key string) (status int, body string) {
+	tb.Helper()
+	w := serve(tb, h, http.MethodGet, "/api/v1/establishments/"+slug, withKey(key))
+	return w.Code, w.Body.String()
+}
+
+func TestMirrorInitialValues(t *testing.T) {
+	t.Parallel()
+	kv, _ := newBucket(t)
+	putBundle(t, kv, testBundle(alice, 7))
+	putBundle(t, kv, testBundle(bob, 3))
+	putRaw(t, kv, dockey.Key("broken"), []byte("not json"))
+	putRaw(t, kv, dockey.Key("Bad_Key"), []byte("{}"))
+	putRaw(t, kv, "other.key", []byte("not watched"))
+	last := putBundle(t, kv, testBundle(dan, 2))
+
+	logger, logs := newTestLogger()
+	m, err := NewMirror(kv, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.Ready():
+		t.Fatal("Ready: closed before Run, want open")
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	waitReady(t, m)
+
+	// Every initial value is visible the moment Ready is closed: no further wait.
+	got := map[string]int64{}
+	for _, slug := range []string{alice, bob, dan, "broken"} {
+		if e := m.lookup(slug); e != nil {
+			got[slug] = e.revision
+		}
+	}
+	if diff := cmp.Diff(map[string]int64{alice: 7, bob: 3, dan: 2}, got); diff != "" {
+		t.Errorf("revisions after ready (-want +got):\n%s", diff)
+	}
+	waitCtx, waitCancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer waitCancel()
+	if err := m.WaitBucketRevision(waitCtx, last); err != nil {
+		t.Errorf("WaitBucketRevision(%d) after ready: got %v, want nil at once", last, err)
+	}
+	for _, want := range []string{"skip invalid bundle", "slug=broken", "skip bundle under an invalid key", "Bad_Key"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log: got %q, want it to contain %q", logs.String(), want)
+		}
+	}
+
+	h := newMirrorServer(t, m)
+	if status, body := getEstablishment(t, h, alice, keyAlice); status != 200 || body != string(testDoc(alice, "establishment", 7).Body) {
+		t.Errorf("GET %s: got %d %q, want 200 with the stored body", alice, status, body)
+	}
+	if status, _ := getEstablishment(t, h, dan, keyDan); status != 404 {
+		t.Errorf("GET %s (draft): got %d, want 404", dan, status)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: got %v, want nil after cancel", err)
+	}
+}
+
+func TestMirrorEmptyBucket(t *testing.T) {
+	t.Parallel()
+	kv, _ := newBucket(t)
+	m, _ := startMirror(t, kv)
+	waitReady(t, m)
+	if e := m.lookup(alice); e != nil {
+		t.Errorf("lookup in an empty bucket: got %+v, want nil", e)
+	}
+	// Values written after catch-up arrive live.
+	putBundle(t, kv, testBundle(alice, 1))
+	waitRevision(t, m, alice, 1)
+}
+
+func TestMirrorUpdates(t *testing.T) {
+	t.Parallel()
+	kv, _ := newBucket(t)
+	putBundle(t, kv, testBundle(alice, 7))
+	m, logs := startMirror(t, kv)
+	waitReady(t, m)
+	h := newMirrorServer(t, m)
+
+	wantServed := func(t *testing.T, key string, rev int64) {
+		t.Helper()
+		status, body := getEstablishment(t, h, alice, key)
+		if want := string(testDoc(alice, "establishment", rev).Body); status != 200 || body != want {
+			t.Fatalf("GET %s: got %d %q, want 200 %q", alice, status, body, want)
+		}
+	}
+	wantStatus := func(t *testing.T, key string, want int) {
+		t.Helper()
+		if status, body := getEstablishment(t, h, alice, key); status != want {
+			t.Fatalf("GET %s: got %d %q, want %d", alice, status, body, want)
+		}
+	}
+
+	// The steps depend on each other: they run in order.
+	t.Run("higher revision switches", func(t *testing.T) {
+		putBundle(t, kv, testBundle(alice, 8))
+		waitRevision(t, m, alice, 8)
+		wantServed(t, keyAlice, 8)
+		w := serve(t, h, http.MethodGet, "/api/v1/establishments/"+alice+"/menus/lunch?locale=en",
+			http.Header{"X-Api-Key": {keyAlice}, "If-None-Match": {testDoc(alice, "menus/lunch.en", 7).ETag}})
+		if w.Code != 200 || w.Body.String() != string(testDoc(alice, "menus/lunch.en", 8).Body) {
+			t.Errorf("GET with the previous ETag: got %d %q, want 200 with revision 8", w.Code, w.Body.String())
+		}
+	})
+	t.Run("lower revision is ignored", func(t *testing.T) {
+		waitBucket(t, m, putBundle(t, kv, testBundle(alice, 5)))
+		wantServed(t, keyAlice, 8)
+		if !strings.Contains(logs.String(), "skip bundle older than the one held") {
+			t.Errorf("log: got %q, want the older bundle logged", logs.String())
+		}
+	})
+	t.Run("equal revision applies an access change", func(t *testing.T) {
+		b := testBundle(alice, 8)
+		b.KeyHash = keyHash("regenerated")
+		waitBucket(t, m, putBundle(t, kv, b))
+		wantStatus(t, keyAlice, 401)
+		wantServed(t, "regenerated", 8)
+	})
+	t.Run("garbage is skipped", func(t *testing.T) {
+		waitBucket(t, m, putRaw(t, kv, dockey.Key(alice), []byte(`{"slug":`)))
+		wantServed(t, "regenerated", 8)
+		waitBucket(t, m, putBundle(t, kv, dockey.Bundle{Slug: alice, Revision: 9, Status: dockey.StatusActive, APIEnabled: true}))
+		wantServed(t, "regenerated", 8)
+		wrong := testBundle(bob, 9)
+		raw, err := json.Marshal(wrong)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitBucket(t, m, putRaw(t, kv, dockey.Key(alice), raw))
+		wantServed(t, "regenerated", 8)
+	})
+	t.Run("delete removes", func(t *testing.T) {
+		if err := kv.Delete(t.Context(), dockey.Key(alice)); err != nil {
+			t.Fatal(err)
+		}
+		// Entries apply in bucket order: once a later write is handled, the delete is too.
+		waitBucket(t, m, putBundle(t, kv, testBundle(bob, 1)))
+		wantStatus(t, "regenerated", 404)
+		if w := serve(t, h, http.MethodGet, "/r/master_menu?establishment="+alice, nil); w.Code != 404 {
+			t.Errorf("master menu after delete: got %d, want 404", w.Code)
+		}
+	})
+	t.Run("no going back after a delete", func(t *testing.T) {
+		waitBucket(t, m, putBundle(t, kv, testBundle(alice, 6)))
+		wantStatus(t, keyAlice, 404)
+		putBundle(t, kv, testBundle(alice, 9))
+		waitRevision(t, m, alice, 9)
+		wantServed(t, keyAlice, 9)
+	})
+	t.Run("purge removes", func(t *testing.T) {
+		if err := kv.Purge(t.Context(), dockey.Key(alice)); err != nil {
+			t.Fatal(err)
+		}
+		waitBucket(t, m, putBundle(t, kv, testBundle(bob, 2)))
+		wantStatus(t, keyAlice, 404)
+	})
+	t.Run("new establishment after catch-up", func(t *testing.T) {
+		const carol = "chez-carol"
+		putBundle(t, kv, testBundle(carol, 1))
+		waitRevision(t, m, carol, 1)
+		if status, _ := getEstablishment(t, h, carol, "ak_"+carol); status != 200 {
+			t.Errorf("GET %s: got %d, want 200", carol, status)
+		}
+	})
+}
+
+func TestMirrorWaitTimesOut(t *testing.T) {
+	t.Parallel()
+	kv, _ := newBucket(t)
+	m, _ := startMirror(t, kv)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if err := m.WaitRevision(ctx, alice, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitRevision: got %v, want context.DeadlineExceeded", err)
+	}
+	if err := m.WaitBucketRevision(ctx, 1<<40); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitBucketRevision: got %v, want context.DeadlineExceeded", err)
+	}
+}
+
+func TestMirrorRun(t *testing.T) {
+	t.Parallel()
+	t.Run("twice", func(t *testing.T) {
+		t.Parallel()
+		kv, _ := newBucket(t)
+		m, _ := startMirror(t, kv)
+		waitReady(t, m)
+		if err := m.Run(t.Context()); err == nil {
+			t.Error("second Run: got nil, want an error")
+		}
+	})
+	t.Run("connection closed", func(t *testing.T) {
+		t.Parallel()
+		kv, nc := newBucket(t)
+		m, err := NewMirror(kv, discardLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- m.Run(t.Context()) }()
+		waitReady(t, m)
+		nc.Close()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrWatchStopped) {
+				t.Errorf("Run: got %v, want ErrWatchStopped", err)
+			}
+		case <-waitCtx(t).Done():
+			t.Fatal("Run did not return after the connection closed")
+		}
+	})
+}
+
+// TestMirrorConsistentReads reads while the bundle is replaced: every request sees the
+// documents of one revision only, and never a lower revision than one it saw before.
+func TestMirrorConsistentReads(t *testing.T) {
+	t.Parallel()
+	kv, _ := newBucket(t)
+	putBundle(t, kv, testBundle(alice, 1))
+	m, _ := startMirror(t, kv)
+	waitReady(t, m)
+	h := newMirrorServer(t, m)
+	const last = 40
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	deadline := time.Now().Add(waitTimeout)
+	for range 4 {
+		wg.Go(func() {
+			var seen int64
+			for seen < last {
+				if time.Now().After(deadline) {
+					errs <- errors.New("last revision not served in time")
+					return
+				}
+				e := m.lookup(alice)
+				for _, d := range []*document{&e.establishment, &e.hours, e.menus.pick(localeEN), e.menuDetails["lunch"].pick(localeFR)} {
+					if r := bodyRevision(d.body); r != e.revision {
+						errs <- errors.New("entry mixes revisions")
+						return
+					}
+				}
+				w := serve(t, h, http.MethodGet, "/api/v1/establishments/"+alice+"/hours", withKey(keyAlice))
+				r := bodyRevision(w.Body.Bytes())
+				if r < seen {
+					errs <- errors.New("served revision went backwards")
+					return
+				}
+				seen = r
+			}
+		})
+	}
+	for rev := int64(2); rev <= last; rev++ {
+		putBundle(t, kv, testBundle(alice, rev))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// bodyRevision returns the content_revision of a fixture body, or -1.
+func bodyRevision(body []byte) int64 {
+	var v struct {
+		Revision int64 `json:"content_revision"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return -1
+	}
+	return v.Revision
+}
