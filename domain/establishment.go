@@ -311,11 +311,15 @@ func (e *Establishment) RegisterWebhook(id, rawURL string) ([]Event, error) {
 	if err := e.mustExist(); err != nil {
 		return nil, err
 	}
-	if err := ValidateHTTPSURL(rawURL); err != nil {
-		return nil, &FieldError{Field: "url", Reason: err.Error()}
-	}
+	var fe fieldErrors
 	if id == "" {
-		return nil, &FieldError{Field: "id", Reason: "required"}
+		fe.add("id", "required")
+	}
+	if err := ValidateHTTPSURL(rawURL); err != nil {
+		fe.add("url", "%v", err)
+	}
+	if err := fe.err(); err != nil {
+		return nil, err
 	}
 	for _, w := range e.Webhooks {
 		if w.ID == id {

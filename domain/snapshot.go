@@ -3,7 +3,6 @@ package domain
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -137,66 +136,15 @@ const (
 	maxHours       = 100
 )
 
-// DecodeStrict reads exactly one JSON value from r into v, rejecting unknown fields, wrong types
-// and trailing data, with an error naming the offending field.
-func DecodeStrict(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return describeJSONError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &FieldError{Field: "body", Reason: "unexpected data after the JSON value"}
-	}
-	return nil
-}
-
-func describeJSONError(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
-		}
-		return &FieldError{Field: field, Reason: fmt.Sprintf("wrong type: got JSON %s, want %s", typeErr.Value, jsonTypeName(typeErr.Type.String()))}
-	case errors.As(err, &syntaxErr):
-		return &FieldError{Field: "body", Reason: fmt.Sprintf("invalid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)}
-	case errors.Is(err, io.EOF):
-		return &FieldError{Field: "body", Reason: "empty body, want a JSON object"}
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return &FieldError{Field: "body", Reason: "invalid JSON: unexpected end"}
-	}
-	// encoding/json reports an unknown field only as text: `json: unknown field "x"`.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return &FieldError{Field: strings.Trim(name, `"`), Reason: "unknown field"}
-	}
-	var fe *FieldError
-	if errors.As(err, &fe) {
-		return fe
-	}
-	return &FieldError{Field: "body", Reason: err.Error()}
-}
-
-func jsonTypeName(goType string) string {
-	switch {
-	case strings.Contains(goType, "string"):
-		return "string"
-	case strings.Contains(goType, "int"), strings.Contains(goType, "float"):
-		return "number"
-	case strings.Contains(goType, "bool"):
-		return "boolean"
-	case strings.HasPrefix(strings.TrimLeft(goType, "*"), "[]"):
-		return "array"
-	}
-	return "object"
-}
-
-// ParseSnapshot decodes and validates an import document.
+// ParseSnapshot decodes and validates an import document. It reports every bad field of the
+// document at once; what depends on the establishment (its slug, its status) is checked by
+// Import.
 func ParseSnapshot(r io.Reader) (Snapshot, error) {
 	var s Snapshot
 	if err := DecodeStrict(r, &s); err != nil {
+		return Snapshot{}, err
+	}
+	if _, err := s.validate(); err != nil {
 		return Snapshot{}, err
 	}
 	return s, nil
@@ -412,6 +360,7 @@ func (m MenuTypeInput) validateAttrs(p string, position int, fe *fieldErrors) Me
 	}
 	if a.Rotation, err = ParseRotation(m.Rotation); err != nil {
 		fe.add(p+".rotation", "%v", err)
+		a.Rotation = RotationNone // an unknown rotation is one error, not one per version
 	}
 	return a
 }

@@ -181,8 +181,13 @@ func (d Weekday) String() string {
 // MarshalText encodes d as its French name.
 func (d Weekday) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
-// UnmarshalText decodes a French day name.
+// UnmarshalText decodes a French day name; the empty string is the zero day, which is what
+// MarshalText writes for it.
 func (d *Weekday) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*d = 0
+		return nil
+	}
 	v, err := ParseWeekday(string(b))
 	if err != nil {
 		return err
@@ -331,7 +336,8 @@ func ValidateHTTPSURL(s string) error {
 	if err := ValidateURL(s); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(s, "https://") {
+	// ValidateURL parsed s already; the scheme is case-insensitive.
+	if u, _ := url.Parse(s); u.Scheme != "https" {
 		return fmt.Errorf("invalid url %q: https is required", s)
 	}
 	return nil

@@ -1,0 +1,385 @@
+package domain
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// DecodeStrict reads exactly one JSON value from r into v, rejecting unknown fields, duplicate
+// fields, wrong types and trailing data. Each rejection is a *FieldError whose Field is the path
+// of the value in the notation of the import format ("menu_types[0].versions[1].id"), and every
+// rejected field is reported at once. An error reading r is returned wrapped, not as a
+// *FieldError, so that a caller can tell a body that is too large from a bad one.
+func DecodeStrict(r io.Reader, v any) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("read body: %w", err)
+	}
+	// encoding/json names a nested value without its array indices and an unknown field by its
+	// key alone, and stops at the first problem: the shape is checked first, with full paths.
+	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer {
+		if err := checkShape(data, t.Elem()); err != nil {
+			return err
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return describeJSONError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &FieldError{Field: "body", Reason: "unexpected data after the JSON value"}
+	}
+	return nil
+}
+
+func describeJSONError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return &FieldError{Field: field, Reason: fmt.Sprintf("wrong type: got JSON %s, want %s", typeErr.Value, jsonTypeName(typeErr.Type))}
+	case errors.As(err, &syntaxErr):
+		return &FieldError{Field: "body", Reason: fmt.Sprintf("invalid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)}
+	case errors.Is(err, io.EOF):
+		return &FieldError{Field: "body", Reason: "empty body, want a JSON object"}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &FieldError{Field: "body", Reason: "invalid JSON: unexpected end"}
+	}
+	// encoding/json reports an unknown field only as text: `json: unknown field "x"`.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return &FieldError{Field: strings.Trim(name, `"`), Reason: "unknown field"}
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return &FieldError{Field: "body", Reason: err.Error()}
+}
+
+func jsonTypeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return "string"
+	}
+	return "object"
+}
+
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	jsonNumberType      = reflect.TypeFor[json.Number]()
+)
+
+// checkShape walks the JSON value in data against the Go type t the way encoding/json would
+// decode it, and reports every unknown or duplicate field and every value of the wrong type with
+// its full path. Values whose type decodes itself (json.Unmarshaler, interfaces) are left to
+// encoding/json. A syntax error or trailing data stops the walk and is reported alone.
+func checkShape(data []byte, t reflect.Type) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	w := shapeWalker{dec: dec, fields: map[reflect.Type][]shapeField{}}
+	tok, err := dec.Token()
+	if errors.Is(err, io.EOF) {
+		return &FieldError{Field: "body", Reason: "empty body, want a JSON object"}
+	}
+	if err != nil {
+		return syntaxError(err)
+	}
+	if err := w.value(tok, t, ""); err != nil {
+		return syntaxError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &FieldError{Field: "body", Reason: "unexpected data after the JSON value"}
+	}
+	return w.fe.err()
+}
+
+func syntaxError(err error) error {
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return &FieldError{Field: "body", Reason: fmt.Sprintf("invalid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &FieldError{Field: "body", Reason: "invalid JSON: unexpected end"}
+	}
+	return &FieldError{Field: "body", Reason: fmt.Sprintf("invalid JSON: %v", err)}
+}
+
+type shapeField struct {
+	name   string
+	typ    reflect.Type
+	quoted bool // the ",string" option: the value is a JSON string holding the literal
+}
+
+type shapeWalker struct {
+	dec    *json.Decoder
+	fe     fieldErrors
+	fields map[reflect.Type][]shapeField
+	depth  int
+}
+
+// maxShapeDepth bounds the recursion of the walk, as encoding/json bounds its own.
+const maxShapeDepth = 10000
+
+var errTooDeep = errors.New("exceeded max depth")
+
+// value checks the value that starts with tok against t. It returns only syntax errors; shape
+// errors are collected in w.fe.
+func (w *shapeWalker) value(tok json.Token, t reflect.Type, path string) error {
+	if tok == nil {
+		return nil // null leaves a Go value as it is, and sets a pointer, slice or map to nil
+	}
+	if w.depth++; w.depth > maxShapeDepth {
+		return errTooDeep
+	}
+	defer func() { w.depth-- }()
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Implements(jsonUnmarshalerType), reflect.PointerTo(t).Implements(jsonUnmarshalerType),
+		t == jsonNumberType, t.Kind() == reflect.Interface:
+		return w.skip(tok)
+	case reflect.PointerTo(t).Implements(textUnmarshalerType):
+		s, ok := tok.(string)
+		if !ok {
+			w.wrongType(path, tok, "string")
+			return w.skip(tok)
+		}
+		u := reflect.New(t).Interface().(encoding.TextUnmarshaler)
+		if err := u.UnmarshalText([]byte(s)); err != nil {
+			w.fe.add(fieldPath(path), "%v", err)
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return w.object(tok, path, func(key string) (reflect.Type, string, bool) {
+			f, ok := w.lookup(t, key)
+			return f.typ, f.name, ok && !f.quoted
+		})
+	case reflect.Map:
+		return w.object(tok, path, func(key string) (reflect.Type, string, bool) { return t.Elem(), key, true })
+	case reflect.Slice, reflect.Array:
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+			return w.skip(tok) // []byte is a base64 string
+		}
+		if tok != json.Delim('[') {
+			w.wrongType(path, tok, "array")
+			return w.skip(tok)
+		}
+		for i := 0; w.dec.More(); i++ {
+			vt, err := w.dec.Token()
+			if err != nil {
+				return err
+			}
+			if err := w.value(vt, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		_, err := w.dec.Token()
+		return err
+	case reflect.String:
+		if _, ok := tok.(string); !ok {
+			w.wrongType(path, tok, "string")
+		}
+	case reflect.Bool:
+		if _, ok := tok.(bool); !ok {
+			w.wrongType(path, tok, "boolean")
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := tok.(json.Number)
+		if !ok {
+			w.wrongType(path, tok, "integer")
+		} else if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
+			w.fe.add(fieldPath(path), "%s is not an integer of %d bits", n, t.Bits())
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n, ok := tok.(json.Number)
+		if !ok {
+			w.wrongType(path, tok, "integer")
+		} else if _, err := strconv.ParseUint(string(n), 10, t.Bits()); err != nil {
+			w.fe.add(fieldPath(path), "%s is not a non-negative integer of %d bits", n, t.Bits())
+		}
+	case reflect.Float32, reflect.Float64:
+		n, ok := tok.(json.Number)
+		if !ok {
+			w.wrongType(path, tok, "number")
+		} else if _, err := strconv.ParseFloat(string(n), t.Bits()); err != nil {
+			w.fe.add(fieldPath(path), "%s is out of range", n)
+		}
+	}
+	return w.skip(tok)
+}
+
+// object checks a JSON object whose member types field gives; field returns false for a member
+// that is not known, or whose check is left to encoding/json with a nil type.
+func (w *shapeWalker) object(tok json.Token, path string, field func(key string) (reflect.Type, string, bool)) error {
+	if tok != json.Delim('{') {
+		w.wrongType(path, tok, "object")
+		return w.skip(tok)
+	}
+	seen := map[string]bool{}
+	for w.dec.More() {
+		kt, err := w.dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := kt.(string)
+		vt, err := w.dec.Token()
+		if err != nil {
+			return err
+		}
+		p := key
+		if path != "" {
+			p = path + "." + key
+		}
+		t, name, ok := field(key)
+		switch {
+		case t == nil:
+			w.fe.add(p, "unknown field")
+		case seen[name]:
+			w.fe.add(p, "duplicate field")
+		case ok:
+			seen[name] = true
+			if err := w.value(vt, t, p); err != nil {
+				return err
+			}
+			continue
+		default:
+			seen[name] = true
+		}
+		if err := w.skip(vt); err != nil {
+			return err
+		}
+	}
+	_, err := w.dec.Token()
+	return err
+}
+
+// skip consumes the rest of the value that starts with tok.
+func (w *shapeWalker) skip(tok json.Token) error {
+	if tok != json.Delim('{') && tok != json.Delim('[') {
+		return nil
+	}
+	for depth := 1; depth > 0; {
+		t, err := w.dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return nil
+}
+
+func (w *shapeWalker) wrongType(path string, tok json.Token, want string) {
+	got := "object"
+	switch tok.(type) {
+	case string:
+		got = "string"
+	case json.Number:
+		got = "number"
+	case bool:
+		got = "boolean"
+	}
+	if tok == json.Delim('[') {
+		got = "array"
+	}
+	w.fe.add(fieldPath(path), "wrong type: got JSON %s, want %s", got, want)
+}
+
+func fieldPath(path string) string {
+	if path == "" {
+		return "body"
+	}
+	return path
+}
+
+// lookup finds the member key of struct t as encoding/json does: the exact name first, then a
+// case-insensitive match.
+func (w *shapeWalker) lookup(t reflect.Type, key string) (shapeField, bool) {
+	fields, ok := w.fields[t]
+	if !ok {
+		fields = structFields(t)
+		w.fields[t] = fields
+	}
+	for _, f := range fields {
+		if f.name == key {
+			return f, true
+		}
+	}
+	for _, f := range fields {
+		if strings.EqualFold(f.name, key) {
+			return f, true
+		}
+	}
+	return shapeField{}, false
+}
+
+// structFields lists the JSON members of struct t: its own fields first, then those promoted
+// from embedded structs, so that a lookup finds the shallower one.
+func structFields(t reflect.Type) []shapeField {
+	var own, promoted []shapeField
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag := sf.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if sf.Anonymous && name == "" {
+			ft := sf.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				promoted = append(promoted, structFields(ft)...)
+				continue
+			}
+		}
+		if !sf.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		quoted := false
+		for _, o := range strings.Split(opts, ",") {
+			quoted = quoted || o == "string"
+		}
+		own = append(own, shapeField{name: name, typ: sf.Type, quoted: quoted})
+	}
+	return append(own, promoted...)
+}
