@@ -108,4 +108,3 @@ func StartCluster(tb testing.TB) []*server.Server {
 	tb.Fatalf("no jetstream meta leader within 20s")
 	return nil
 }
-

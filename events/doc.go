@@ -1,0 +1,61 @@
+// Package events stores the event log: it appends the events of each accepted command to NATS
+// JetStream and reads them back, for one establishment (History, LastSequence) or for the whole
+// log (Replay, Follow).
+//
+// # What it owns
+//
+//   - The stream StreamName ("CONTENT"), one subject per establishment: "events.<slug>".
+//   - The storage format: one message per command, a Record holding the command id, the
+//     establishment and its events as Envelopes, encoded as JSON by Encode and checked by Decode.
+//   - Optimistic concurrency per establishment and idempotency per command.
+//
+// Events are opaque to this package: a type string, a schema version and a JSON payload. The
+// domain package gives them meaning; events does not import it, nor any other package of this
+// module. It imports the standard library, nats.go and nats.go's jetstream package, and no
+// jetstream type appears in its API: callers pass a *nats.Conn.
+//
+// # Invariants
+//
+//   - Accepted means acknowledged: Append returns a sequence without error only after JetStream
+//     acknowledged the record. ErrConflict, ErrInvalidSlug and ErrInvalidRecord mean nothing was
+//     stored; any other error (a timeout, a lost connection) leaves the outcome unknown, and the
+//     command is retried with the same id.
+//   - The message id is the command id. A command appended again within the stream's Duplicates
+//     window is stored once; the repeat gets ErrDuplicate and the first record's sequence, even
+//     when its expected sequence is stale by then.
+//   - Concurrency is optimistic per establishment subject: Append stores a record only if the
+//     subject's last sequence is the one the caller read (0 for none); otherwise ErrConflict and
+//     nothing is stored. Establishments never conflict with each other.
+//   - The log is append-only: the stream denies deletes and purges and has no limits, so no
+//     record is ever removed. Sequences increase with every record and are never reused.
+//   - Every record read is decoded and checked, carries its stream Sequence, and belongs to the
+//     establishment of its subject; a record that fails this is an error, never skipped.
+//
+// # Decisions
+//
+//   - One message per command rather than a JetStream atomic batch of one message per event:
+//     atomic by construction, one expectation, one message id, and no batch limits. A command's
+//     events must fit the server's maximum payload (1 MiB by default).
+//   - Slugs are validated by the caller; this package only refuses what cannot be a subject token
+//     ('.', '*', '>', white space, control characters, empty), with ErrInvalidSlug.
+//   - Command ids are 1 to MaxCommandIDLen visible ASCII characters: they travel as a header. The
+//     deduplication table is stream-wide, so command ids must be unique across establishments.
+//   - A single server checks the expected sequence before the message id, so a command replayed
+//     with a stale expectation is refused as "wrong last sequence" (10071); a replicated stream
+//     checks the message id first. To give callers one answer, Append, on a conflict, looks for a
+//     record with the same command id among those on the subject stored within the Duplicates
+//     window (plus a minute for clock skew), reading headers only, and reports ErrDuplicate if it
+//     finds one. Conflicts thus cost one extra read.
+//   - Both "wrong last sequence" codes, 10071 and, on replicated streams with a write in flight,
+//     10164, are ErrConflict. While a replicated stream is still storing the same command id
+//     (10158), Append waits briefly and tries again, so the caller learns the stored sequence.
+//   - The Duplicates window defaults to one hour (DefaultDuplicates) instead of JetStream's two
+//     minutes, so that a client retrying after an outage is still recognised.
+//   - Reads go to the stream leader (no direct get from replicas), so LastSequence and History
+//     see every acknowledged append.
+//   - Reads use ephemeral ordered consumers that the server removes 10 seconds after their last
+//     use. History and Replay stop at the last record stored when they are called; Follow goes on.
+//   - Decode ignores unknown fields, so that records written by a newer version remain readable,
+//     and returns payloads compacted; Encode writes them without HTML escaping. Decode(Encode(r))
+//     is r. A null payload is refused, as it usually means an event lost its body.
+package events

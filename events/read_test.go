@@ -1,0 +1,219 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/opencarte/publisher/events"
+)
+
+// fill appends n records alternating between two establishments and returns their command ids in
+// log order.
+func fill(tb testing.TB, st *events.Store, n int) []string {
+	tb.Helper()
+	var ids []string
+	last := map[string]uint64{}
+	for i := range n {
+		slug := []string{"alpha", "beta"}[i%2]
+		id := fmt.Sprintf("cmd-%d", i+1)
+		last[slug] = mustAppend(tb, st, slug, last[slug], id, event("t", fmt.Sprintf(`{"i":%d}`, i)))
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// collect returns a Replay or Follow callback that records what it sees.
+func collect(into *[]events.Record) func(events.Record) error {
+	return func(r events.Record) error {
+		*into = append(*into, r)
+		return nil
+	}
+}
+
+func commandIDs(records []events.Record) []string {
+	var ids []string
+	for _, r := range records {
+		ids = append(ids, r.CommandID)
+	}
+	return ids
+}
+
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	ids := fill(t, st, 6)
+
+	tests := []struct {
+		name     string
+		from     uint64
+		wantIDs  []string
+		wantLast uint64
+	}{
+		{"from zero", 0, ids, 6},
+		{"from the start", 1, ids, 6},
+		{"from the middle", 4, ids[3:], 6},
+		{"from the last", 6, ids[5:], 6},
+		{"past the end", 7, nil, 6},
+		{"far past the end", 100, nil, 99},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []events.Record
+			last, err := st.Replay(t.Context(), tt.from, collect(&got))
+			if err != nil {
+				t.Fatalf("Replay(%d): %v", tt.from, err)
+			}
+			if diff := cmp.Diff(tt.wantIDs, commandIDs(got)); diff != "" {
+				t.Errorf("Replay(%d) command ids (-want +got):\n%s", tt.from, diff)
+			}
+			for i, r := range got {
+				if want := max(tt.from, 1) + uint64(i); r.Sequence != want {
+					t.Errorf("Replay(%d) record %d: got sequence %d, want %d", tt.from, i, r.Sequence, want)
+				}
+			}
+			if last != tt.wantLast {
+				t.Errorf("Replay(%d): got last %d, want %d", tt.from, last, tt.wantLast)
+			}
+		})
+	}
+}
+
+func TestReplayEmptyStream(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	calls := 0
+	last, err := st.Replay(ctx, 1, func(events.Record) error {
+		calls++
+		return nil
+	})
+	if err != nil || last != 0 || calls != 0 {
+		t.Errorf("Replay of an empty stream: got last %d, error %v, %d calls, want 0, nil, 0", last, err, calls)
+	}
+	slugs, err := st.Slugs(ctx)
+	if err != nil || len(slugs) != 0 {
+		t.Errorf("Slugs of an empty stream: got %v, %v, want none", slugs, err)
+	}
+}
+
+func TestReplayStopsOnError(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	fill(t, st, 5)
+	stop := errors.New("projection failed")
+	var seen []uint64
+	last, err := st.Replay(t.Context(), 1, func(r events.Record) error {
+		if r.Sequence == 3 {
+			return stop
+		}
+		seen = append(seen, r.Sequence)
+		return nil
+	})
+	if !errors.Is(err, stop) {
+		t.Errorf("Replay: got error %v, want %v", err, stop)
+	}
+	if last != 2 {
+		t.Errorf("Replay: got last %d, want 2", last)
+	}
+	if diff := cmp.Diff([]uint64{1, 2}, seen); diff != "" {
+		t.Errorf("sequences seen (-want +got):\n%s", diff)
+	}
+}
+
+func TestReplayEndsAtTheCallsLastRecord(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	fill(t, st, 3)
+	var got []events.Record
+	last, err := st.Replay(t.Context(), 1, func(r events.Record) error {
+		got = append(got, r)
+		if r.Sequence == 1 {
+			// Stored while the replay runs: not part of it.
+			mustAppend(t, st, "gamma", 0, "late", event("t", `{}`))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Replay: %v", err)
+	}
+	if last != 3 || len(got) != 3 {
+		t.Errorf("Replay: got last %d and %d records, want 3 and 3", last, len(got))
+	}
+}
+
+func TestFollow(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	ids := fill(t, st, 2)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	records := make(chan events.Record)
+	done := make(chan error, 1)
+	go func() {
+		done <- st.Follow(ctx, 2, func(r events.Record) error {
+			select {
+			case records <- r:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+
+	next := func() events.Record {
+		t.Helper()
+		select {
+		case r := <-records:
+			return r
+		case err := <-done:
+			t.Fatalf("Follow returned early: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no record from Follow within 10s")
+		}
+		return events.Record{}
+	}
+
+	if r := next(); r.Sequence != 2 || r.CommandID != ids[1] {
+		t.Errorf("first record: got %d %s, want 2 %s", r.Sequence, r.CommandID, ids[1])
+	}
+	seq := mustAppend(t, st, "gamma", 0, "after-start", event("t", `{}`))
+	if r := next(); r.Sequence != seq || r.CommandID != "after-start" {
+		t.Errorf("record appended after Follow started: got %d %s, want %d after-start", r.Sequence, r.CommandID, seq)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Follow after cancel: got %v, want %v", err, context.Canceled)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Follow did not return within 10s of cancel")
+	}
+}
+
+func TestFollowStopsOnError(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	fill(t, st, 3)
+	stop := errors.New("handler failed")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	err := st.Follow(ctx, 1, func(r events.Record) error {
+		if r.Sequence == 2 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) {
+		t.Errorf("Follow: got %v, want %v", err, stop)
+	}
+}

@@ -1,0 +1,160 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxCommandIDLen is the longest command id, in bytes, that a record may carry.
+const MaxCommandIDLen = 128
+
+// Envelope is one event as stored: a typed, versioned JSON payload that this package does not
+// interpret.
+type Envelope struct {
+	// ID is "<command_id>/<index>" unless the producer chose one; Append fills it when empty.
+	ID string `json:"id"`
+	// Type is the wire name of the event, such as "menu_version.published".
+	Type string `json:"type"`
+	// Establishment is the slug of the establishment; Append fills it when empty.
+	Establishment string `json:"establishment"`
+	// Time is when the command that produced the event was decided.
+	Time time.Time `json:"time"`
+	// SchemaVersion is the version of the payload's schema for Type, starting at 1.
+	SchemaVersion int `json:"schema_version"`
+	// Payload is the event's body: any JSON value but null.
+	Payload json.RawMessage `json:"payload"`
+}
+
+// Record is one stored message: every event of one command, appended atomically.
+type Record struct {
+	// Sequence is the record's stream sequence. It is set on every record read from the store
+	// and is not part of the encoding.
+	Sequence uint64 `json:"-"`
+	// CommandID identifies the command; it is also the message id JetStream deduplicates on.
+	CommandID string `json:"command_id"`
+	// Establishment is the slug of the establishment the record belongs to.
+	Establishment string `json:"establishment"`
+	// Events are the command's events, in the order they apply.
+	Events []Envelope `json:"events"`
+}
+
+// Encode validates r and returns its JSON encoding. Payloads are written compacted and without
+// HTML escaping, so that Decode(Encode(r)) reproduces r.
+func Encode(r Record) ([]byte, error) {
+	if err := r.validate(); err != nil {
+		return nil, fmt.Errorf("encode record: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("encode record %s: %w", r.CommandID, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Decode parses and validates one stored record. Every error matches ErrInvalidRecord. Unknown
+// fields are ignored, so that a record written by a newer version can still be read. Payloads are
+// returned compacted. The Sequence of the result is zero.
+func Decode(data []byte) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return Record{}, fmt.Errorf("decode record: %w: %w", ErrInvalidRecord, err)
+	}
+	if err := r.validate(); err != nil {
+		return Record{}, fmt.Errorf("decode record: %w", err)
+	}
+	for i := range r.Events {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, r.Events[i].Payload); err != nil {
+			return Record{}, fmt.Errorf("decode record: %w: event %d: payload: %w", ErrInvalidRecord, i, err)
+		}
+		r.Events[i].Payload = buf.Bytes()
+	}
+	return r, nil
+}
+
+// validate checks the invariants shared by Encode and Decode. The returned error wraps
+// ErrInvalidRecord.
+func (r Record) validate() error {
+	if err := checkCommandID(r.CommandID); err != nil {
+		return err
+	}
+	if err := checkToken(r.Establishment); err != nil {
+		return fmt.Errorf("%w: establishment: %w", ErrInvalidRecord, err)
+	}
+	if len(r.Events) == 0 {
+		return fmt.Errorf("%w: no events", ErrInvalidRecord)
+	}
+	for i, e := range r.Events {
+		if err := e.validate(r.Establishment); err != nil {
+			return fmt.Errorf("%w: event %d: %s", ErrInvalidRecord, i, err)
+		}
+	}
+	return nil
+}
+
+func (e Envelope) validate(establishment string) error {
+	switch {
+	case e.ID == "":
+		return fmt.Errorf("empty id")
+	case strings.TrimSpace(e.Type) == "":
+		return fmt.Errorf("empty type")
+	case e.Establishment != establishment:
+		return fmt.Errorf("establishment %q differs from the record's %q", e.Establishment, establishment)
+	case e.Time.IsZero():
+		return fmt.Errorf("zero time")
+	case e.SchemaVersion < 1:
+		return fmt.Errorf("schema version %d is below 1", e.SchemaVersion)
+	case len(e.Payload) == 0:
+		return fmt.Errorf("empty payload")
+	case !json.Valid(e.Payload):
+		return fmt.Errorf("payload is not a json value")
+	case string(bytes.TrimSpace(e.Payload)) == "null":
+		// A nil payload encodes as null: refusing it catches an event that lost its body.
+		return fmt.Errorf("null payload")
+	}
+	return nil
+}
+
+// checkCommandID accepts 1 to MaxCommandIDLen visible ASCII characters: a command id travels as a
+// message header, where spaces are trimmed and line breaks end the value.
+func checkCommandID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: empty command id", ErrInvalidRecord)
+	}
+	if len(id) > MaxCommandIDLen {
+		return fmt.Errorf("%w: command id is %d bytes long, more than %d", ErrInvalidRecord, len(id), MaxCommandIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c >= 0x7f {
+			return fmt.Errorf("%w: command id has a byte %#x that is not visible ascii", ErrInvalidRecord, c)
+		}
+	}
+	return nil
+}
+
+// checkToken accepts a non-empty UTF-8 string usable as one subject token: no '.', '*' or '>',
+// no white space and no control characters.
+func checkToken(s string) error {
+	if s == "" {
+		return fmt.Errorf("empty")
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%q is not valid utf-8", s)
+	}
+	for _, r := range s {
+		switch {
+		case r == '.' || r == '*' || r == '>':
+			return fmt.Errorf("%q contains %q", s, r)
+		case unicode.IsSpace(r) || unicode.IsControl(r):
+			return fmt.Errorf("%q contains white space or a control character", s)
+		}
+	}
+	return nil
+}
