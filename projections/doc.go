@@ -1,0 +1,62 @@
+// Package projections turns the event log into the documents the read API serves: one
+// dockey.Bundle per establishment, holding every rendered response body with its entity tag and
+// the small access record (status, API key hash, redirect targets) that decides 401, 404 and 302.
+//
+// It owns two things. Render is a pure function from an establishment aggregate and a revision to
+// a bundle: no clock, no randomness, the same bytes for the same input. Projector is the thin
+// runner that rebuilds every aggregate from the log, renders, decides revisions and writes the
+// bundles to the KV bucket dockey.Bucket, then follows the log.
+//
+// It imports the standard library, domain, events, projections/dockey, the nats.go jetstream
+// package (only for the bucket) and xxhash. Nothing in it reads the time of day: the calendar
+// enters as domain.DayStarted events.
+//
+// # Invariants
+//
+//   - Documents are a pure function of the log (DESIGN.md invariant 2): rebuilding into an empty
+//     bucket reproduces the same bytes.
+//   - content_revision never goes back and is the same in every document of a bundle
+//     (invariant 3). It rises exactly when the bytes of at least one document change, compared
+//     with both stamped at the same revision. The new revision is max(stream sequence of the
+//     record, stored revision + 1). A change of access fields only (status, API enabled, key,
+//     redirect setting) rewrites the bundle with its revision unchanged; an event that changes
+//     nothing public writes nothing. At start-up, content equal to what the bucket holds keeps
+//     the stored revision, and different content (a changed renderer, a bucket ahead of the log)
+//     takes max(replayed revision, stored revision + 1), so that a restart or an upgrade never
+//     goes back. A rebuild into an empty bucket gives every establishment the sequence of its
+//     last visible change.
+//   - A bundle is one KV value, so a reader switches all documents of an establishment at once
+//     (invariant 4). It is stored with EncodeBundle, which keeps every body byte for byte
+//     (invariant 5): the read API serves the stored slice and the entity tag computed here.
+//   - A Notifier hears of a change only after its bundle is stored, and only when the revision
+//     rose. A Notifier error is logged: a signal channel that is down never holds content back.
+//   - An event that cannot be decoded (unknown type or schema version, malformed payload) is
+//     logged and skipped, and the other events of its record still apply; a stored message that
+//     is not a record at all is logged and passed over. Neither stops the projection.
+//
+// # Decisions on what the specification leaves open
+//
+//   - Documents are compact JSON in the field order of the specification's tables, UTF-8 and the
+//     characters <, > and & written as they are, no trailing newline. Every "T | null" key is
+//     present; arrays are never null. category repeats public_category. language is always "fr".
+//   - Menu resources have three variants: no locale (French text, every file), fr (French text,
+//     files fr and fr_en) and en (English text falling back to French field by field, files en
+//     and fr_en). A menu type exists only with web delivery and a current version on the
+//     establishment's recorded date; otherwise it is absent from the list, the details and the
+//     redirects. Menu types follow their position, sections their position, items their order;
+//     an uploaded menu has no sections.
+//   - business_hours are ordered by weekday, lundi first, then opening time. The establishment's
+//     own summary is used when it has one that is not blank; otherwise Summary generates one in
+//     French (its documentation gives the format), and there is none without ranges.
+//     special_hours_coming keeps an exception until its last day has passed, by start date.
+//   - An entity tag is strong: the 64-bit xxhash of the body as 16 lower-case hex digits, in
+//     double quotes. Each variant has its own.
+//   - The /r/menus target per locale is the first page of the first file whose scope is exactly
+//     that locale, else of the first fr_en file, else none (404). Redirect and master menu
+//     targets are percent-encoded outside printable ASCII so that they fit a Location header.
+//   - A bundle larger than Config.MaxValueSize (MaxBundleSize by default) is not stored: the
+//     error is logged and the previous bundle stays. Other write failures are retried with
+//     backoff until the context ends.
+//   - Change.Resources lists "establishment", "hours", "menus", then "menus/<slug>" by slug for
+//     every menu detail that changed, appeared or disappeared.
+package projections

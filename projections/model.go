@@ -1,0 +1,64 @@
+package projections
+
+import (
+	"log/slog"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// model is the projector's memory: every establishment rebuilt from the log, with the bundle
+// stored for it. It is used by one goroutine at a time.
+type model struct {
+	logger *slog.Logger
+	byslug map[string]*tracked
+}
+
+// tracked is one establishment: its aggregate and its stored bundle (nil when none is stored).
+type tracked struct {
+	agg    *domain.Establishment
+	stored *dockey.Bundle
+}
+
+func newModel(logger *slog.Logger) *model {
+	return &model{logger: logger, byslug: make(map[string]*tracked)}
+}
+
+// apply applies the events of rec to its establishment and returns it, or nil when the record
+// names no valid establishment. An event that cannot be decoded is logged and skipped; the other
+// events of the record still apply, since the log is the truth.
+func (m *model) apply(rec events.Record) *tracked {
+	slug, err := domain.ParseSlug(rec.Establishment)
+	if err != nil {
+		m.logger.Warn("skip record of an invalid establishment slug",
+			"seq", rec.Sequence, "command", rec.CommandID, "err", err)
+		return nil
+	}
+	t := m.byslug[rec.Establishment]
+	if t == nil {
+		t = &tracked{agg: domain.New(slug)}
+		m.byslug[rec.Establishment] = t
+	}
+	for _, env := range rec.Events {
+		ev, err := domain.DecodeEvent(env.Type, env.SchemaVersion, env.Payload)
+		if err != nil {
+			m.logger.Warn("skip undecodable event",
+				"seq", rec.Sequence, "establishment", rec.Establishment, "event", env.ID,
+				"type", env.Type, "schema_version", env.SchemaVersion, "err", err)
+			continue
+		}
+		t.agg.Apply(ev)
+	}
+	return t
+}
+
+// project decides what follows the stored bundle of t now that its aggregate changed, with
+// floor the stream sequence of the change. ok is false while the establishment does not exist:
+// it has no bundle.
+func (t *tracked) project(floor uint64) (u update, ok bool) {
+	if !t.agg.Created {
+		return update{}, false
+	}
+	return next(t.stored, render(t.agg), int64(floor)), true
+}

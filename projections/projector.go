@@ -1,0 +1,345 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// ErrStopped is returned by WaitFor when Run has returned before the awaited sequence was
+// projected.
+var ErrStopped = errors.New("projections: projector stopped")
+
+// Log is the event log the projector reads; *events.Store satisfies it.
+type Log interface {
+	// Replay calls fn for every stored record from sequence from, and returns the sequence of the
+	// last one.
+	Replay(ctx context.Context, from uint64, fn func(events.Record) error) (last uint64, err error)
+	// Follow calls fn for every record from sequence from, stored or to come, until ctx is done.
+	Follow(ctx context.Context, from uint64, fn func(events.Record) error) error
+}
+
+// Notifier is told about every rise of an establishment's content_revision, after the bundle
+// is stored.
+type Notifier interface {
+	Changed(ctx context.Context, c Change) error
+}
+
+// Change is a rise of one establishment's content_revision.
+type Change struct {
+	Slug     string
+	Revision int64
+	// Resources lists the resources whose bytes changed: "establishment", "hours", "menus", then
+	// "menus/<menu_type_slug>" by slug for each menu detail that changed, appeared or disappeared.
+	Resources []string
+}
+
+// Config is what a Projector needs.
+type Config struct {
+	// Store is the event log, normally an *events.Store.
+	Store Log
+	// KV is the bucket of bundles, normally the jetstream.KeyValue returned by OpenBucket.
+	KV Bucket
+	// Logger receives skipped events and retried writes; nil discards them.
+	Logger *slog.Logger
+	// Notifier, optional, is called after each stored rise of a revision.
+	Notifier Notifier
+	// MaxValueSize is the largest encoded bundle stored, in bytes; zero means MaxBundleSize. Set
+	// it to the connection's maximum payload when that is lower, so that an oversized bundle is
+	// refused at once instead of retried.
+	MaxValueSize int
+}
+
+// Validate reports a missing dependency.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("projections: config: store is required"))
+	}
+	if c.KV == nil {
+		errs = append(errs, errors.New("projections: config: kv bucket is required"))
+	}
+	if c.MaxValueSize < 0 || c.MaxValueSize > MaxBundleSize {
+		errs = append(errs, fmt.Errorf("projections: config: max value size %d is outside 0 to %d", c.MaxValueSize, MaxBundleSize))
+	}
+	return errors.Join(errs...)
+}
+
+// Retry delays of a bundle write that failed, for instance while NATS is unreachable.
+const (
+	retryFirstWait = 100 * time.Millisecond
+	retryMaxWait   = 5 * time.Second
+)
+
+// Projector keeps the bucket of bundles equal to the rendering of the event log. Run does the
+// work; Position and WaitFor may be called from any goroutine.
+type Projector struct {
+	cfg    Config
+	logger *slog.Logger
+
+	started atomic.Bool
+	stopped chan struct{} // closed when Run returns
+
+	mu       sync.Mutex
+	position uint64        // guarded by mu
+	advanced chan struct{} // closed and replaced when position moves; guarded by mu
+}
+
+// New returns a projector for cfg. It does nothing until Run is called.
+func New(cfg Config) (*Projector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxValueSize == 0 {
+		cfg.MaxValueSize = MaxBundleSize
+	}
+	return &Projector{
+		cfg:      cfg,
+		logger:   logger,
+		stopped:  make(chan struct{}),
+		advanced: make(chan struct{}),
+	}, nil
+}
+
+// Position returns the sequence of the last record of the log whose effect is stored.
+func (p *Projector) Position() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.position
+}
+
+// WaitFor returns once the record with sequence seq, and every one before it, is projected and
+// stored. It returns ctx's error when ctx ends first, and ErrStopped when Run has returned.
+func (p *Projector) WaitFor(ctx context.Context, seq uint64) error {
+	for {
+		p.mu.Lock()
+		pos, advanced := p.position, p.advanced
+		p.mu.Unlock()
+		if pos >= seq {
+			return nil
+		}
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for sequence %d (projected %d): %w", seq, pos, ctx.Err())
+		case <-p.stopped:
+			if p.Position() >= seq {
+				return nil
+			}
+			return fmt.Errorf("wait for sequence %d: %w", seq, ErrStopped)
+		}
+	}
+}
+
+func (p *Projector) advance(seq uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if seq <= p.position {
+		return
+	}
+	p.position = seq
+	close(p.advanced)
+	p.advanced = make(chan struct{})
+}
+
+// Run projects the log until ctx is done or the log cannot be read; a projector runs once.
+//
+// It reads the bundles already stored, replays the whole log in memory, stores a bundle only
+// where the replayed one differs from the stored one, and then follows new records as they
+// arrive, storing each change. Revisions follow the rule of next: a stored revision never goes
+// back, whatever the bucket held before.
+func (p *Projector) Run(ctx context.Context) error {
+	if !p.started.CompareAndSwap(false, true) {
+		return errors.New("projections: run: projector already started")
+	}
+	defer close(p.stopped)
+
+	stored, err := loadBundles(ctx, p.cfg.KV, p.logger)
+	if err != nil {
+		return fmt.Errorf("projections: %w", err)
+	}
+	m := newModel(p.logger)
+	start := time.Now()
+	last, err := p.read(ctx, 1, false, func(rec events.Record) error {
+		t := m.apply(rec)
+		if t == nil {
+			return nil
+		}
+		if u, ok := t.project(rec.Sequence); ok && u.write {
+			t.stored = &u.bundle
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("projections: replay: %w", err)
+	}
+	written, err := p.reconcile(ctx, m, stored)
+	if err != nil {
+		return fmt.Errorf("projections: reconcile: %w", err)
+	}
+	p.advance(last)
+	p.logger.Info("projections caught up", "position", last, "establishments", len(m.byslug),
+		"stored", len(stored), "written", written, "took", time.Since(start).Round(time.Millisecond))
+
+	_, err = p.read(ctx, last+1, true, func(rec events.Record) error { return p.handle(ctx, m, rec) })
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err == nil:
+		return errors.New("projections: follow: the event log stopped delivering records")
+	}
+	return fmt.Errorf("projections: follow: %w", err)
+}
+
+// read passes the records of the log from sequence from to fn: those stored now, or, with follow,
+// also those to come until ctx ends. A stored message that is not a readable record
+// (events.ErrInvalidRecord) is logged and passed over, so that one bad message never stops the
+// projection. It returns the sequence up to which the log has been read.
+func (p *Projector) read(ctx context.Context, from uint64, follow bool, fn func(events.Record) error) (uint64, error) {
+	seen := from - 1 // last sequence passed to fn
+	var skip uint64  // messages passed over after seen
+	accept := func(rec events.Record) error {
+		if err := fn(rec); err != nil {
+			return err
+		}
+		seen, skip = rec.Sequence, 0
+		return nil
+	}
+	for {
+		start := seen + 1 + skip
+		var err error
+		if follow {
+			err = p.cfg.Store.Follow(ctx, start, accept)
+		} else {
+			_, err = p.cfg.Store.Replay(ctx, start, accept)
+		}
+		if err == nil {
+			// Every message before start that was not passed to fn is unreadable or absent.
+			return max(seen, start-1), nil
+		}
+		if ctx.Err() != nil || !errors.Is(err, events.ErrInvalidRecord) {
+			return seen, err
+		}
+		// The first message from start on is unreadable, and nothing readable lies between seen
+		// and it, or the consumer would have delivered it first: every sequence up to start is
+		// absent or unreadable. Resume one message further.
+		skip++
+		p.logger.Error("skip unreadable message of the event log", "after_seq", seen, "skipped", skip, "err", err)
+		if follow {
+			p.advance(seen + skip)
+		}
+	}
+}
+
+// reconcile stores, for every establishment of the replayed log, the bundle that follows the one
+// found in the bucket, and returns how many it wrote. Content equal to the stored content keeps
+// the stored revision; different content gets max(replayed revision, stored revision + 1).
+func (p *Projector) reconcile(ctx context.Context, m *model, stored map[string]dockey.Bundle) (int, error) {
+	written := 0
+	for _, slug := range slices.Sorted(maps.Keys(m.byslug)) {
+		t := m.byslug[slug]
+		replayed := t.stored
+		if replayed == nil {
+			continue // the log holds no creation for this slug
+		}
+		var u update
+		if s, ok := stored[slug]; ok {
+			t.stored = &s
+			u = next(&s, render(t.agg), replayed.Revision)
+		} else {
+			t.stored = nil
+			u = update{bundle: *replayed, write: true, resources: changedResources(nil, replayed)}
+		}
+		if !u.write {
+			continue
+		}
+		ok, err := p.store(ctx, u)
+		if err != nil {
+			return written, err
+		}
+		if ok {
+			t.stored = &u.bundle
+			written++
+		}
+	}
+	for slug := range stored {
+		if t := m.byslug[slug]; t == nil || !t.agg.Created {
+			p.logger.Warn("stored bundle of an establishment absent from the log is left as it is", "slug", slug)
+		}
+	}
+	return written, nil
+}
+
+// handle projects one live record.
+func (p *Projector) handle(ctx context.Context, m *model, rec events.Record) error {
+	if rec.Sequence <= p.Position() {
+		return nil // delivered again: already projected
+	}
+	if t := m.apply(rec); t != nil {
+		if u, ok := t.project(rec.Sequence); ok && u.write {
+			stored, err := p.store(ctx, u)
+			if err != nil {
+				return err
+			}
+			if stored {
+				t.stored = &u.bundle
+			}
+		}
+	}
+	p.advance(rec.Sequence)
+	return nil
+}
+
+// store writes the bundle of u, retrying until it is stored or ctx ends, then tells the
+// notifier when the revision rose. It reports false, without error, for a bundle larger than
+// Config.MaxValueSize: the establishment keeps its previous bundle until a later change fits.
+func (p *Projector) store(ctx context.Context, u update) (bool, error) {
+	b := &u.bundle
+	value, err := EncodeBundle(b)
+	if err != nil {
+		return false, err
+	}
+	if len(value) > p.cfg.MaxValueSize {
+		p.logger.Error("bundle too large, previous bundle kept", "slug", b.Slug,
+			"revision", b.Revision, "bytes", len(value), "max_bytes", p.cfg.MaxValueSize)
+		return false, nil
+	}
+	key := dockey.Key(b.Slug)
+	for wait := retryFirstWait; ; wait = min(2*wait, retryMaxWait) {
+		_, err := p.cfg.KV.Put(ctx, key, value)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		p.logger.Warn("store bundle failed, retrying", "key", key, "revision", b.Revision, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
+	}
+	if len(u.resources) > 0 && p.cfg.Notifier != nil {
+		c := Change{Slug: b.Slug, Revision: b.Revision, Resources: u.resources}
+		if err := p.cfg.Notifier.Changed(ctx, c); err != nil {
+			p.logger.Error("notify change failed", "slug", c.Slug, "revision", c.Revision, "err", err)
+		}
+	}
+	return true, nil
+}

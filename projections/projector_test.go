@@ -1,0 +1,487 @@
+package projections
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/events/natstest"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// testTimeout bounds every wait of a test on NATS.
+const testTimeout = 20 * time.Second
+
+// recorder is a Notifier that keeps what it is told.
+type recorder struct {
+	mu      sync.Mutex
+	changes []Change
+}
+
+func (r *recorder) Changed(_ context.Context, c Change) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.changes = append(r.changes, c)
+	return nil
+}
+
+// take returns the changes received since the last call.
+func (r *recorder) take() []Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.changes
+	r.changes = nil
+	return out
+}
+
+// natsEnv is a real JetStream server with the event log and the bundle bucket.
+type natsEnv struct {
+	store    *events.Store
+	js       jetstream.JetStream
+	kv       jetstream.KeyValue
+	commands int // commands appended so far, for unique command ids
+}
+
+func newNATSEnv(t *testing.T) *natsEnv {
+	t.Helper()
+	nc := natstest.Connect(t, natstest.Start(t))
+	ctx := testContext(t)
+	store, err := events.Open(ctx, nc, events.Config{})
+	if err != nil {
+		t.Fatalf("open event log: %v", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := OpenBucket(ctx, js, 1)
+	if err != nil {
+		t.Fatalf("open bucket: %v", err)
+	}
+	return &natsEnv{store: store, js: js, kv: kv}
+}
+
+func testContext(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// append stores one record of evs for slug and returns its sequence.
+func (n *natsEnv) append(t *testing.T, slug string, evs ...domain.Event) uint64 {
+	t.Helper()
+	return n.appendEnvelopes(t, slug, envelopes(t, evs...))
+}
+
+func (n *natsEnv) appendEnvelopes(t *testing.T, slug string, envs []events.Envelope) uint64 {
+	t.Helper()
+	ctx := testContext(t)
+	last, err := n.store.LastSequence(ctx, slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.commands++
+	seq, err := n.store.Append(ctx, slug, last, fmt.Sprintf("cmd-%d", n.commands), envs)
+	if err != nil {
+		t.Fatalf("append to %s: %v", slug, err)
+	}
+	return seq
+}
+
+// importFixture appends the import of the snapshot at path, then the day today, and returns the
+// sequence of the last record.
+func (n *natsEnv) importFixture(t *testing.T, path, today string) uint64 {
+	t.Helper()
+	s := readSnapshot(t, path)
+	n.append(t, s.Slug, importEvents(t, domain.New(domain.Slug(s.Slug)), s)...)
+	return n.append(t, s.Slug, domain.DayStarted{Date: date(t, today)})
+}
+
+// running is a projector started in the background.
+type running struct {
+	*Projector
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startProjector(t *testing.T, store Log, kv Bucket, n Notifier) *running {
+	t.Helper()
+	p, err := New(Config{Store: store, KV: kv, Notifier: n, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{Projector: p, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- p.Run(ctx) }()
+	t.Cleanup(func() { _ = r.stop(t) })
+	return r
+}
+
+// stop cancels Run and returns its error.
+func (r *running) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err
+		return err
+	case <-time.After(testTimeout):
+		t.Fatalf("projector did not stop")
+		return nil
+	}
+}
+
+func (r *running) waitFor(t *testing.T, seq uint64) {
+	t.Helper()
+	if err := r.WaitFor(testContext(t), seq); err != nil {
+		t.Fatalf("wait for %d: %v", seq, err)
+	}
+}
+
+// entry returns the stored value of slug's bundle, decoded, and its KV revision.
+func entry(t *testing.T, kv jetstream.KeyValue, slug string) (dockey.Bundle, []byte, uint64) {
+	t.Helper()
+	e, err := kv.Get(testContext(t), dockey.Key(slug))
+	if err != nil {
+		t.Fatalf("get %s: %v", slug, err)
+	}
+	var b dockey.Bundle
+	if err := json.Unmarshal(e.Value(), &b); err != nil {
+		t.Fatalf("decode %s: %v", slug, err)
+	}
+	return b, e.Value(), e.Revision()
+}
+
+func allDemoResources() []string {
+	return []string{"establishment", "hours", "menus", "menus/la-carte", "menus/menu-du-jour", "menus/vins"}
+}
+
+func TestProjectorEndToEnd(t *testing.T) {
+	n := newNATSEnv(t)
+	const demo, cave = "chez-marcel", "cave-a-vins"
+	n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")                  // seq 1, 2
+	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10") // seq 3, 4
+
+	rec := &recorder{}
+	p := startProjector(t, n.store, n.kv, rec)
+	p.waitFor(t, seq)
+
+	// The replay stores what rendering the fixtures gives, at the sequence of the last visible
+	// change: the day started at 2 makes the daily menu current; the day of the other
+	// establishment changes nothing it shows.
+	for _, tc := range []struct {
+		slug, snapshot, today string
+		revision              int64
+	}{
+		{demo, "../cmd/publisher/demo.json", "2026-11-22", 2},
+		{cave, "testdata/uploaded-only/snapshot.json", "2026-03-10", 3},
+	} {
+		want := Render(fixture(t, tc.snapshot, date(t, tc.today)), tc.revision)
+		wantValue, err := EncodeBundle(&want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, got, _ := entry(t, n.kv, tc.slug); !bytes.Equal(got, wantValue) {
+			t.Errorf("%s: stored bundle differs from the rendering at revision %d:\ngot  %.300s\nwant %.300s", tc.slug, tc.revision, got, wantValue)
+		}
+	}
+	want := []Change{
+		{Slug: cave, Revision: 3, Resources: []string{"establishment", "hours", "menus", "menus/carte-des-vins", "menus/cocktails", "menus/planches"}},
+		{Slug: demo, Revision: 2, Resources: allDemoResources()},
+	}
+	if diff := cmp.Diff(want, rec.take()); diff != "" {
+		t.Errorf("changes after the replay (-want +got):\n%s", diff)
+	}
+
+	// A visible change raises the revision to its sequence and names the resource.
+	s := readSnapshot(t, "../cmd/publisher/demo.json")
+	id := domain.Identity{Name: "Chez Marcel et Fils", BusinessType: "restaurant", Description: s.Description}
+	seq = n.append(t, demo, domain.IdentityChanged{Identity: id})
+	p.waitFor(t, seq)
+	b, _, kvRev := entry(t, n.kv, demo)
+	if b.Revision != int64(seq) {
+		t.Errorf("revision after an identity change: got %d, want %d", b.Revision, seq)
+	}
+	if diff := cmp.Diff([]Change{{Slug: demo, Revision: int64(seq), Resources: []string{"establishment"}}}, rec.take()); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+	visibleRevision := b.Revision
+
+	// An invisible change writes nothing.
+	seq = n.append(t, demo, domain.WebhookRegistered{Endpoint: domain.WebhookEndpoint{ID: "w1", URL: "https://hooks.example.fr/a"}})
+	p.waitFor(t, seq)
+	if _, _, got := entry(t, n.kv, demo); got != kvRev {
+		t.Errorf("an invisible change rewrote the bundle: kv revision %d, want %d", got, kvRev)
+	}
+	if got := rec.take(); len(got) != 0 {
+		t.Errorf("an invisible change notified %v", got)
+	}
+
+	// An access change rewrites the bundle at the same content revision, without a signal.
+	newKey := domain.NewAPIKey([32]byte{42})
+	seq = n.append(t, demo, domain.APIKeyRegenerated{KeyHash: newKey.Hash()})
+	p.waitFor(t, seq)
+	b, _, got := entry(t, n.kv, demo)
+	if got == kvRev || b.KeyHash != newKey.Hash() || b.Revision != visibleRevision {
+		t.Errorf("access change: kv revision %d (was %d), key %s, content revision %d; want a rewrite with the new key at %d",
+			got, kvRev, b.KeyHash, b.Revision, visibleRevision)
+	}
+	if got := rec.take(); len(got) != 0 {
+		t.Errorf("an access change notified %v", got)
+	}
+
+	// Undecodable events are skipped; the rest of the record applies.
+	good := envelopes(t, domain.MasterMenuChanged{URL: nil})[0]
+	seq = n.appendEnvelopes(t, demo, []events.Envelope{
+		{Type: "establishment.renamed_in_a_future_version", Time: eventTime, SchemaVersion: 1, Payload: json.RawMessage(`{"name":"x"}`)},
+		{Type: domain.TypeHoursChanged, Time: eventTime, SchemaVersion: 1, Payload: json.RawMessage(`{"hours":"not an object"}`)},
+		{Type: domain.TypeIdentityChanged, Time: eventTime, SchemaVersion: 7, Payload: json.RawMessage(`{"identity":{"name":"v7"}}`)},
+		good,
+	})
+	p.waitFor(t, seq)
+	b, _, _ = entry(t, n.kv, demo)
+	if b.Revision != int64(seq) || b.MasterMenuURL != "" {
+		t.Errorf("after a record with undecodable events: revision %d master %q, want %d and none", b.Revision, b.MasterMenuURL, seq)
+	}
+	if diff := cmp.Diff([]Change{{Slug: demo, Revision: int64(seq), Resources: []string{"menus"}}}, rec.take()); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+
+	// A message that is not a record at all is passed over.
+	ack, err := n.js.Publish(testContext(t), "events."+demo, []byte("not a record"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor(t, ack.Sequence)
+	seq = n.append(t, demo, domain.MasterMenuChanged{URL: ptr("https://cdn.example.fr/carte.pdf")})
+	if seq != ack.Sequence+1 {
+		t.Fatalf("record after the bad message: sequence %d, want %d", seq, ack.Sequence+1)
+	}
+	p.waitFor(t, seq)
+	if b, _, _ := entry(t, n.kv, demo); b.Revision != int64(seq) || b.MasterMenuURL != "https://cdn.example.fr/carte.pdf" {
+		t.Errorf("after a bad message: revision %d master %q, want %d and the new file", b.Revision, b.MasterMenuURL, seq)
+	}
+	if diff := cmp.Diff([]Change{{Slug: demo, Revision: int64(seq), Resources: []string{"menus"}}}, rec.take()); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+	if got := p.Position(); got != seq {
+		t.Errorf("position: got %d, want %d", got, seq)
+	}
+	if err := p.stop(t); !errors.Is(err, context.Canceled) {
+		t.Errorf("run after cancel: got %v, want context.Canceled", err)
+	}
+
+	// A restart on the same bucket rewrites nothing and keeps every revision.
+	_, demoValue, demoRev := entry(t, n.kv, demo)
+	_, caveValue, caveRev := entry(t, n.kv, cave)
+	rec2 := &recorder{}
+	p2 := startProjector(t, n.store, n.kv, rec2)
+	p2.waitFor(t, seq)
+	if _, v, r := entry(t, n.kv, demo); r != demoRev || !bytes.Equal(v, demoValue) {
+		t.Errorf("restart rewrote %s: kv revision %d, want %d", demo, r, demoRev)
+	}
+	if _, v, r := entry(t, n.kv, cave); r != caveRev || !bytes.Equal(v, caveValue) {
+		t.Errorf("restart rewrote %s: kv revision %d, want %d", cave, r, caveRev)
+	}
+	if got := rec2.take(); len(got) != 0 {
+		t.Errorf("restart notified %v", got)
+	}
+
+	// It goes on with live records.
+	seq = n.append(t, demo, domain.DayStarted{Date: date(t, "2026-11-23")})
+	p2.waitFor(t, seq)
+	if diff := cmp.Diff([]Change{{Slug: demo, Revision: int64(seq), Resources: []string{"menus", "menus/menu-du-jour"}}}, rec2.take()); diff != "" {
+		t.Errorf("changes after restart (-want +got):\n%s", diff)
+	}
+	if err := p2.stop(t); !errors.Is(err, context.Canceled) {
+		t.Errorf("run after cancel: got %v, want context.Canceled", err)
+	}
+
+	// A rebuild into an empty bucket gives the same bytes.
+	fresh, err := n.js.CreateKeyValue(testContext(t), jetstream.KeyValueConfig{Bucket: "REBUILD", History: 1, Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p3 := startProjector(t, n.store, fresh, nil)
+	p3.waitFor(t, seq)
+	for _, slug := range []string{demo, cave} {
+		_, live, _ := entry(t, n.kv, slug)
+		_, rebuilt, _ := entry(t, fresh, slug)
+		if !bytes.Equal(live, rebuilt) {
+			t.Errorf("%s: rebuilt bundle differs:\nlive    %.300s\nrebuilt %.300s", slug, live, rebuilt)
+		}
+	}
+}
+
+func TestProjectorNeverGoesBelowStoredRevisions(t *testing.T) {
+	n := newNATSEnv(t)
+	const demo, cave = "chez-marcel", "cave-a-vins"
+	n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")
+	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+
+	// The bucket holds bundles from an earlier projector, ahead of this log: one rendered another
+	// way, one with the same content.
+	ctx := testContext(t)
+	other := fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	other.Identity.Name = "Rendu autrement"
+	put := func(b dockey.Bundle) uint64 {
+		v, err := EncodeBundle(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, err := n.kv.Put(ctx, dockey.Key(b.Slug), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	put(Render(other, 1000))
+	caveKV := put(Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 500))
+
+	rec := &recorder{}
+	p := startProjector(t, n.store, n.kv, rec)
+	p.waitFor(t, seq)
+	if b, _, _ := entry(t, n.kv, demo); b.Revision != 1001 {
+		t.Errorf("%s: revision %d, want 1001", demo, b.Revision)
+	}
+	if b, _, r := entry(t, n.kv, cave); b.Revision != 500 || r != caveKV {
+		t.Errorf("%s: revision %d kv revision %d, want 500 unchanged at %d", cave, b.Revision, r, caveKV)
+	}
+	if diff := cmp.Diff([]Change{{Slug: demo, Revision: 1001, Resources: []string{"establishment"}}}, rec.take()); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+
+	seq = n.append(t, cave, domain.MasterMenuChanged{URL: ptr("https://cdn.cave.example.fr/tout.pdf")})
+	p.waitFor(t, seq)
+	if b, _, _ := entry(t, n.kv, cave); b.Revision != 501 {
+		t.Errorf("%s after a change: revision %d, want 501", cave, b.Revision)
+	}
+}
+
+func TestProjectorLifecycle(t *testing.T) {
+	n := newNATSEnv(t)
+	if _, err := New(Config{}); err == nil {
+		t.Errorf("new without store and bucket: got no error")
+	}
+	p := startProjector(t, n.store, n.kv, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.WaitFor(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("wait with a cancelled context: got %v, want context.Canceled", err)
+	}
+	seq := n.importFixture(t, "testdata/dated/snapshot.json", "2026-11-18")
+	p.waitFor(t, seq)
+	if err := p.Run(context.Background()); err == nil {
+		t.Errorf("second run: got no error")
+	}
+	if b, _, _ := entry(t, n.kv, "bistrot-du-marche"); b.Revision != int64(seq) {
+		t.Errorf("live creation: revision %d, want %d", b.Revision, seq)
+	}
+	_ = p.stop(t)
+	if err := p.WaitFor(testContext(t), seq+1); !errors.Is(err, ErrStopped) {
+		t.Errorf("wait after stop: got %v, want ErrStopped", err)
+	}
+	if err := p.WaitFor(testContext(t), seq); err != nil {
+		t.Errorf("wait for a projected sequence after stop: %v", err)
+	}
+}
+
+// flakyBucket fails its first failures writes, then writes to the bucket it wraps.
+type flakyBucket struct {
+	Bucket
+	mu       sync.Mutex
+	failures int
+	puts     int
+}
+
+func (f *flakyBucket) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	f.mu.Lock()
+	f.puts++
+	fail := f.failures > 0
+	if fail {
+		f.failures--
+	}
+	f.mu.Unlock()
+	if fail {
+		return 0, errors.New("nats: timeout")
+	}
+	return f.Bucket.Put(ctx, key, value)
+}
+
+func TestProjectorRetriesFailedWrites(t *testing.T) {
+	n := newNATSEnv(t)
+	kv := &flakyBucket{Bucket: n.kv, failures: 2}
+	rec := &recorder{}
+	p := startProjector(t, n.store, kv, rec)
+	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	p.waitFor(t, seq)
+	if b, _, _ := entry(t, n.kv, "cave-a-vins"); b.Revision != int64(seq-1) {
+		t.Errorf("revision %d, want %d", b.Revision, seq-1)
+	}
+	kv.mu.Lock()
+	puts := kv.puts
+	kv.mu.Unlock()
+	if puts != 3 {
+		t.Errorf("puts: got %d, want 3 (two failures, one success)", puts)
+	}
+	if got := rec.take(); len(got) != 1 {
+		t.Errorf("notified %d times, want once after the successful write", len(got))
+	}
+}
+
+func TestProjectorKeepsPreviousBundleWhenTooLarge(t *testing.T) {
+	n := newNATSEnv(t)
+	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	ref := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), int64(seq))
+	value, err := EncodeBundle(&ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{Store: n.store, KV: n.kv, MaxValueSize: len(value) + 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := p.WaitFor(testContext(t), seq); err != nil {
+		t.Fatal(err)
+	}
+	before, _, kvRev := entry(t, n.kv, "cave-a-vins")
+
+	long := make([]byte, 300)
+	for i := range long {
+		long[i] = 'a'
+	}
+	seq = n.append(t, "cave-a-vins", domain.IdentityChanged{Identity: domain.Identity{Name: "Cave", BusinessType: "wine_shop", Description: ptr(string(long))}})
+	if err := p.WaitFor(testContext(t), seq); err != nil {
+		t.Fatal(err)
+	}
+	if after, _, r := entry(t, n.kv, "cave-a-vins"); r != kvRev || after.Revision != before.Revision {
+		t.Errorf("an oversized bundle was stored: kv revision %d (was %d), revision %d", r, kvRev, after.Revision)
+	}
+
+	// A later change that fits is stored, compared with what is stored.
+	seq = n.append(t, "cave-a-vins", domain.IdentityChanged{Identity: domain.Identity{Name: "Cave", BusinessType: "wine_shop"}})
+	if err := p.WaitFor(testContext(t), seq); err != nil {
+		t.Fatal(err)
+	}
+	if after, _, _ := entry(t, n.kv, "cave-a-vins"); after.Revision != int64(seq) {
+		t.Errorf("revision after a change that fits: %d, want %d", after.Revision, seq)
+	}
+	if _, err := New(Config{Store: n.store, KV: n.kv, MaxValueSize: MaxBundleSize + 1}); err == nil {
+		t.Errorf("max value size above the bucket's: got no error")
+	}
+}

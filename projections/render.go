@@ -1,0 +1,163 @@
+package projections
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// Resource names, as listed in Change.Resources.
+const (
+	ResourceEstablishment = "establishment"
+	ResourceHours         = "hours"
+	ResourceMenus         = "menus"
+)
+
+// MenuResource returns the resource name of the detail of menu type slug: "menus/<slug>".
+func MenuResource(slug string) string { return ResourceMenus + "/" + slug }
+
+// Render returns the bundle of e with every document stamped with revision. It is a pure
+// function: the same aggregate and revision always give the same bytes.
+func Render(e *domain.Establishment, revision int64) dockey.Bundle {
+	return render(e).bundle(revision)
+}
+
+// content is the rendered public content of one establishment without its revision: every
+// document as a template, and the access fields. Stamping a revision into it is cheap, so that
+// the projector renders once per record and compares documents at any revision.
+type content struct {
+	access        dockey.Bundle // access fields only: no documents, no revision
+	establishment template
+	hours         template
+	menus         variantTemplates
+	details       map[string]variantTemplates // by menu type slug; nil when there is none
+}
+
+// variantTemplates are the three renderings of one menu resource.
+type variantTemplates struct {
+	all, fr, en template
+}
+
+// render renders every document of e.
+func render(e *domain.Establishment) content {
+	menus := activeMenus(e)
+	c := content{
+		access:        accessOf(e, menus),
+		establishment: newTemplate(headWithLanguage, establishmentDoc(e)),
+		hours:         newTemplate(headRevision, hoursDoc(e)),
+	}
+	for _, v := range allVariants {
+		setVariant(&c.menus, v, newTemplate(headRevision, menuListDoc(e, menus, v)))
+	}
+	if len(menus) > 0 {
+		c.details = make(map[string]variantTemplates, len(menus))
+		for _, m := range menus {
+			var vt variantTemplates
+			for _, v := range allVariants {
+				setVariant(&vt, v, newTemplate(headRevision, menuDetailDoc(m, v)))
+			}
+			c.details[string(m.Slug)] = vt
+		}
+	}
+	return c
+}
+
+// bundle stamps revision into every document of c.
+func (c content) bundle(revision int64) dockey.Bundle {
+	b := c.access
+	b.Revision = revision
+	b.Establishment = c.establishment.stamp(revision)
+	b.Hours = c.hours.stamp(revision)
+	b.Menus = c.menus.stamp(revision)
+	if c.details != nil {
+		b.MenuDetails = make(map[string]dockey.Variants, len(c.details))
+		for slug, vt := range c.details {
+			b.MenuDetails[slug] = vt.stamp(revision)
+		}
+	}
+	return b
+}
+
+func (vt variantTemplates) stamp(revision int64) dockey.Variants {
+	return dockey.Variants{All: vt.all.stamp(revision), FR: vt.fr.stamp(revision), EN: vt.en.stamp(revision)}
+}
+
+func setVariant(vt *variantTemplates, v variant, t template) {
+	switch v {
+	case variantFR:
+		vt.fr = t
+	case variantEN:
+		vt.en = t
+	default:
+		vt.all = t
+	}
+}
+
+// The fixed beginnings of the documents, up to the revision number. The establishment resource
+// starts with its language, every other one with content_revision.
+const (
+	headRevision     = `{"content_revision":`
+	headWithLanguage = `{"language":"fr","content_revision":`
+)
+
+// template is a rendered document without its revision: its body is head, the revision in
+// decimal, then tail.
+type template struct {
+	head string
+	tail []byte // from the comma that follows the revision to the closing brace
+}
+
+// newTemplate encodes v, a struct holding the fields that follow content_revision in order, and
+// returns the template of the document it makes.
+func newTemplate(head string, v any) template {
+	body := encodeJSON(v)
+	if len(body) < 2 || body[0] != '{' || body[1] == '}' {
+		panic(fmt.Sprintf("projections: document %T does not encode to a non-empty object", v))
+	}
+	tail := make([]byte, 0, len(body))
+	tail = append(tail, ',')
+	tail = append(tail, body[1:]...)
+	return template{head: head, tail: tail}
+}
+
+func (t template) stamp(revision int64) dockey.Document {
+	body := make([]byte, 0, len(t.head)+20+len(t.tail))
+	body = append(body, t.head...)
+	body = strconv.AppendInt(body, revision, 10)
+	body = append(body, t.tail...)
+	return dockey.Document{Body: body, ETag: ETag(body)}
+}
+
+// ETag returns the strong entity tag of a document body: its 64-bit xxhash as 16 lower-case hex
+// digits, in double quotes.
+func ETag(body []byte) string {
+	var b [18]byte
+	b[0] = '"'
+	h := xxhash.Sum64(body)
+	const hexDigits = "0123456789abcdef"
+	for i := 16; i >= 1; i-- {
+		b[i] = hexDigits[h&0xf]
+		h >>= 4
+	}
+	b[17] = '"'
+	return string(b[:])
+}
+
+// encodeJSON returns the compact encoding of v with UTF-8 and the characters <, > and & left as
+// they are, and no trailing newline. The document types hold only strings, integers, booleans and
+// finite floats, so encoding cannot fail; a failure is a programming error.
+func encodeJSON(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(fmt.Sprintf("projections: encode %T: %v", v, err))
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
