@@ -1,0 +1,430 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/events/natstest"
+)
+
+const testToken = "test-token-0123456789"
+
+type memSecrets struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (s *memSecrets) Register(_ context.Context, _, id, _, secret string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[id] = secret
+	return nil
+}
+
+func (s *memSecrets) Remove(_ context.Context, _, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, id)
+	return nil
+}
+
+type fixture struct {
+	store   *events.Store
+	service *Service
+	secrets *memSecrets
+	srv     *httptest.Server
+}
+
+func newFixture(tb testing.TB) *fixture {
+	tb.Helper()
+	nc := natstest.Connect(tb, natstest.Start(tb))
+	store, err := events.Open(context.Background(), nc, events.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	day := domain.LocalDate{Year: 2026, Month: 11, Day: 22}
+	svc := NewService(store, func(*time.Location) domain.LocalDate { return day }, logger)
+	secrets := &memSecrets{m: map[string]string{}}
+	api, err := NewAPI(Config{Service: svc, Token: testToken, Webhooks: secrets, Logger: logger})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	tb.Cleanup(srv.Close)
+	return &fixture{store: store, service: svc, secrets: secrets, srv: srv}
+}
+
+func demoBody(tb testing.TB) []byte {
+	tb.Helper()
+	b, err := os.ReadFile("../demo.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+type response struct {
+	status int
+	body   map[string]any
+	raw    string
+}
+
+func (f *fixture) call(tb testing.TB, method, path string, body []byte, hdr ...string) response {
+	tb.Helper()
+	req, err := http.NewRequest(method, f.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := response{status: resp.StatusCode, raw: string(raw)}
+	_ = json.Unmarshal(raw, &r.body)
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		tb.Errorf("%s %s: Content-Type = %q, want application/json", method, path, ct)
+	}
+	return r
+}
+
+func (f *fixture) records(tb testing.TB, slug string) int {
+	tb.Helper()
+	recs, err := f.store.History(context.Background(), slug)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return len(recs)
+}
+
+// mutate applies edit to the demo document decoded as generic JSON and re-encodes it.
+func mutate(tb testing.TB, base []byte, edit func(m map[string]any)) []byte {
+	tb.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(base, &m); err != nil {
+		tb.Fatal(err)
+	}
+	edit(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func at(m map[string]any, path ...any) map[string]any {
+	var cur any = m
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			cur = cur.(map[string]any)[k]
+		case int:
+			cur = cur.([]any)[k]
+		}
+	}
+	return cur.(map[string]any)
+}
+
+func item(m map[string]any) map[string]any {
+	return at(m, "menu_types", 0, "versions", 0, "sections", 0, "items", 0)
+}
+
+func TestPutEstablishmentRejectsBadInput(t *testing.T) {
+	f := newFixture(t)
+	base := demoBody(t)
+	if r := f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", base); r.status != http.StatusCreated {
+		t.Fatalf("import demo: got %d %s, want 201", r.status, r.raw)
+	}
+	before := f.records(t, "chez-marcel")
+
+	tests := []struct {
+		name   string
+		path   string // default chez-marcel
+		body   []byte
+		status int
+		field  string // must appear in a details entry
+	}{
+		{name: "bad slug in path", path: "Chez.Marcel", body: base, status: 422, field: "slug"},
+		{name: "slug in body differs", body: mutate(t, base, func(m map[string]any) { m["slug"] = "autre" }), status: 422, field: "slug"},
+		{name: "bad slug in body", body: mutate(t, base, func(m map[string]any) { m["slug"] = "-x-" }), status: 422, field: "slug"},
+		{name: "unknown top-level field", body: mutate(t, base, func(m map[string]any) { m["colour"] = "red" }), status: 400, field: "colour"},
+		{name: "unknown nested field", body: mutate(t, base, func(m map[string]any) { item(m)["colour"] = "red" }), status: 400, field: "colour"},
+		{name: "name wrong type", body: mutate(t, base, func(m map[string]any) { m["name"] = 42 }), status: 400, field: "name"},
+		{name: "price as number", body: mutate(t, base, func(m map[string]any) { item(m)["price"] = 12.5 }), status: 400, field: "price"},
+		{name: "a_la_carte as string", body: mutate(t, base, func(m map[string]any) { item(m)["a_la_carte"] = "yes" }), status: 400, field: "a_la_carte"},
+		{name: "business_hours as object", body: mutate(t, base, func(m map[string]any) { m["business_hours"] = map[string]any{} }), status: 400, field: "business_hours"},
+		{name: "open time 25:00", body: mutate(t, base, func(m map[string]any) { at(m, "business_hours", 0)["open_time"] = "25:00" }), status: 422, field: "business_hours[0].open_time"},
+		{name: "close time 7:3", body: mutate(t, base, func(m map[string]any) { at(m, "business_hours", 1)["close_time"] = "7:3" }), status: 422, field: "business_hours[1].close_time"},
+		{name: "day in english", body: mutate(t, base, func(m map[string]any) { at(m, "business_hours", 0)["open_day"] = "monday" }), status: 422, field: "business_hours[0].open_day"},
+		{name: "bad date", body: mutate(t, base, func(m map[string]any) { at(m, "special_hours", 0)["start_date"] = "2026-02-30" }), status: 422, field: "special_hours[0].start_date"},
+		{name: "end before start", body: mutate(t, base, func(m map[string]any) { at(m, "special_hours", 1)["end_date"] = "2026-12-01" }), status: 422, field: "special_hours[1].end_date"},
+		{name: "price one decimal", body: mutate(t, base, func(m map[string]any) { item(m)["price"] = "12.5" }), status: 422, field: "price"},
+		{name: "negative price", body: mutate(t, base, func(m map[string]any) { item(m)["price"] = "-12.50" }), status: 422, field: "price"},
+		{name: "a la carte without price", body: mutate(t, base, func(m map[string]any) { item(m)["price"] = nil }), status: 422, field: "items[0].price"},
+		{name: "unknown business_type", body: mutate(t, base, func(m map[string]any) { m["business_type"] = "nightclub" }), status: 422, field: "business_type"},
+		{name: "unknown language scope", body: mutate(t, base, func(m map[string]any) {
+			at(m, "menu_types", 0, "versions", 0, "assets", 0)["language_scope"] = "de"
+		}), status: 422, field: "assets[0].language_scope"},
+		{name: "asset without url", body: mutate(t, base, func(m map[string]any) {
+			at(m, "menu_types", 0, "versions", 0, "assets", 0)["urls"] = []any{}
+		}), status: 422, field: "assets[0].urls"},
+		{name: "asset ftp url", body: mutate(t, base, func(m map[string]any) {
+			at(m, "menu_types", 0, "versions", 0, "assets", 0)["urls"] = []any{"ftp://x/y.pdf"}
+		}), status: 422, field: "assets[0].urls[0]"},
+		{name: "uploaded menu with sections", body: mutate(t, base, func(m map[string]any) {
+			at(m, "menu_types", 2, "versions", 0)["sections"] = at(m, "menu_types", 0, "versions", 0)["sections"]
+		}), status: 422, field: "menu_types[2].versions[0].sections"},
+		{name: "duplicate menu type", body: mutate(t, base, func(m map[string]any) { at(m, "menu_types", 1)["slug"] = "la-carte" }), status: 422, field: "menu_types[1].slug"},
+		{name: "unknown rotation", body: mutate(t, base, func(m map[string]any) { at(m, "menu_types", 0)["rotation"] = "hourly" }), status: 422, field: "menu_types[0].rotation"},
+		{name: "unknown kind", body: mutate(t, base, func(m map[string]any) { at(m, "menu_types", 0)["kind"] = "buffet" }), status: 422, field: "menu_types[0].kind"},
+		{name: "dated version without date", body: mutate(t, base, func(m map[string]any) { at(m, "menu_types", 1, "versions", 0)["reference_date"] = nil }), status: 422, field: "reference_date"},
+		{name: "text without fr", body: mutate(t, base, func(m map[string]any) { item(m)["name"] = map[string]any{"en": "Egg"} }), status: 422, field: "items[0].name.fr"},
+		{name: "latitude out of range", body: mutate(t, base, func(m map[string]any) { at(m, "location")["latitude"] = 91 }), status: 422, field: "location.latitude"},
+		{name: "bad phone", body: mutate(t, base, func(m map[string]any) { at(m, "contact")["phone_number"] = "01 42 00 00 00" }), status: 422, field: "contact.phone_number"},
+		{name: "bad email", body: mutate(t, base, func(m map[string]any) { at(m, "contact")["email"] = "not-an-address" }), status: 422, field: "contact.email"},
+		{name: "bad website url", body: mutate(t, base, func(m map[string]any) { m["website_url"] = "javascript:alert(1)" }), status: 422, field: "website_url"},
+		{name: "unknown timezone", body: mutate(t, base, func(m map[string]any) { m["timezone"] = "Mars/Olympus" }), status: 422, field: "timezone"},
+		{name: "back to draft", body: mutate(t, base, func(m map[string]any) { m["status"] = "draft" }), status: 422, field: "status"},
+		{name: "unknown status", body: mutate(t, base, func(m map[string]any) { m["status"] = "archived" }), status: 422, field: "status"},
+		{name: "empty name", body: mutate(t, base, func(m map[string]any) { m["name"] = "" }), status: 422, field: "name"},
+		{name: "invalid JSON", body: []byte(`{"slug": "chez-marcel",`), status: 400, field: "body"},
+		{name: "empty body", body: nil, status: 400, field: "body"},
+		{name: "trailing data", body: append(append([]byte{}, base...), []byte(` {}`)...), status: 400, field: "body"},
+		{name: "array instead of object", body: []byte(`[]`), status: 400, field: "body"},
+		{name: "oversized body", body: bytes.Repeat([]byte(" "), MaxBodyBytes+1), status: 413, field: "body"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.path
+			if path == "" {
+				path = "chez-marcel"
+			}
+			r := f.call(t, http.MethodPut, "/admin/v1/establishments/"+path, tt.body)
+			if r.status != tt.status {
+				t.Fatalf("got status %d (%s), want %d", r.status, r.raw, tt.status)
+			}
+			details, _ := r.body["details"].([]any)
+			if r.body["error"] == "" || !anyContains(details, tt.field) {
+				t.Errorf("got body %s, want an error naming %q", r.raw, tt.field)
+			}
+			if got := f.records(t, "chez-marcel"); got != before {
+				t.Errorf("got %d records after a rejected import, want %d (log unchanged)", got, before)
+			}
+		})
+	}
+	if n := len(tests); n < 30 {
+		t.Errorf("only %d bad inputs, want at least 30", n)
+	}
+}
+
+func anyContains(details []any, field string) bool {
+	for _, d := range details {
+		if s, ok := d.(string); ok && strings.Contains(s, field) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestReimportAppendsNothing(t *testing.T) {
+	f := newFixture(t)
+	body := demoBody(t)
+	first := f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", body)
+	if first.status != http.StatusCreated || first.body["api_key"] == nil {
+		t.Fatalf("first import: got %d %s, want 201 with an api_key", first.status, first.raw)
+	}
+	n := f.records(t, "chez-marcel")
+	second := f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", body)
+	if second.status != http.StatusOK || second.body["api_key"] != nil {
+		t.Fatalf("second import: got %d %s, want 200 without a key", second.status, second.raw)
+	}
+	if got := f.records(t, "chez-marcel"); got != n {
+		t.Errorf("got %d records after re-import, want %d", got, n)
+	}
+	// What GET shows can be imported back unchanged.
+	got := f.call(t, http.MethodGet, "/admin/v1/establishments/chez-marcel", nil)
+	snap, _ := json.Marshal(got.body["establishment"])
+	if r := f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", snap); r.status != http.StatusOK {
+		t.Fatalf("re-import of GET: got %d %s", r.status, r.raw)
+	}
+	if got := f.records(t, "chez-marcel"); got != n {
+		t.Errorf("got %d records after importing the exported state, want %d", got, n)
+	}
+	if strings.Contains(got.raw, "key_hash") || strings.Contains(got.raw, "pk_") {
+		t.Errorf("GET shows key material: %s", got.raw)
+	}
+}
+
+func TestSameCommandIDAppliedOnce(t *testing.T) {
+	f := newFixture(t)
+	f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demoBody(t))
+	n := f.records(t, "chez-marcel")
+	// Regenerating a key is not idempotent by itself: only the command id makes a retry safe.
+	path := "/admin/v1/establishments/chez-marcel/api/regenerate-key"
+	a := f.call(t, http.MethodPost, path, nil, "Idempotency-Key", "req-42")
+	b := f.call(t, http.MethodPost, path, nil, "Idempotency-Key", "req-42")
+	if a.status != 200 || b.status != 200 {
+		t.Fatalf("got %d and %d, want 200 twice", a.status, b.status)
+	}
+	if a.body["api_key"] == nil {
+		t.Errorf("first call: got %s, want a key", a.raw)
+	}
+	if dup := b.body["result"].(map[string]any)["duplicate"]; dup != true || b.body["api_key"] != nil {
+		t.Errorf("second call: got %s, want duplicate=true and no key", b.raw)
+	}
+	if got := f.records(t, "chez-marcel"); got != n+1 {
+		t.Errorf("got %d records, want %d (one application)", got, n+1)
+	}
+	// Another key is another command.
+	if c := f.call(t, http.MethodPost, path, nil, "Idempotency-Key", "req-43"); c.body["api_key"] == nil {
+		t.Errorf("new idempotency key: got %s, want a new key", c.raw)
+	}
+}
+
+func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
+	f := newFixture(t)
+	f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demoBody(t))
+	// Two services share one log, each with its own cache: every write of one makes the other's
+	// cache stale, so they race on the expected sequence.
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	other := NewService(f.store, nil, logger)
+	const perWriter = 10
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*perWriter)
+	for w, svc := range []*Service{f.service, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWriter; i++ {
+				id := NewID("wh")
+				url := "https://hooks.example.com/" + string(rune('a'+w)) + "/" + id
+				if _, err := svc.Execute(context.Background(), "chez-marcel", "", func(e *domain.Establishment) ([]domain.Event, error) {
+					return e.RegisterWebhook(id, url)
+				}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("write failed: %v", err)
+	}
+	st, err := f.service.Get(context.Background(), "chez-marcel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(st.Webhooks); got != 2*perWriter {
+		t.Errorf("got %d webhook endpoints, want %d: an update was lost", got, 2*perWriter)
+	}
+}
+
+func TestCommands(t *testing.T) {
+	f := newFixture(t)
+	est := "/admin/v1/establishments/chez-marcel"
+	if r := f.call(t, http.MethodPost, est+"/activate", nil); r.status != 404 {
+		t.Errorf("activate unknown: got %d, want 404", r.status)
+	}
+	draft := mutate(t, demoBody(t), func(m map[string]any) {
+		m["status"] = "draft"
+		m["settings"] = map[string]any{"public_api_enabled": false}
+	})
+	if r := f.call(t, http.MethodPut, est, draft); r.status != 201 || r.body["api_key"] != nil {
+		t.Fatalf("import draft: got %d %s", r.status, r.raw)
+	}
+	steps := []struct {
+		method, path, body string
+		status             int
+		key                bool
+	}{
+		{"POST", est + "/api/regenerate-key", "", 409, false},
+		{"POST", est + "/api/enable", "", 200, true},
+		{"POST", est + "/api/enable", "", 409, false},
+		{"POST", est + "/api/regenerate-key", "", 200, true},
+		{"POST", est + "/activate", "", 200, false},
+		{"POST", est + "/api/disable", "", 200, false},
+		{"PUT", est + "/menu-redirect", `{"enabled": true}`, 200, false},
+		{"PUT", est + "/menu-redirect", `{}`, 422, false},
+		{"PUT", est + "/menu-types/la-carte/versions/hiver", `{"assets": [{"language_scope": "fr", "urls": ["https://x.example/h.pdf"]}], "sections": []}`, 200, false},
+		{"PUT", est + "/menu-types/la-carte/versions/hiver", `{"id": "ete", "assets": [], "sections": []}`, 422, false},
+		{"PUT", est + "/menu-types/nope/versions/v1", `{"assets": [], "sections": []}`, 404, false},
+		{"PUT", est + "/menu-types/vins/versions/v2", `{"assets": [], "sections": [{"name": {"fr": "Rouges"}, "items": []}]}`, 422, false},
+		{"DELETE", est + "/menu-types/la-carte/versions/hiver", "", 200, false},
+		{"DELETE", est + "/menu-types/la-carte/versions/hiver", "", 404, false},
+		{"POST", est + "/webhooks", `{"url": "http://insecure.example.com/hook"}`, 422, false},
+		{"DELETE", est + "/webhooks/wh_unknown", "", 404, false},
+		{"PATCH", est, "", 405, false},
+		{"GET", "/admin/v1/nothing-here", "", 404, false},
+	}
+	for _, s := range steps {
+		var body []byte
+		if s.body != "" {
+			body = []byte(s.body)
+		}
+		r := f.call(t, s.method, s.path, body)
+		if r.status != s.status {
+			t.Errorf("%s %s: got %d %s, want %d", s.method, s.path, r.status, r.raw, s.status)
+		}
+		if _, ok := r.body["api_key"]; ok != s.key {
+			t.Errorf("%s %s: got api_key present=%t, want %t", s.method, s.path, ok, s.key)
+		}
+	}
+	reg := f.call(t, http.MethodPost, est+"/webhooks", []byte(`{"url": "https://hooks.example.com/in"}`))
+	ep, _ := reg.body["endpoint"].(map[string]any)
+	if reg.status != 201 || ep == nil || !strings.HasPrefix(ep["secret"].(string), "whsec_") {
+		t.Fatalf("register webhook: got %d %s", reg.status, reg.raw)
+	}
+	if _, ok := f.secrets.m[ep["id"].(string)]; !ok {
+		t.Errorf("secret of %s not stored", ep["id"])
+	}
+	st := f.call(t, http.MethodGet, est, nil)
+	if strings.Contains(st.raw, ep["secret"].(string)) {
+		t.Errorf("GET shows the webhook secret")
+	}
+	recs, _ := f.store.History(context.Background(), "chez-marcel")
+	for _, r := range recs {
+		raw, _ := events.Encode(r)
+		if bytes.Contains(raw, []byte(ep["secret"].(string))) {
+			t.Errorf("the webhook secret is in the event log at sequence %d", r.Sequence)
+		}
+	}
+}
+
+func TestAdminNeedsToken(t *testing.T) {
+	f := newFixture(t)
+	for _, auth := range []string{"", "Bearer wrong-token-000000000", testToken} {
+		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/admin/v1/establishments", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 401 || string(body) != "{\"error\":\"Unauthorized\"}\n" {
+			t.Errorf("Authorization %q: got %d %s, want 401 Unauthorized", auth, resp.StatusCode, body)
+		}
+	}
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// client drives the admin API over HTTP.
+type client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+func clientFlags(fs *flag.FlagSet) (*string, *string, *string) {
+	url := fs.String("admin-url", "http://127.0.0.1:8081", "base URL of the admin API")
+	token := fs.String("admin-token", "", "bearer token of the admin API (default: read from <data-dir>/admin-token)")
+	dataDir := fs.String("data-dir", "./data", "data directory of a local serve, to find its admin token")
+	return url, token, dataDir
+}
+
+func newClient(url, token, dataDir string) (*client, error) {
+	if token == "" {
+		b, err := os.ReadFile(filepath.Join(dataDir, "admin-token"))
+		if err != nil {
+			return nil, fmt.Errorf("no --admin-token given and none found in %s: %w", dataDir, err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	return &client{base: strings.TrimRight(url, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}, nil
+}
+
+// do sends a request and returns the response body; a non-2xx status is an error carrying it.
+func (c *client) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(out)))
+	}
+	return out, nil
+}
+
+func importFiles(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url, token, dataDir := clientFlags(fs)
+	fs.Usage = usageWithEnv(fs, "publisher import [flags] FILE...")
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("import: no file given")
+	}
+	c, err := newClient(*url, *token, *dataDir)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, name := range fs.Args() {
+		if err := c.importFile(ctx, name, stdout); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("import: %d of %d files failed", failed, fs.NArg())
+	}
+	return nil
+}
+
+func (c *client) importFile(ctx context.Context, name string, stdout io.Writer) error {
+	body, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	var head struct {
+		Slug string `json:"slug"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		return fmt.Errorf("not a JSON object: %w", err)
+	}
+	if head.Slug == "" {
+		return fmt.Errorf("slug: required")
+	}
+	out, err := c.do(ctx, http.MethodPut, "/admin/v1/establishments/"+head.Slug, body)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %s", head.Slug, out)
+	return nil
+}
+
+const adminUsage = `usage: publisher admin [flags] <command> [args]
+
+  list                                  establishments in the log
+  get SLUG                              current content, webhooks, local date, version
+  activate SLUG                         draft → active
+  enable-api SLUG                       turn the public API on; prints the key once
+  disable-api SLUG
+  regenerate-key SLUG                   prints the new key once; the old one stops working
+  set-redirect SLUG on|off              menu_redirect_enabled
+  publish-version SLUG TYPE FILE        publish a menu version (JSON file, id from the file)
+  withdraw-version SLUG TYPE VERSION
+  add-webhook SLUG URL                  prints the signing secret once
+  remove-webhook SLUG ID
+  status
+`
+
+func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url, token, dataDir := clientFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, adminUsage)
+		usageWithEnv(fs, "publisher admin [flags] <command> [args]")()
+	}
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	a := fs.Args()
+	if len(a) == 0 {
+		fs.Usage()
+		return fmt.Errorf("admin: no command given")
+	}
+	want := func(n int) error {
+		if len(a)-1 != n {
+			fs.Usage()
+			return fmt.Errorf("admin %s: want %d arguments, got %d", a[0], n, len(a)-1)
+		}
+		return nil
+	}
+	c, err := newClient(*url, *token, *dataDir)
+	if err != nil {
+		return err
+	}
+	est := func(slug string) string { return "/admin/v1/establishments/" + slug }
+	var method, path string
+	var body []byte
+	switch a[0] {
+	case "list":
+		err, method, path = want(0), http.MethodGet, "/admin/v1/establishments"
+	case "status":
+		err, method, path = want(0), http.MethodGet, "/admin/v1/status"
+	case "get":
+		if err = want(1); err == nil {
+			method, path = http.MethodGet, est(a[1])
+		}
+	case "activate", "enable-api", "disable-api", "regenerate-key":
+		if err = want(1); err == nil {
+			action := map[string]string{"activate": "/activate", "enable-api": "/api/enable", "disable-api": "/api/disable", "regenerate-key": "/api/regenerate-key"}[a[0]]
+			method, path = http.MethodPost, est(a[1])+action
+		}
+	case "set-redirect":
+		if err = want(2); err == nil {
+			if a[2] != "on" && a[2] != "off" {
+				return fmt.Errorf("admin set-redirect: want on or off, got %q", a[2])
+			}
+			method, path, body = http.MethodPut, est(a[1])+"/menu-redirect", []byte(fmt.Sprintf(`{"enabled":%t}`, a[2] == "on"))
+		}
+	case "publish-version":
+		if err = want(3); err == nil {
+			if body, err = os.ReadFile(a[3]); err != nil {
+				return err
+			}
+			var head struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(body, &head); err != nil || head.ID == "" {
+				return fmt.Errorf("%s: want a JSON menu version with an id", a[3])
+			}
+			method, path = http.MethodPut, est(a[1])+"/menu-types/"+a[2]+"/versions/"+head.ID
+		}
+	case "withdraw-version":
+		if err = want(3); err == nil {
+			method, path = http.MethodDelete, est(a[1])+"/menu-types/"+a[2]+"/versions/"+a[3]
+		}
+	case "add-webhook":
+		if err = want(2); err == nil {
+			b, _ := json.Marshal(map[string]string{"url": a[2]})
+			method, path, body = http.MethodPost, est(a[1])+"/webhooks", b
+		}
+	case "remove-webhook":
+		if err = want(2); err == nil {
+			method, path = http.MethodDelete, est(a[1])+"/webhooks/"+a[2]
+		}
+	default:
+		fs.Usage()
+		return fmt.Errorf("admin: unknown command %q", a[0])
+	}
+	if err != nil {
+		return err
+	}
+	out, err := c.do(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(out)
+	return err
+}

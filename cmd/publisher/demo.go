@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/opencarte/publisher/cmd/publisher/admin"
+	"github.com/opencarte/publisher/domain"
+)
+
+//go:embed demo.json
+var demoSnapshot []byte
+
+// demoSlug is the slug of the sample establishment.
+const demoSlug = "chez-marcel"
+
+// loadDemo imports the sample establishment, makes sure it has a key to show, waits until it is
+// served, and prints ready-to-paste requests.
+func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
+	if m.Projector == nil || m.HTTPURL == "" {
+		return errors.New("--demo needs the api and projector roles")
+	}
+	snap, err := domain.ParseSnapshot(bytes.NewReader(demoSnapshot))
+	if err != nil {
+		return err
+	}
+	// The daily menu is dated today and tomorrow, whatever the date, so the demo always has one.
+	today := m.Clock.Today(mustLocation(snap.TimeZone))
+	for i := range snap.MenuTypes {
+		if snap.MenuTypes[i].Rotation != string(domain.RotationDaily) {
+			continue
+		}
+		for j := range snap.MenuTypes[i].Versions {
+			d := today.AddDays(j).String()
+			snap.MenuTypes[i].Versions[j].ID, snap.MenuTypes[i].Versions[j].ReferenceDate = d, &d
+		}
+	}
+	var key domain.APIKey
+	res, err := m.Service.Execute(ctx, demoSlug, "", func(e *domain.Establishment) ([]domain.Event, error) {
+		r, err := e.Import(snap, admin.NewAPIKey())
+		key = r.APIKey
+		return r.Events, err
+	})
+	if err != nil {
+		return err
+	}
+	if key == "" {
+		// Already imported by an earlier run: keys are shown once, so issue a new one.
+		key = admin.NewAPIKey()
+		if res, err = m.Service.Execute(ctx, demoSlug, "", func(e *domain.Establishment) ([]domain.Event, error) {
+			return e.RegenerateAPIKey(key)
+		}); err != nil {
+			return err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := m.Projector.WaitFor(wctx, res.Version); err != nil {
+		return fmt.Errorf("wait for the demo to be projected: %w", err)
+	}
+	base := m.Config.PublicURL
+	if base == "" {
+		base = m.HTTPURL
+	}
+	base = strings.TrimRight(base, "/")
+	h := fmt.Sprintf("-H 'X-Api-Key: %s'", key)
+	api := base + "/api/v1/establishments/" + demoSlug
+	fmt.Fprintf(out, `
+Demo establishment %q is served (local date %s).
+API key (shown once): %s
+
+  curl -s %s %s
+  curl -s %s %s/hours
+  curl -s %s '%s/menus?locale=en'
+  curl -s %s %s/menus/la-carte
+  curl -s %s '%s/menus/menu-du-jour?locale=en'
+  curl -s %s %s/menus/vins
+  curl -si '%s/r/master_menu?establishment=%s'
+  curl -si '%s/r/menus?establishment=%s&menu_type=la-carte&locale=en'
+
+Admin API: %s (Authorization: Bearer %s)
+  publisher admin get %s
+
+`, demoSlug, today, key, h, api, h, api, h, api, h, api, h, api, h, api, base, demoSlug, base, demoSlug, m.AdminURL, m.AdminToken, demoSlug)
+	return nil
+}
+
+func mustLocation(tz string) *time.Location {
+	e := domain.Establishment{TimeZone: tz}
+	return e.Location()
+}

@@ -1,0 +1,114 @@
+// Command publisher is the one binary of the content publisher: it serves the read API, projects
+// the event log, delivers webhooks, runs the clock and the admin API (any set of these roles),
+// on an embedded NATS server by default or on a NATS cluster, and drives the admin API from the
+// command line.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	_ "time/tzdata" // establishments' time zones must resolve on machines without a zoneinfo database
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "publisher:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+const usage = `usage: publisher <command> [flags]
+
+commands:
+  serve     run the service (embedded NATS unless --nats-url is given); --demo loads a sample
+  import    import establishment snapshots (JSON files) through the admin API
+  admin     drive the admin API: get, list, activate, enable-api, disable-api, regenerate-key,
+            set-redirect, publish-version, withdraw-version, add-webhook, remove-webhook, status
+
+Run 'publisher <command> -h' for the flags of a command; every flag has an environment twin.
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr, getenv)
+	case "import":
+		return importFiles(ctx, args[1:], stdout, stderr, getenv)
+	case "admin":
+		return adminCommand(ctx, args[1:], stdout, stderr, getenv)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg Config
+	cfg.flags(fs)
+	fs.Usage = usageWithEnv(fs, "publisher serve [flags]")
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	logger, err := newLogger(stderr, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	m := &Main{Config: cfg, Logger: logger}
+	if err := m.Open(ctx); err != nil {
+		return err
+	}
+	defer m.Close()
+	logger.Info("publisher started", "roles", rolesOf(cfg), "read_api", m.HTTPURL, "admin_api", m.AdminURL, "embedded_nats", m.NATS != nil)
+	if m.NATS != nil {
+		logger.Info("embedded nats", "url", m.NATS.ClientURL(), "store", cfg.DataDir)
+	}
+	if cfg.Demo {
+		if err := m.loadDemo(ctx, stdout); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		return nil
+	case err := <-m.Err():
+		return err
+	}
+}
+
+func rolesOf(c Config) []string {
+	if len(c.Roles) == 0 {
+		return allRoles
+	}
+	return c.Roles
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}

@@ -1,0 +1,411 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/cmd/publisher/admin"
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/readapi"
+)
+
+// The roles one process can run.
+const (
+	roleAPI       = "api"
+	roleProjector = "projector"
+	roleWebhook   = "webhook"
+	roleClock     = "clock"
+	roleAdmin     = "admin"
+)
+
+var allRoles = []string{roleAPI, roleProjector, roleWebhook, roleClock, roleAdmin}
+
+// Config is the configuration of serve.
+type Config struct {
+	DataDir      string
+	NATSURL      string // empty: run the embedded server
+	NATSListen   string // embedded server's client listener, host:port; port -1 picks one
+	SyncAlways   bool
+	Replicas     int
+	HTTPAddr     string
+	AdminAddr    string
+	AdminToken   string
+	Roles        []string
+	Today        string // fixed local date YYYY-MM-DD for every establishment; empty: wall clock
+	ClockEvery   time.Duration
+	Demo         bool
+	PublicURL    string // base URL printed in the demo's examples
+	LogLevel     string
+	DuplicateTTL time.Duration
+}
+
+func (c *Config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory of the embedded NATS server's store and the local admin token")
+	fs.StringVar(&c.NATSURL, "nats-url", "", "URL of an external NATS cluster; empty runs NATS embedded in this process")
+	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client listener of the embedded NATS server (port -1: any free port)")
+	fs.BoolVar(&c.SyncAlways, "sync-always", false, "embedded NATS: fsync every write (survives power loss, slower)")
+	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of the event stream and buckets (3 on a cluster)")
+	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "listen address of the read API and redirects")
+	fs.StringVar(&c.AdminAddr, "admin", "127.0.0.1:8081", "listen address of the admin API")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token of the admin API; empty: generated once and kept in <data-dir>/admin-token")
+	fs.Func("roles", "comma-separated roles to run: api,projector,webhook,clock,admin (default all)", func(s string) error {
+		roles, err := parseRoles(s)
+		c.Roles = roles
+		return err
+	})
+	fs.StringVar(&c.Today, "today", "", "fix the local date of every establishment (YYYY-MM-DD), for demos and tests")
+	fs.DurationVar(&c.ClockEvery, "clock-interval", 15*time.Second, "how often the clock role checks for a new local day")
+	fs.BoolVar(&c.Demo, "demo", false, "load the sample establishment and print its key and example requests")
+	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of the read API shown in the demo (default from --http)")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&c.DuplicateTTL, "dedupe-window", time.Hour, "how long a command id is remembered for idempotent retries")
+}
+
+func parseRoles(s string) ([]string, error) {
+	var roles []string
+	for _, r := range strings.Split(s, ",") {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		if !slices.Contains(allRoles, r) {
+			return nil, fmt.Errorf("unknown role %q: want %s", r, strings.Join(allRoles, ", "))
+		}
+		if !slices.Contains(roles, r) {
+			roles = append(roles, r)
+		}
+	}
+	if len(roles) == 0 {
+		return nil, errors.New("no role given")
+	}
+	return roles, nil
+}
+
+func (c *Config) has(role string) bool { return len(c.Roles) == 0 || slices.Contains(c.Roles, role) }
+
+// Main is a running publisher: the wiring of every role, shared by the binary and its
+// end-to-end tests.
+type Main struct {
+	Config Config
+	Logger *slog.Logger
+
+	// Set by Open.
+	NATS       *server.Server // nil with an external NATS
+	Conn       *nats.Conn
+	Store      *events.Store
+	Service    *admin.Service
+	Projector  *projections.Projector
+	Mirror     *readapi.Mirror
+	HTTPURL    string // base URL of the read API, when the api role runs
+	AdminURL   string // base URL of the admin API, when the admin role runs
+	AdminToken string
+	Clock      *settableClock
+
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	servers []*http.Server
+	errc    chan error
+}
+
+// Open starts everything the configuration asks for and returns once the roles run.
+func (m *Main) Open(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c := &m.Config
+	if c.Replicas < 1 {
+		return fmt.Errorf("--replicas: want at least 1, got %d", c.Replicas)
+	}
+	m.Clock = &settableClock{}
+	if c.Today != "" {
+		d, err := domain.ParseLocalDate(c.Today)
+		if err != nil {
+			return fmt.Errorf("--today: %w", err)
+		}
+		m.Clock.Set(d)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.errc = make(chan error, 8)
+
+	if err := m.connect(); err != nil {
+		return err
+	}
+	js, err := jetstream.New(m.Conn)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	m.Store, err = events.Open(ctx, m.Conn, events.Config{Replicas: c.Replicas, Duplicates: c.DuplicateTTL})
+	if err != nil {
+		return fmt.Errorf("open event log: %w", err)
+	}
+	docs, err := projections.OpenBucket(ctx, js, c.Replicas)
+	if err != nil {
+		return fmt.Errorf("open documents bucket: %w", err)
+	}
+	m.Service = admin.NewService(m.Store, m.Clock.Today, m.Logger)
+
+	if c.has(roleProjector) {
+		m.Projector, err = projections.New(projections.Config{
+			Store: m.Store, KV: docs, Logger: m.Logger.With("role", roleProjector),
+			// A bundle larger than the server accepts is refused at once rather than retried.
+			MaxValueSize: int(min(m.Conn.MaxPayload(), projections.MaxBundleSize)),
+		})
+		if err != nil {
+			return err
+		}
+		m.run(runCtx, roleProjector, m.Projector.Run)
+	}
+	if c.has(roleAPI) {
+		if err := m.startAPI(runCtx, docs); err != nil {
+			return err
+		}
+	}
+	if c.has(roleAdmin) {
+		if err := m.startAdmin(ctx, js); err != nil {
+			return err
+		}
+	}
+	if c.has(roleClock) {
+		m.run(runCtx, roleClock, func(ctx context.Context) error {
+			m.Service.RunClock(ctx, c.ClockEvery)
+			return nil
+		})
+	}
+	return nil
+}
+
+// connect starts the embedded NATS server unless a URL is configured, and connects to NATS.
+func (m *Main) connect() error {
+	c := &m.Config
+	if c.NATSURL != "" {
+		nc, err := nats.Connect(c.NATSURL, nats.Name("publisher"), nats.MaxReconnects(-1),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.Logger.Warn("nats disconnected", "err", err) }),
+			nats.ReconnectHandler(func(nc *nats.Conn) { m.Logger.Info("nats reconnected", "url", nc.ConnectedUrl()) }))
+		if err != nil {
+			return fmt.Errorf("connect to %s: %w", c.NATSURL, err)
+		}
+		m.Conn = nc
+		return nil
+	}
+	host, portText, err := net.SplitHostPort(c.NATSListen)
+	if err != nil {
+		return fmt.Errorf("--nats-listen %q: %w", c.NATSListen, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return fmt.Errorf("--nats-listen %q: bad port", c.NATSListen)
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	opts := &server.Options{
+		ServerName: "publisher",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   filepath.Join(c.DataDir, "nats"),
+		SyncAlways: c.SyncAlways,
+		NoSigs:     true,
+		NoLog:      c.LogLevel != "debug",
+		MaxPayload: 8 << 20,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("embedded nats: %w", err)
+	}
+	if c.LogLevel == "debug" {
+		s.ConfigureLogger()
+	}
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		return errors.New("embedded nats did not start within 30s")
+	}
+	m.NATS = s
+	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name("publisher"))
+	if err != nil {
+		return fmt.Errorf("connect to embedded nats: %w", err)
+	}
+	m.Conn = nc
+	return nil
+}
+
+func (m *Main) startAPI(ctx context.Context, docs jetstream.KeyValue) error {
+	var err error
+	m.Mirror, err = readapi.NewMirror(docs, m.Logger.With("role", roleAPI))
+	if err != nil {
+		return err
+	}
+	m.run(ctx, "mirror", m.Mirror.Run)
+	// Serve only once the mirror holds what the bucket holds; before that every answer is a 404.
+	select {
+	case <-m.Mirror.Ready():
+	case <-time.After(time.Minute):
+		return errors.New("read api: documents mirror not caught up within a minute")
+	}
+	srv, err := readapi.New(readapi.Config{Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI)})
+	if err != nil {
+		return err
+	}
+	url, err := m.listen(m.Config.HTTPAddr, srv.Handler())
+	if err != nil {
+		return fmt.Errorf("read api: %w", err)
+	}
+	m.HTTPURL = url
+	return nil
+}
+
+func (m *Main) startAdmin(ctx context.Context, js jetstream.JetStream) error {
+	token, err := m.adminToken()
+	if err != nil {
+		return err
+	}
+	m.AdminToken = token
+	secrets, err := openSecrets(ctx, js, m.Config.Replicas)
+	if err != nil {
+		return err
+	}
+	cfg := admin.Config{Service: m.Service, Token: token, Webhooks: secrets, Logger: m.Logger.With("role", roleAdmin), Status: m.status}
+	if m.Projector != nil {
+		cfg.Projection = m.Projector
+	}
+	api, err := admin.NewAPI(cfg)
+	if err != nil {
+		return err
+	}
+	url, err := m.listen(m.Config.AdminAddr, api.Handler())
+	if err != nil {
+		return fmt.Errorf("admin api: %w", err)
+	}
+	m.AdminURL = url
+	return nil
+}
+
+// adminToken returns the configured token, or the one kept in the data directory, creating it.
+func (m *Main) adminToken() (string, error) {
+	if m.Config.AdminToken != "" {
+		return m.Config.AdminToken, nil
+	}
+	path := filepath.Join(m.Config.DataDir, "admin-token")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err := os.MkdirAll(m.Config.DataDir, 0o700); err != nil {
+		return "", fmt.Errorf("data dir: %w", err)
+	}
+	token := admin.NewID("adm")
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	return token, nil
+}
+
+func (m *Main) status(ctx context.Context) map[string]any {
+	out := map[string]any{"roles": m.Config.Roles}
+	if m.Projector != nil {
+		out["projected_sequence"] = m.Projector.Position()
+	}
+	return out
+}
+
+// listen serves h on addr and returns its base URL.
+func (m *Main) listen(addr string, h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := readapi.NewHTTPServer(addr, h)
+	m.servers = append(m.servers, srv)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.errc <- fmt.Errorf("http %s: %w", addr, err)
+		}
+	}()
+	return "http://" + ln.Addr().String(), nil
+}
+
+// run starts a role's loop; its failure is reported on Err.
+func (m *Main) run(ctx context.Context, name string, fn func(context.Context) error) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			m.errc <- fmt.Errorf("%s: %w", name, err)
+		}
+	}()
+}
+
+// Err reports the first failure of a role.
+func (m *Main) Err() <-chan error { return m.errc }
+
+// Close stops the listeners (letting requests in flight finish), the roles, the NATS
+// connection and the embedded server, in that order. Acknowledged events are on disk already.
+func (m *Main) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range m.servers {
+		_ = s.Shutdown(ctx)
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.wg.Wait()
+	if m.Conn != nil {
+		_ = m.Conn.Drain()
+		m.Conn.Close()
+	}
+	if m.NATS != nil {
+		m.NATS.Shutdown()
+		m.NATS.WaitForShutdown()
+	}
+}
+
+// settableClock is the wall clock unless a date is fixed.
+type settableClock struct {
+	mu    sync.Mutex
+	fixed domain.LocalDate
+}
+
+// Set fixes the local date of every establishment; the zero date returns to the wall clock.
+func (c *settableClock) Set(d domain.LocalDate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fixed = d
+}
+
+// Today is an admin.Clock.
+func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.fixed.IsZero() {
+		return c.fixed
+	}
+	return admin.WallClock(loc)
+}

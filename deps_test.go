@@ -1,0 +1,70 @@
+package publisher_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/opencarte/publisher"
+
+// TestDependencyDirection fails when a package imports one it must not: domain decides, events
+// stores, projections renders, readapi serves bytes it did not make, webhook delivers signals;
+// only cmd wires them together. Rules are on import path prefixes, relative to the module unless
+// they name another host.
+func TestDependencyDirection(t *testing.T) {
+	rules := []struct {
+		pkg       string
+		forbidden []string
+		allowed   []string // exceptions inside a forbidden prefix
+	}{
+		{"domain", []string{"events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io", "net/http"}, nil},
+		{"events", []string{"domain", "projections", "readapi", "webhook", "cmd"}, nil},
+		{"projections", []string{"readapi", "webhook", "cmd"}, nil},
+		{"projections/dockey", []string{"domain", "events", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
+		{"readapi", []string{"domain", "events", "webhook", "cmd", "projections"}, []string{"projections/dockey"}},
+		{"webhook", []string{"domain", "projections", "readapi", "cmd"}, nil},
+	}
+	all := goList(t, "./...")
+	checked := 0
+	for _, r := range rules {
+		if !slices.Contains(all, module+"/"+r.pkg) {
+			continue // the package does not exist (yet); nothing imports through it
+		}
+		checked++
+		for _, dep := range goList(t, "-deps", module+"/"+r.pkg) {
+			if dep == module+"/"+r.pkg || strings.HasPrefix(dep, module+"/"+r.pkg+"/") {
+				continue
+			}
+			if matches(dep, r.forbidden) && !matches(dep, r.allowed) {
+				t.Errorf("%s depends on %s, which it must not", r.pkg, dep)
+			}
+		}
+	}
+	if checked < 4 {
+		t.Errorf("checked %d packages, want at least domain, events, projections and readapi", checked)
+	}
+}
+
+func matches(dep string, prefixes []string) bool {
+	for _, p := range prefixes {
+		full := p
+		if !strings.Contains(strings.SplitN(p, "/", 2)[0], ".") && p != "net/http" {
+			full = module + "/" + p
+		}
+		if dep == full || strings.HasPrefix(dep, full+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, out)
+	}
+	return strings.Fields(string(out))
+}
