@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFlagsHaveEnvironmentTwins(t *testing.T) {
+	env := map[string]string{
+		"PUBLISHER_DATA_DIR":       "/srv/publisher",
+		"PUBLISHER_HTTP":           "0.0.0.0:9000",
+		"PUBLISHER_ROLES":          "api,projector",
+		"PUBLISHER_CLOCK_INTERVAL": "1m",
+		"PUBLISHER_DEMO":           "true",
+	}
+	var cfg Config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg.flags(fs)
+	// The command line wins over the environment.
+	if err := parseFlags(fs, []string{"--http", "127.0.0.1:9001"}, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DataDir != "/srv/publisher" || cfg.HTTPAddr != "127.0.0.1:9001" || !cfg.Demo || cfg.ClockEvery != time.Minute ||
+		strings.Join(cfg.Roles, ",") != "api,projector" {
+		t.Errorf("got %+v", cfg)
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.HasPrefix(envName(f.Name), "PUBLISHER_") || strings.ContainsAny(envName(f.Name), "-.") {
+			t.Errorf("flag %s: twin %s", f.Name, envName(f.Name))
+		}
+	})
+}
+
+func TestBadEnvironmentIsNamed(t *testing.T) {
+	var cfg Config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.flags(fs)
+	err := parseFlags(fs, nil, func(k string) string {
+		if k == "PUBLISHER_ROLES" {
+			return "api,cook"
+		}
+		return ""
+	})
+	if err == nil || !strings.Contains(err.Error(), "PUBLISHER_ROLES") {
+		t.Errorf("bad PUBLISHER_ROLES: got %v, want an error naming it", err)
+	}
+}
+
+func TestImportAndAdminCommands(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22")
+	ctx := context.Background()
+	env := func(k string) string {
+		return map[string]string{"PUBLISHER_ADMIN_URL": m.AdminURL, "PUBLISHER_ADMIN_TOKEN": testAdminToken}[k]
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"slug": "bad-one", "name": "", "business_type": "nightclub"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"import", "demo.json", bad}, &out, &errOut, env)
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 files failed") {
+		t.Errorf("import: got %v, want one failure", err)
+	}
+	if !strings.Contains(out.String(), `"api_key":"pk_`) {
+		t.Errorf("import output: got %q, want the demo's new key", out.String())
+	}
+	if e := errOut.String(); !strings.Contains(e, "422") || !strings.Contains(e, "business_type") || !strings.Contains(e, "name: required") {
+		t.Errorf("import errors: got %q, want a 422 naming name and business_type", e)
+	}
+
+	out.Reset()
+	if err := run(ctx, []string{"admin", "list"}, &out, io.Discard, env); err != nil || !strings.Contains(out.String(), `"chez-marcel"`) {
+		t.Errorf("admin list: got %v %q", err, out.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"admin", "regenerate-key", "chez-marcel"}, &out, io.Discard, env); err != nil || !strings.Contains(out.String(), `"api_key":"pk_`) {
+		t.Errorf("admin regenerate-key: got %v %q", err, out.String())
+	}
+	if err := run(ctx, []string{"admin", "set-redirect", "chez-marcel", "maybe"}, io.Discard, io.Discard, env); err == nil {
+		t.Errorf("set-redirect maybe: want an error")
+	}
+	if err := run(ctx, []string{"admin", "get", "nowhere"}, io.Discard, io.Discard, env); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("admin get unknown: got %v, want a 404", err)
+	}
+}
