@@ -308,6 +308,7 @@ func (p *Projector) handle(ctx context.Context, m *model, rec events.Record) err
 // Config.MaxValueSize: the establishment keeps its previous bundle until a later change fits.
 func (p *Projector) store(ctx context.Context, u update) (bool, error) {
 	b := &u.bundle
+	compress(b)
 	value, err := EncodeBundle(b)
 	if err != nil {
 		return false, err

@@ -188,6 +188,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 		{cave, "testdata/uploaded-only/snapshot.json", "2026-03-10", 3},
 	} {
 		want := Render(fixture(t, tc.snapshot, date(t, tc.today)), tc.revision)
+		compress(&want)
 		wantValue, err := EncodeBundle(&want)
 		if err != nil {
 			t.Fatal(err)
@@ -336,6 +337,7 @@ func TestProjectorNeverGoesBelowStoredRevisions(t *testing.T) {
 	other := fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22"))
 	other.Identity.Name = "Rendu autrement"
 	put := func(b dockey.Bundle) uint64 {
+		compress(&b)
 		v, err := EncodeBundle(&b)
 		if err != nil {
 			t.Fatal(err)
@@ -444,6 +446,7 @@ func TestProjectorKeepsPreviousBundleWhenTooLarge(t *testing.T) {
 	n := newNATSEnv(t)
 	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
 	ref := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), int64(seq))
+	compress(&ref) // stored bundles carry the gzip coding of every document
 	value, err := EncodeBundle(&ref)
 	if err != nil {
 		t.Fatal(err)

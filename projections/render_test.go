@@ -2,7 +2,9 @@ package projections
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"maps"
 	"reflect"
 	"slices"
@@ -543,5 +545,35 @@ func BenchmarkEncodeBundleDemo(b *testing.B) {
 		if _, err := EncodeBundle(&bundle); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestCompressedDocumentsDecodeToTheirBodies(t *testing.T) {
+	b := Render(fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22")), 7)
+	compress(&b)
+	again := Render(fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22")), 7)
+	compress(&again)
+	n := 0
+	eachDocument(&b, func(d *dockey.Document) {
+		n++
+		zr, err := gzip.NewReader(bytes.NewReader(d.Gzip))
+		if err != nil {
+			t.Fatalf("gzip of %s: %v", d.ETag, err)
+		}
+		plain, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(plain, d.Body) {
+			t.Errorf("gzip of %s decodes to %q (%v), want the body", d.ETag, plain, err)
+		}
+	})
+	if n != 5+3*len(b.MenuDetails) {
+		t.Errorf("visited %d documents, want %d", n, 5+3*len(b.MenuDetails))
+	}
+	va, _ := EncodeBundle(&b)
+	vb, _ := EncodeBundle(&again)
+	if !bytes.Equal(va, vb) {
+		t.Errorf("two compressions of the same bundle differ: a rebuild would rewrite it")
+	}
+	if got := dockey.GzipETag(`"0123456789abcdef"`); got != `"0123456789abcdef-gzip"` {
+		t.Errorf("GzipETag: got %s", got)
 	}
 }

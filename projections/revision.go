@@ -35,6 +35,8 @@ func next(prev *dockey.Bundle, c content, floor int64) update {
 	same := c.bundle(prev.Revision)
 	changed := changedResources(prev, &same)
 	if len(changed) == 0 {
+		// Keep the stored codings: the bodies they compress are the same.
+		copyCodings(prev, &same)
 		return update{bundle: same, write: !sameAccess(prev, &same) || !sameETags(prev, &same)}
 	}
 	b := c.bundle(max(floor, prev.Revision+1))
@@ -96,4 +98,16 @@ func sameETags(a, b *dockey.Bundle) bool {
 		return out
 	}
 	return slices.Equal(tags(a), tags(b))
+}
+
+// copyCodings gives the documents of dst the gzip codings of the documents of src with the same
+// bodies.
+func copyCodings(src, dst *dockey.Bundle) {
+	var codings = map[string][]byte{}
+	eachDocument(src, func(d *dockey.Document) { codings[string(d.Body)] = d.Gzip })
+	eachDocument(dst, func(d *dockey.Document) {
+		if z, ok := codings[string(d.Body)]; ok && len(d.Gzip) == 0 {
+			d.Gzip = z
+		}
+	})
 }

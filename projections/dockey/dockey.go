@@ -6,6 +6,10 @@
 // 401/404/302. Because an establishment lives in one value, a reader switches all its documents to
 // a new content_revision at once (DESIGN.md invariant 4) without any coordination.
 //
+// Bundles must be encoded without HTML escaping (projections.EncodeBundle does): encoding/json's
+// default would rewrite "&", "<" and ">" inside the bodies, and the served bytes would no longer be
+// the rendered bytes their ETag was computed from.
+//
 // It imports only the standard library and nothing of this module.
 package dockey
 
@@ -83,4 +87,16 @@ type Document struct {
 	Body json.RawMessage `json:"body"`
 	// ETag is the strong entity tag of Body, quotes included, computed when the body was rendered.
 	ETag string `json:"etag"`
+	// Gzip is Body compressed with gzip, computed once when the bundle is written; empty when the
+	// writer did not compress. Its strong entity tag is GzipETag(ETag).
+	Gzip []byte `json:"gzip,omitempty"`
+}
+
+// GzipETag returns the entity tag of the gzip coding of a document whose tag is etag: a strong
+// validator must differ between content codings of the same resource.
+func GzipETag(etag string) string {
+	if len(etag) < 2 || etag[len(etag)-1] != '"' {
+		return etag
+	}
+	return etag[:len(etag)-1] + `-gzip"`
 }
