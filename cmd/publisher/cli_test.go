@@ -91,3 +91,14 @@ func TestImportAndAdminCommands(t *testing.T) {
 		t.Errorf("admin get unknown: got %v, want a 404", err)
 	}
 }
+
+func TestVerifyCommand(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22")
+	demo, _ := os.ReadFile("demo.json")
+	m.admin(t, "PUT", "/admin/v1/establishments/chez-marcel", demo)
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"verify", "--nats-url", m.NATS.ClientURL()}, &out, io.Discard, func(string) string { return "" })
+	if err != nil || !strings.Contains(out.String(), `"checked": 1`) || !strings.Contains(out.String(), `"differences": []`) {
+		t.Errorf("verify: got %v\n%s", err, out.String())
+	}
+}

@@ -35,6 +35,7 @@ commands:
   import    import establishment snapshots (JSON files) through the admin API
   admin     drive the admin API: get, list, activate, enable-api, disable-api, regenerate-key,
             set-redirect, publish-version, withdraw-version, add-webhook, remove-webhook, status
+  verify    replay the event log in memory and compare it with the live documents, byte for byte
 
 Run 'publisher <command> -h' for the flags of a command; every flag has an environment twin.
 `
@@ -51,6 +52,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return importFiles(ctx, args[1:], stdout, stderr, getenv)
 	case "admin":
 		return adminCommand(ctx, args[1:], stdout, stderr, getenv)
+	case "verify":
+		return verify(ctx, args[1:], stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
