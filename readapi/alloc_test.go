@@ -5,25 +5,62 @@
 
 package readapi
 
-import "testing"
+import (
+	"net/http"
+	"testing"
+)
 
+// TestHotPathsDoNotAllocate runs the hot paths with every quota on: the specification's, on a
+// clock that moves an hour at every request so that the client finds its full quota back each
+// time, and quotas too large to spend on the real clock.
 func TestHotPathsDoNotAllocate(t *testing.T) {
-	h := newServer(fixtureSource(t), discardLogger()).Handler()
-	for _, p := range hotPaths {
-		t.Run(p.name, func(t *testing.T) {
-			r := newHotRequest(p.target, p.header)
-			w := newDiscardWriter()
-			h.ServeHTTP(w, r)
-			if w.status != p.status {
-				t.Fatalf("status: got %d, want %d", w.status, p.status)
-			}
-			allocs := testing.AllocsPerRun(200, func() {
-				w.reset()
+	configs := []struct {
+		name string
+		cfg  Config
+	}{
+		{"SpecQuotas", Config{Now: steppingClock(defaultWindow)}},
+		{"HugeQuotas", benchConfig()},
+	}
+	for _, c := range configs {
+		h := newTestServer(t, fixtureSource(t), c.cfg).Handler()
+		for _, p := range hotPaths {
+			t.Run(c.name+"/"+p.name, func(t *testing.T) {
+				r := newHotRequest(p.target, p.header)
+				w := newDiscardWriter()
 				h.ServeHTTP(w, r)
+				if w.status != p.status {
+					t.Fatalf("status: got %d, want %d", w.status, p.status)
+				}
+				allocs := testing.AllocsPerRun(200, func() {
+					w.reset()
+					h.ServeHTTP(w, r)
+				})
+				if allocs != 0 {
+					t.Errorf("allocations per request: got %v, want 0", allocs)
+				}
 			})
-			if allocs != 0 {
-				t.Errorf("allocations per request: got %v, want 0", allocs)
-			}
-		})
+		}
+	}
+}
+
+// TestRefusalDoesNotAllocate checks that a 429, the answer a flood gets, allocates nothing either.
+func TestRefusalDoesNotAllocate(t *testing.T) {
+	h := newTestServer(t, fixtureSource(t), Config{IPQuota: 1, Now: newFakeClock().Now}).Handler()
+	p := hotPaths[0]
+	r := newHotRequest(p.target, p.header)
+	w := newDiscardWriter()
+	h.ServeHTTP(w, r) // spends the quota
+	if w.status != p.status {
+		t.Fatalf("first request: got %d, want %d", w.status, p.status)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		w.reset()
+		h.ServeHTTP(w, r)
+	})
+	if w.status != http.StatusTooManyRequests {
+		t.Fatalf("status: got %d, want 429", w.status)
+	}
+	if allocs != 0 {
+		t.Errorf("allocations per refused request: got %v, want 0", allocs)
 	}
 }

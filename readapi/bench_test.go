@@ -1,8 +1,13 @@
 package readapi
 
 import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 )
 
@@ -59,11 +64,24 @@ func newHotRequest(target string, header http.Header) *http.Request {
 	return r
 }
 
+// hugeQuota is a quota no benchmark or allocation test can spend.
+const hugeQuota = 1 << 40
+
+// benchConfig is the configuration of the benchmarks: every quota on, on the real clock, too
+// large to refuse anything, so that each request goes through the limiters and the quota fields
+// and none is a 429.
+func benchConfig() Config {
+	return Config{KeyQuota: hugeQuota, IPQuota: hugeQuota, RedirectQuota: hugeQuota}
+}
+
 func benchmarkPath(b *testing.B, target string, header http.Header, status int) {
-	h := newServer(fixtureSource(b), discardLogger()).Handler()
+	benchmarkServer(b, newTestServer(b, fixtureSource(b), benchConfig()).Handler(), target, header, status)
+}
+
+func benchmarkServer(b *testing.B, h http.Handler, target string, header http.Header, status int) {
 	r := newHotRequest(target, header)
 	w := newDiscardWriter()
-	h.ServeHTTP(w, r) // warm the router's parameter pool
+	h.ServeHTTP(w, r) // warm the router's parameter pool and the header values
 	if w.status != status {
 		b.Fatalf("status: got %d, want %d", w.status, status)
 	}
@@ -102,8 +120,42 @@ func BenchmarkUnauthorized(b *testing.B) {
 	benchmarkPath(b, p.target, p.header, p.status)
 }
 
+// BenchmarkTooManyRequests measures a refused request: the per-IP quota of one request is spent.
+func BenchmarkTooManyRequests(b *testing.B) {
+	p := hotPaths[0]
+	h := newTestServer(b, fixtureSource(b), Config{IPQuota: 1, Now: newFakeClock().Now}).Handler()
+	h.ServeHTTP(newDiscardWriter(), newHotRequest(p.target, p.header))
+	benchmarkServer(b, h, p.target, p.header, http.StatusTooManyRequests)
+}
+
+// BenchmarkGetEstablishmentQuotasOff is the success path without any quota, the cost of the
+// quotas being the difference with BenchmarkGetEstablishment.
+func BenchmarkGetEstablishmentQuotasOff(b *testing.B) {
+	p := hotPaths[0]
+	cfg := Config{KeyQuota: -1, IPQuota: -1, RedirectQuota: -1}
+	benchmarkServer(b, newTestServer(b, fixtureSource(b), cfg).Handler(), p.target, p.header, p.status)
+}
+
+// BenchmarkGetEstablishmentSpecQuotas is the success path under the specification's quotas, on a
+// clock that moves an hour at each request so that the client never runs out.
+func BenchmarkGetEstablishmentSpecQuotas(b *testing.B) {
+	p := hotPaths[0]
+	cfg := Config{Now: steppingClock(defaultWindow)}
+	benchmarkServer(b, newTestServer(b, fixtureSource(b), cfg).Handler(), p.target, p.header, p.status)
+}
+
+// BenchmarkGetEstablishmentAccessLog is the success path with the access log on, written as
+// text to nowhere.
+func BenchmarkGetEstablishmentAccessLog(b *testing.B) {
+	p := hotPaths[0]
+	cfg := benchConfig()
+	cfg.AccessLog = true
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	benchmarkServer(b, newTestServer(b, fixtureSource(b), cfg).Handler(), p.target, p.header, p.status)
+}
+
 func BenchmarkGetMenuDetailParallel(b *testing.B) {
-	h := newServer(fixtureSource(b), discardLogger()).Handler()
+	h := newTestServer(b, fixtureSource(b), benchConfig()).Handler()
 	p := hotPaths[1]
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -112,6 +164,49 @@ func BenchmarkGetMenuDetailParallel(b *testing.B) {
 		for pb.Next() {
 			w.reset()
 			h.ServeHTTP(w, r)
+			if w.status != p.status {
+				b.Errorf("status: got %d, want %d", w.status, p.status)
+				return
+			}
 		}
 	})
+}
+
+// BenchmarkGetEstablishmentParallelClients is the parallel success path of distinct clients:
+// each goroutine has its own address and key, as the traffic of many backends would, where
+// BenchmarkGetMenuDetailParallel has every goroutine contend for one client's quota state.
+func BenchmarkGetEstablishmentParallelClients(b *testing.B) {
+	const clients = 64
+	h := newTestServer(b, ipFixture(b, clients), benchConfig()).Handler()
+	var next atomic.Int32
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(1)) % clients
+		slug := fmt.Sprintf("ip-%d", i)
+		r := newHotRequest("/api/v1/establishments/"+slug, http.Header{"X-Api-Key": {"ak_" + slug}})
+		r.RemoteAddr = fmt.Sprintf("198.51.100.%d:4711", i)
+		w := newDiscardWriter()
+		for pb.Next() {
+			w.reset()
+			h.ServeHTTP(w, r)
+			if w.status != http.StatusOK {
+				b.Errorf("status: got %d, want 200", w.status)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkLimiterNewClients measures the per-IP quota under a flood of distinct addresses: each
+// request adds a client to a full table.
+func BenchmarkLimiterNewClients(b *testing.B) {
+	l := newLimiter(defaultIPQuota, int64(defaultWindow), 1<<14)
+	var k clientKey
+	b.ReportAllocs()
+	i := uint32(0)
+	for b.Loop() {
+		i++
+		binary.BigEndian.PutUint32(k[:4], i)
+		l.take(k, 0)
+	}
 }

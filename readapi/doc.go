@@ -8,14 +8,18 @@
 // update. Each value is one dockey.Bundle, the whole public state of one establishment, decoded
 // and validated once when it arrives into an immutable entry with its response headers pre-built.
 //
-// A Server routes requests (httprouter, one routes function), checks the API key, maps failures
-// to the specification's status codes and constant JSON error bodies, and writes the stored
-// documents. NewHTTPServer gives the http.Server settings every listener uses.
+// A Server routes requests (httprouter, one routes function), enforces the request quotas,
+// checks the API key, maps failures to the specification's status codes and constant JSON error
+// bodies, and writes the stored documents. It also answers the probes /healthz and /readyz and,
+// when asked, logs one line per request. NewHTTPServer gives the http.Server settings every
+// listener uses.
 //
 // # Imports
 //
 // The standard library, nats.go's jetstream package, httprouter, and projections/dockey, the key
-// layout and record shared with the projector. Never domain, events or rendering code.
+// layout and record shared with the projector. Never domain, events or rendering code. The quota
+// limiter is our own (limiter.go), not golang.org/x/time/rate: it needs one timestamp per client,
+// a bounded table and no allocation.
 //
 // # Invariants
 //
@@ -30,8 +34,13 @@
 //   - A value that cannot be decoded, names another slug, or would make a wrong answer (missing
 //     document of a served establishment, malformed ETag, key hash or redirect URL) is logged and
 //     skipped; the establishment's previous bundle stays in service.
-//   - The success path, 304 included, allocates nothing: header values are shared pre-built
-//     slices, the query is scanned in place, the key is hashed on the stack.
+//   - The success path, 304 included, allocates nothing with the quotas on: header values are
+//     shared pre-built slices (the RateLimit and Retry-After values of a policy are built on
+//     first use and kept), the query is scanned in place, the key is hashed on the stack, a
+//     known client's quota state is one map entry updated in place (a new client may grow its
+//     shard's map, up to the table's bound). Two exceptions: a quota whose
+//     refill interval exceeds 36 hours formats its RateLimit value for each answer, and the
+//     access log, when on, costs what slog costs.
 //
 // # Decisions on what the specification leaves open
 //
@@ -53,10 +62,82 @@
 //   - If-None-Match (RFC 9110): "*" or a matching entity tag in the list gives a 304 with the ETag
 //     and no body. The comparison is the weak one the RFC prescribes for If-None-Match; the tags
 //     served are strong.
-//   - Cache-Control: no-cache on API answers: caches may keep a body but must revalidate it, so
-//     a shared cache never hands a document to a request without a valid key.
+//   - Caching: a document and its 304 carry Cache-Control "private, no-cache" (the request
+//     carried a key, so no shared cache may store the answer; a private one must revalidate each
+//     use) and Content-Revision, the content_revision of the establishment, so that a client can
+//     read it without parsing. Every error answer, and the probes, carry Cache-Control no-store:
+//     a 404 turns into a 200 when an establishment is activated, and a 429 lasts seconds.
 //   - A panic in a handler is logged and answered 500 {"error":"Internal server error"}.
-//   - Quotas (429 {"error":"Rate limit exceeded"}) are not enforced yet. Their places are fixed:
-//     the per-IP quota is a middleware after recover in routes; the per-key quota goes in
-//     authorize, after the key check.
+//   - Probes: GET /healthz is 200 {"status":"ok"} while the process serves HTTP; GET /readyz is
+//     200 {"status":"ok"} once the mirror is Ready (it holds every bundle the bucket held when it
+//     started watching) and 503 {"error":"Not ready"} before. Neither needs a key nor counts
+//     against a quota.
+//   - Access log (Config.AccessLog, off by default): one line per request when its answer is
+//     written, message "request", with method, path, query, status, body bytes, duration,
+//     client address (as the quotas see it) and the establishment slug named by the path or the
+//     establishment parameter (empty when none is valid). Request headers are never logged, so
+//     neither is the API key. Probes are logged at Debug, everything else at Info.
+//
+// # Quotas
+//
+// The specification sets 120 requests per hour per key and 500 per hour per client address on
+// the API, 429 {"error":"Rate limit exceeded"} beyond, and leaves the window open. Quotas, window
+// and table bounds are Config fields; the defaults are the specification's.
+//
+//   - Window: each quota is a generic cell rate algorithm (GCRA), the exact form of a token
+//     bucket, with one timestamp per client. A client may spend its whole quota at once and gets
+//     one request back every window/quota (30 s per key, 7.2 s per address), continuously, up to
+//     the whole quota, which is back at most one window after its last admitted request: after
+//     120 requests at once a key gets its 121st 30 s later, and 120 again an hour later. Precisely,
+//     the requests admitted in any period of length d number at most quota + d/(window/quota):
+//     the long-run rate never exceeds quota per window, and one hour-long window can hold at most
+//     twice the quota minus one (a full burst at its start, then every refill). A refused request
+//     costs nothing. Intervals are whole nanoseconds, window/quota rounded down.
+//   - What counts, in the order DESIGN.md fixes: every API request counts against the address's
+//     quota first, whatever its outcome, 401, 404, 405 and a path under /api/ that matches no
+//     route included, so a key cannot be guessed faster than 500 tries an hour per address; a
+//     refused one goes no further. Then, once the key is known valid, the request counts against
+//     the key's quota, except when it is answered 304: revalidating costs only the address's
+//     quota. A request with a valid key for a menu type that does not exist counts like any
+//     other. A refused request answers 429 without looking at the document.
+//   - Redirects count against a third quota per address (Config.RedirectQuota, 500 per hour by
+//     default), apart from the API's: they need no key and are cheap, but a flood of them is
+//     still refused, and a website's visitors do not spend the quota of its backend.
+//   - Clients: a key is counted by its SHA-256 (its first 128 bits), so a regenerated key starts
+//     with a full quota. An address is an IPv4 address or an IPv6 /64 prefix, the block one host
+//     or household gets, so rotating through one prefix gives no extra quota. The address is the
+//     connection's peer, unless the peer is in Config.TrustedProxies: then X-Forwarded-For is
+//     read from its right end and the first hop that is not a trusted proxy is the client (every
+//     field line is one list; entries left of the client are its own claims and never read;
+//     an element that is not an address, with or without a port, ends the walk at the last
+//     trusted hop). With no trusted proxies, X-Forwarded-For is ignored. Requests whose peer
+//     address cannot be read (a listener that is not TCP) share one quota.
+//   - State: each quota keeps its clients in memory on this node, in 64 mutex-guarded shards
+//     chosen by a seeded hash; each request is one map lookup and update. Quotas are per node:
+//     behind a load balancer over n replicas a client may get up to n times its quota.
+//   - Memory: a client whose quota is full again is the same as an absent one; each new client
+//     deletes such expired entries among a few it samples, so a table holds two to three times
+//     the clients whose quota is not full (a client with one request is one interval in that
+//     state, one that spent it all a window). A table never holds more than Config.MaxClients
+//     clients, rounded up to a multiple of 64 (262144 by default, about 13 MB per quota when
+//     full). At that cap, a new client reuses an expired entry among a sample of 8, or else
+//     evicts the sampled client closest to a full quota, which starts afresh when it comes back:
+//     a flood of distinct addresses can make the service forget some clients early (it fails
+//     open for them, never closed for a newcomer), and a warning is logged at most once a minute
+//     while that happens.
+//   - Header fields (draft-ietf-httpapi-ratelimit-headers): every API answer, 200, 304, 401,
+//     404, 405 and 429, carries RateLimit-Policy, the quotas that apply, such as
+//     `"ip";q=500;w=3600, "key";q=120;w=3600`, and RateLimit, the state of the more restrictive
+//     of the two after this request, such as `"key";r=119;t=30`: r requests may be made at once,
+//     and t seconds (rounded up) until one more is available, which on a 429 is the wait. Before
+//     the key is known valid only the address's state applies. A 429 also carries Retry-After,
+//     the seconds to wait. A redirect carries these fields only on its 429, with
+//     RateLimit-Policy `"redirect";q=500;w=3600`: a RateLimit field on a 302 could make a client
+//     wait before following it. A quota set negative is off and absent from the fields; with
+//     both API quotas off, API answers carry none. The values are kept in a table of at most
+//     131072 per quota, so r is capped at what fits (131071 when the refill interval is a second
+//     or less, 65535 for two seconds): far above the specification's quotas, and the draft lets
+//     a server announce less than it would admit.
+//   - The limiters read Config.Now (time.Now by default, monotonic), so tests run them on a
+//     fake clock.
 package readapi

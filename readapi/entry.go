@@ -17,8 +17,9 @@ import (
 // every header value pre-built so that answering copies slice headers and nothing else. An entry
 // is never modified after newEntry returns; the mirror replaces it whole.
 type entry struct {
-	slug     string
-	revision int64
+	slug           string
+	revision       int64
+	revisionHeader []string // Content-Revision value
 
 	active       bool // status active; any other status, draft included, is not served
 	apiEnabled   bool
@@ -109,11 +110,12 @@ func newEntry(b *dockey.Bundle) (*entry, error) {
 	}
 
 	e := &entry{
-		slug:         b.Slug,
-		revision:     b.Revision,
-		active:       b.Status == dockey.StatusActive,
-		apiEnabled:   b.APIEnabled,
-		menuRedirect: b.MenuRedirectEnabled,
+		slug:           b.Slug,
+		revision:       b.Revision,
+		revisionHeader: []string{strconv.FormatInt(b.Revision, 10)},
+		active:         b.Status == dockey.StatusActive,
+		apiEnabled:     b.APIEnabled,
+		menuRedirect:   b.MenuRedirectEnabled,
 	}
 	if !validSlug(b.Slug) {
 		fail("slug %q is not valid", b.Slug)

@@ -5,10 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/opencarte/publisher/projections/dockey"
 )
@@ -136,4 +140,60 @@ func (l *logBuffer) String() string {
 func newTestLogger() (*slog.Logger, *logBuffer) {
 	lb := &logBuffer{}
 	return slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug})), lb
+}
+
+// readyNow is a closed channel: the fixture servers are ready from the start.
+var readyNow = func() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// newTestServer returns a ready server of src with the settings of cfg; a nil Logger discards.
+func newTestServer(tb testing.TB, src documentSource, cfg Config) *Server {
+	tb.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = discardLogger()
+	}
+	if err := errors.Join(cfg.validateQuotas()...); err != nil {
+		tb.Fatalf("config: %v", err)
+	}
+	return newServer(src, readyNow, cfg)
+}
+
+// fixtureHandler returns the handler of a server of the fixtures with the specification's quotas
+// on a clock that stands still.
+func fixtureHandler(tb testing.TB) http.Handler {
+	tb.Helper()
+	return newTestServer(tb, fixtureSource(tb), Config{Now: newFakeClock().Now}).Handler()
+}
+
+// fakeClock is a clock that moves only when told to.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// steppingClock returns the real time moved step further on every call, so that a client that
+// sends one request per call, as the benchmarks do, gets its quota back as fast as it spends it
+// and keeps a steady state, whatever the speed of the machine.
+func steppingClock(step time.Duration) func() time.Time {
+	var calls atomic.Int64
+	return func() time.Time { return time.Now().Add(time.Duration(calls.Add(1)) * step) }
 }

@@ -3,6 +3,7 @@ package readapi
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -33,7 +34,8 @@ func FuzzHandler(f *testing.F) {
 	f.Add(uint8(6), "r/menus", "", "establishment=chez-alice&menu_type=lunch;x", "", "GET", "")
 
 	src := fixtureSource(f)
-	h := newServer(src, discardLogger()).Handler()
+	// Quotas on, too large to refuse anything: a 429 would hide what the input does.
+	h := newTestServer(f, src, benchConfig()).Handler()
 	stored := map[string]bool{}
 	for _, e := range src {
 		for _, d := range allDocuments(e) {
@@ -176,6 +178,51 @@ func FuzzMatchesETag(f *testing.F) {
 		}
 		if !matchesETag(tag+", "+list, tag) {
 			t.Fatalf("matchesETag(%q): got false for a list starting with the tag", tag+", "+list)
+		}
+	})
+}
+
+// FuzzClientIP sends arbitrary peer addresses and X-Forwarded-For values through the client
+// address resolution: it never panics; the address is the peer's unless the peer is trusted; a
+// trusted peer's client is the peer or one of the header's hops.
+func FuzzClientIP(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"10.0.0.1:80", "203.0.113.9"},
+		{"10.0.0.1:80", "1.1.1.1, 203.0.113.9, 10.0.0.2"},
+		{"[fd00::1]:80", "2001:db8::1, [2001:db8::2]:443"},
+		{"192.0.2.1:1", "10.0.0.5"},
+		{"[::ffff:10.0.0.1]:80", "::ffff:203.0.113.9:80"},
+		{"@", "unknown, ,,"},
+		{"[fe80::1%eth0]:80", "fe80::2%lo"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	s := newTestServer(f, fakeSource{}, Config{TrustedProxies: []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8"),
+	}})
+	f.Fuzz(func(t *testing.T, remote, forwardedFor string) {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = remote
+		r.Header[forwardedForHeader] = []string{forwardedFor}
+		got := s.clientIP(r)
+		peer := peerAddr(remote)
+		if got.Zone() != "" || got.Is4In6() {
+			t.Fatalf("clientIP(%q, %q): got %v, want no zone and no IPv4-mapped form", remote, forwardedFor, got)
+		}
+		if !s.trusts(peer) {
+			if got != peer {
+				t.Fatalf("clientIP(%q, %q): got %v, want the untrusted peer %v", remote, forwardedFor, got, peer)
+			}
+		} else if got != peer {
+			isHop := false
+			for hop := range strings.SplitSeq(forwardedFor, ",") {
+				if a, ok := parseHop(strings.TrimSpace(hop)); ok && a == got {
+					isHop = true
+				}
+			}
+			if !isHop {
+				t.Fatalf("clientIP(%q, %q): got %v, neither the peer nor a hop", remote, forwardedFor, got)
+			}
 		}
 	})
 }

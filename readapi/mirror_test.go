@@ -104,9 +104,11 @@ func waitRevision(tb testing.TB, m *Mirror, slug string, rev int64) {
 	}
 }
 
+// newMirrorServer returns the handler of a server of m without quotas: the mirror tests read in
+// loops.
 func newMirrorServer(tb testing.TB, m *Mirror) http.Handler {
 	tb.Helper()
-	s, err := New(Config{Mirror: m, Logger: discardLogger()})
+	s, err := New(Config{Mirror: m, Logger: discardLogger(), KeyQuota: -1, IPQuota: -1, RedirectQuota: -1})
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}

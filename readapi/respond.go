@@ -8,9 +8,14 @@ import (
 // Pre-built header values, shared by every response. net/http only reads them.
 var (
 	jsonContentType = []string{"application/json"}
-	noCache         = []string{"no-cache"}
+	privateNoCache  = []string{"private, no-cache"}
+	noStore         = []string{"no-store"}
 	allowGetHead    = []string{"GET, HEAD"}
 )
+
+// contentRevisionHeader is the canonical form of Content-Revision, the content_revision of the
+// document served, so that a client can read it without parsing the body.
+const contentRevisionHeader = "Content-Revision"
 
 // failure is a kind of error answer.
 type failure uint8
@@ -21,54 +26,68 @@ const (
 	methodNotAllowed
 	rateLimited
 	internalError
+	notReady
 )
 
-// errorAnswer is the status and constant body of a failure.
-type errorAnswer struct {
+// fixedAnswer is a status with a constant JSON body: the answer of a failure, or of a probe.
+type fixedAnswer struct {
 	status int
 	body   []byte
 	length []string
 }
 
-func newErrorAnswer(status int, body string) errorAnswer {
-	return errorAnswer{status: status, body: []byte(body), length: []string{strconv.Itoa(len(body))}}
+func newFixedAnswer(status int, body string) fixedAnswer {
+	return fixedAnswer{status: status, body: []byte(body), length: []string{strconv.Itoa(len(body))}}
 }
 
 // errorAnswers maps each failure to its answer. The texts are those of the specification and are
 // tested byte for byte.
-var errorAnswers = [...]errorAnswer{
-	notFound:         newErrorAnswer(http.StatusNotFound, `{"error":"Not found"}`),
-	unauthorized:     newErrorAnswer(http.StatusUnauthorized, `{"error":"Unauthorized"}`),
-	methodNotAllowed: newErrorAnswer(http.StatusMethodNotAllowed, `{"error":"Method not allowed"}`),
-	rateLimited:      newErrorAnswer(http.StatusTooManyRequests, `{"error":"Rate limit exceeded"}`),
-	internalError:    newErrorAnswer(http.StatusInternalServerError, `{"error":"Internal server error"}`),
+var errorAnswers = [...]fixedAnswer{
+	notFound:         newFixedAnswer(http.StatusNotFound, `{"error":"Not found"}`),
+	unauthorized:     newFixedAnswer(http.StatusUnauthorized, `{"error":"Unauthorized"}`),
+	methodNotAllowed: newFixedAnswer(http.StatusMethodNotAllowed, `{"error":"Method not allowed"}`),
+	rateLimited:      newFixedAnswer(http.StatusTooManyRequests, `{"error":"Rate limit exceeded"}`),
+	internalError:    newFixedAnswer(http.StatusInternalServerError, `{"error":"Internal server error"}`),
+	notReady:         newFixedAnswer(http.StatusServiceUnavailable, `{"error":"Not ready"}`),
 }
 
-// writeError answers r with the failure f. Error answers are not to be stored by caches: a 404
-// turns into a 200 as soon as an establishment is activated.
+// writeError answers r with the failure f. Error answers are not to be stored by any cache: a 404
+// turns into a 200 as soon as an establishment is activated, and a 429 lasts seconds.
 func writeError(w http.ResponseWriter, r *http.Request, f failure) {
-	a := &errorAnswers[f]
+	writeAnswer(w, r, &errorAnswers[f])
+}
+
+// writeAnswer writes the constant answer a, not to be stored by caches.
+func writeAnswer(w http.ResponseWriter, r *http.Request, a *fixedAnswer) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Content-Length"] = a.length
-	h["Cache-Control"] = noCache
+	h["Cache-Control"] = noStore
 	w.WriteHeader(a.status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(a.body) // a failed write means the client is gone
 	}
 }
 
-// serveDocument answers r with the stored document d: its bytes as they are, its ETag, and a 304
-// when If-None-Match matches. Cache-Control no-cache lets any cache keep the body but makes it
-// revalidate each use, so a request without a valid key never gets it from a shared cache.
-func serveDocument(w http.ResponseWriter, r *http.Request, d *document) {
-	h := w.Header()
-	h["Etag"] = d.etagHeader
-	h["Cache-Control"] = noCache
+// serveDocument answers r, an authorized request for e, with the stored document d: its bytes as
+// they are, its ETag and revision, and a 304 when If-None-Match matches. A 304 does not count
+// against the key: a client that revalidates spends only its per-IP quota. Any other answer is
+// counted and may be a 429.
+//
+// Cache-Control "private, no-cache" keeps the document out of shared caches (the request carried
+// a key) and makes a private cache revalidate it on each use.
+func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request, e *entry, a admission, d *document) {
 	if notModified(r, d.etag) {
+		s.chargeKey(w, r, e, a, false)
+		setDocumentHeaders(w.Header(), e, d)
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
+	if !s.chargeKey(w, r, e, a, true) {
+		return
+	}
+	h := w.Header()
+	setDocumentHeaders(h, e, d)
 	h["Content-Type"] = jsonContentType
 	h["Content-Length"] = d.length
 	if r.Method == http.MethodHead {
@@ -76,6 +95,13 @@ func serveDocument(w http.ResponseWriter, r *http.Request, d *document) {
 		return
 	}
 	_, _ = w.Write(d.body) // a failed write means the client is gone
+}
+
+// setDocumentHeaders sets the fields a 200 and a 304 of d share.
+func setDocumentHeaders(h http.Header, e *entry, d *document) {
+	h["Etag"] = d.etagHeader
+	h["Cache-Control"] = privateNoCache
+	h[contentRevisionHeader] = e.revisionHeader
 }
 
 // redirectTo answers with a 302 to location, a pre-built Location value. The answer has no body.

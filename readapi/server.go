@@ -1,21 +1,52 @@
 package readapi
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 )
 
-// Config holds what New needs.
+// Config holds what New needs. Only Mirror and Logger are required; every other field has a
+// default, the specification's where it sets one.
 type Config struct {
-	// Mirror supplies the establishments to serve. Required.
+	// Mirror supplies the establishments to serve and tells when they are all loaded. Required.
 	Mirror *Mirror
-	// Logger receives recovered panics. Required.
+	// Logger receives recovered panics, warnings and, with AccessLog, one line per request.
+	// Required.
 	Logger *slog.Logger
+
+	// KeyQuota is the number of API requests one key may make per Window: 120 when zero, no
+	// per-key quota when negative.
+	KeyQuota int
+	// IPQuota is the number of API requests one client address may make per Window: 500 when
+	// zero, no per-address quota when negative.
+	IPQuota int
+	// RedirectQuota is the number of file redirect requests one client address may make per
+	// Window, counted apart from the API: 500 when zero, none when negative.
+	RedirectQuota int
+	// Window is the period the quotas are counted over, a whole number of seconds: one hour
+	// when zero.
+	Window time.Duration
+	// MaxClients bounds the clients (addresses, prefixes or keys) each quota keeps track of:
+	// 262144 when zero. Past it, the clients closest to a full quota are forgotten first.
+	MaxClients int
+	// TrustedProxies lists the peers whose X-Forwarded-For header names the client. Empty, the
+	// connection's peer is always the client.
+	TrustedProxies []netip.Prefix
+
+	// AccessLog writes one line per request to Logger: at Info, at Debug for the probes.
+	AccessLog bool
+	// Now returns the current time; time.Now when nil.
+	Now func() time.Time
 }
 
 // Validate reports every missing or invalid setting at once.
@@ -27,14 +58,57 @@ func (c Config) Validate() error {
 	if c.Logger == nil {
 		errs = append(errs, errors.New("readapi: config needs a logger"))
 	}
+	errs = append(errs, c.validateQuotas()...)
 	return errors.Join(errs...)
 }
+
+// validateQuotas checks the settings that do not depend on a mirror.
+func (c Config) validateQuotas() []error {
+	var errs []error
+	window := c.window()
+	switch {
+	case window < 0:
+		errs = append(errs, fmt.Errorf("readapi: quota window %v is negative", window))
+	case window%time.Second != 0:
+		errs = append(errs, fmt.Errorf("readapi: quota window %v is not a whole number of seconds", window))
+	}
+	for _, q := range []struct {
+		name  string
+		value int
+	}{{"key", c.KeyQuota}, {"ip", c.IPQuota}, {"redirect", c.RedirectQuota}} {
+		if window > 0 && int64(q.value) > int64(window) {
+			errs = append(errs, fmt.Errorf("readapi: %s quota %d is more than one request per nanosecond of the window", q.name, q.value))
+		}
+	}
+	if c.MaxClients < 0 {
+		errs = append(errs, fmt.Errorf("readapi: max clients %d is negative", c.MaxClients))
+	}
+	for _, p := range c.TrustedProxies {
+		if !p.IsValid() {
+			errs = append(errs, fmt.Errorf("readapi: trusted proxy prefix %v is not valid", p))
+		}
+	}
+	return errs
+}
+
+func (c Config) window() time.Duration { return cmp.Or(c.Window, defaultWindow) }
 
 // Server answers the read API and the file redirects from a mirror of the dockey bucket.
 type Server struct {
 	source  documentSource
+	ready   <-chan struct{}
 	logger  *slog.Logger
 	handler http.Handler
+
+	now     func() time.Time
+	epoch   time.Time // the limiters' time zero
+	trusted []netip.Prefix
+
+	ipQuota       *policy  // per client address on the API; nil when off
+	keyQuota      *policy  // per key on the API; nil when off
+	redirectQuota *policy  // per client address on the redirects; nil when off
+	apiPolicies   []string // RateLimit-Policy of API answers; nil when both API quotas are off
+	accessLog     bool
 }
 
 // New returns a server for cfg.
@@ -42,11 +116,37 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return newServer(cfg.Mirror, cfg.Logger), nil
+	return newServer(cfg.Mirror, cfg.Mirror.Ready(), cfg), nil
 }
 
-func newServer(source documentSource, logger *slog.Logger) *Server {
-	s := &Server{source: source, logger: logger}
+// newServer returns a server of the documents of source, ready once ready is closed, with the
+// settings of cfg, which must be valid apart from Mirror.
+func newServer(source documentSource, ready <-chan struct{}, cfg Config) *Server {
+	s := &Server{
+		source:    source,
+		ready:     ready,
+		logger:    cfg.Logger,
+		now:       cfg.Now,
+		trusted:   slices.Clone(cfg.TrustedProxies),
+		accessLog: cfg.AccessLog,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.epoch = s.now()
+	window, clients := cfg.window(), cmp.Or(cfg.MaxClients, defaultMaxClients)
+	s.ipQuota = newPolicy("ip", cmp.Or(cfg.IPQuota, defaultIPQuota), window, clients)
+	s.keyQuota = newPolicy("key", cmp.Or(cfg.KeyQuota, defaultKeyQuota), window, clients)
+	s.redirectQuota = newPolicy("redirect", cmp.Or(cfg.RedirectQuota, defaultIPQuota), window, clients)
+	var items []string
+	for _, p := range []*policy{s.ipQuota, s.keyQuota} {
+		if p != nil {
+			items = append(items, p.item)
+		}
+	}
+	if len(items) > 0 {
+		s.apiPolicies = []string{strings.Join(items, ", ")}
+	}
 	s.handler = s.routes()
 	return s
 }
@@ -54,9 +154,20 @@ func newServer(source documentSource, logger *slog.Logger) *Server {
 // Handler returns the HTTP handler of every route.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// elapsed returns the time since the server started in nanoseconds, the limiters' clock. It is
+// monotonic with the default clock.
+func (s *Server) elapsed() int64 { return int64(s.now().Sub(s.epoch)) }
+
 // routes is the whole HTTP surface. Every route answers GET and HEAD; any other method on a known
 // path is 405 and an unknown path is 404, both with a JSON error body. Paths are matched as they
 // are: no redirect to a cleaned path or a trailing slash.
+//
+// The order of the checks, outermost first: the access log (when on), recover, then, inside each
+// API handler, the per-IP quota, the key check and the per-key quota (authorize and
+// serveDocument). The quota steps are calls rather than http.Handler middleware because the
+// RateLimit field reports the more restrictive of the two quotas: the per-IP decision travels
+// to the per-key step as a value, where a request context would cost two allocations a request.
+// Redirects count against their own per-IP quota; /healthz and /readyz against none.
 func (s *Server) routes() http.Handler {
 	router := httprouter.New()
 	router.RedirectTrailingSlash = false
@@ -76,12 +187,15 @@ func (s *Server) routes() http.Handler {
 	get("/api/v1/establishments/:slug/menus/:menu_type", s.getMenu)
 	get("/r/master_menu", s.redirectMasterMenu)
 	get("/r/menus", s.redirectMenus)
+	get("/healthz", s.healthz)
+	get("/readyz", s.readyz)
 
-	// Middleware, outermost first. The per-IP quota (every request under /api/) goes right
-	// after recover; the per-key quota runs in authorize, once the key is known valid.
-	return chain(router,
-		s.recoverPanics,
-	)
+	var middleware []func(http.Handler) http.Handler
+	if s.accessLog {
+		middleware = append(middleware, s.logRequests)
+	}
+	middleware = append(middleware, s.recoverPanics)
+	return chain(router, middleware...)
 }
 
 // chain wraps h in middleware, the first one outermost.
@@ -115,16 +229,36 @@ func (s *Server) recovered(w http.ResponseWriter, r *http.Request) {
 	writeError(w, r, internalError)
 }
 
-// notFound answers a path no route matches.
+// notFound answers a path no route matches. A path under /api/ is an API request and counts
+// against the per-IP quota like any other.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if isAPIPath(r.URL.Path) {
+		if _, ok := s.admitClient(w, r); !ok {
+			return
+		}
+	}
 	writeError(w, r, notFound)
 }
 
-// methodNotAllowed answers a known path asked with a method other than GET or HEAD.
+// methodNotAllowed answers a known path asked with a method other than GET or HEAD, counted
+// against the quota of its family.
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case isAPIPath(r.URL.Path):
+		if _, ok := s.admitClient(w, r); !ok {
+			return
+		}
+	case strings.HasPrefix(r.URL.Path, "/r/"):
+		if !s.admitRedirect(w, r) {
+			return
+		}
+	}
 	w.Header()["Allow"] = allowGetHead // every route has exactly these two
 	writeError(w, r, methodNotAllowed)
 }
+
+// isAPIPath reports whether path is under the API prefix, where the per-IP quota applies.
+func isAPIPath(path string) bool { return strings.HasPrefix(path, "/api/") }
 
 // Timeouts and limits of NewHTTPServer. Requests have no body and small headers; the longest
 // answer is one menu document.

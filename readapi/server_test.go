@@ -78,6 +78,11 @@ func checkAnswer(tb testing.TB, w *httptest.ResponseRecorder, method string, wan
 			tb.Errorf("Content-Type: got %q, want none", ct)
 		}
 	default:
+		if want.status >= 400 {
+			if got := res.Header.Get("Cache-Control"); got != "no-store" {
+				tb.Errorf("Cache-Control: got %q, want %q", got, "no-store")
+			}
+		}
 		if ct != "application/json" {
 			tb.Errorf("Content-Type: got %q, want %q", ct, "application/json")
 		}
@@ -94,7 +99,7 @@ func checkAnswer(tb testing.TB, w *httptest.ResponseRecorder, method string, wan
 
 func TestHandler(t *testing.T) {
 	t.Parallel()
-	h := newServer(fixtureSource(t), discardLogger()).Handler()
+	h := fixtureHandler(t)
 	const (
 		est   = "/api/v1/establishments/"
 		alEst = est + alice
@@ -111,7 +116,7 @@ func TestHandler(t *testing.T) {
 		// The four endpoints.
 		{name: "establishment", target: alEst, header: withKey(keyAlice),
 			want: answer{status: 200, body: body(alice, "establishment"), header: map[string]string{
-				"Etag": etag(alice, "establishment"), "Cache-Control": "no-cache"}}},
+				"Etag": etag(alice, "establishment"), "Cache-Control": "private, no-cache", "Content-Revision": "7"}}},
 		{name: "hours", target: alEst + "/hours", header: withKey(keyAlice),
 			want: answer{status: 200, body: body(alice, "hours"), header: map[string]string{"Etag": etag(alice, "hours")}}},
 		{name: "menus", target: alEst + "/menus", header: withKey(keyAlice),
@@ -196,7 +201,8 @@ func TestHandler(t *testing.T) {
 
 		// If-None-Match.
 		{name: "etag matches", target: alEst, header: http.Header{"X-Api-Key": {keyAlice}, "If-None-Match": {etag(alice, "establishment")}},
-			want: answer{status: 304, header: map[string]string{"Etag": etag(alice, "establishment"), "Content-Length": ""}}},
+			want: answer{status: 304, header: map[string]string{"Etag": etag(alice, "establishment"), "Content-Length": "",
+				"Cache-Control": "private, no-cache", "Content-Revision": "7"}}},
 		{name: "etag in a list", target: alEst + "/hours", header: http.Header{"X-Api-Key": {keyAlice}, "If-None-Match": {`"zzz", ` + etag(alice, "hours")}},
 			want: answer{status: 304}},
 		{name: "etag in a second header", target: alEst + "/hours", header: http.Header{"X-Api-Key": {keyAlice}, "If-None-Match": {`"zzz"`, etag(alice, "hours")}},
@@ -278,7 +284,7 @@ func TestHandler(t *testing.T) {
 	}
 }
 
-// TestErrorBodies pins every error body byte for byte, the one not served yet included.
+// TestErrorBodies pins every error body byte for byte.
 func TestErrorBodies(t *testing.T) {
 	t.Parallel()
 	want := map[failure]string{
@@ -287,8 +293,9 @@ func TestErrorBodies(t *testing.T) {
 		methodNotAllowed: `{"error":"Method not allowed"}`,
 		rateLimited:      `{"error":"Rate limit exceeded"}`,
 		internalError:    `{"error":"Internal server error"}`,
+		notReady:         `{"error":"Not ready"}`,
 	}
-	wantStatus := map[failure]int{notFound: 404, unauthorized: 401, methodNotAllowed: 405, rateLimited: 429, internalError: 500}
+	wantStatus := map[failure]int{notFound: 404, unauthorized: 401, methodNotAllowed: 405, rateLimited: 429, internalError: 500, notReady: 503}
 	if got, want := len(errorAnswers), len(want); got != want {
 		t.Fatalf("error answers: got %d, want %d", got, want)
 	}
@@ -310,7 +317,7 @@ func (p panicSource) lookup(string) *entry { panic(p.v) }
 func TestRecoverPanics(t *testing.T) {
 	t.Parallel()
 	logger, logs := newTestLogger()
-	h := newServer(panicSource{v: "boom"}, logger).Handler()
+	h := newTestServer(t, panicSource{v: "boom"}, Config{Logger: logger}).Handler()
 	w := serve(t, h, http.MethodGet, "/r/master_menu?establishment="+alice, nil)
 	checkAnswer(t, w, http.MethodGet, errAnswer(http.StatusInternalServerError, bodyInternal))
 	if got := logs.String(); !strings.Contains(got, "panic serving request") || !strings.Contains(got, "boom") {
@@ -320,7 +327,7 @@ func TestRecoverPanics(t *testing.T) {
 
 func TestRecoverPanicsLetsAbortThrough(t *testing.T) {
 	t.Parallel()
-	h := newServer(panicSource{v: http.ErrAbortHandler}, discardLogger()).Handler()
+	h := newTestServer(t, panicSource{v: http.ErrAbortHandler}, Config{}).Handler()
 	defer func() {
 		if got := recover(); got != http.ErrAbortHandler {
 			t.Errorf("recovered: got %v, want http.ErrAbortHandler", got)

@@ -1,0 +1,28 @@
+package readapi
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// statusOK is the answer of /healthz, and of /readyz once ready.
+var statusOK = newFixedAnswer(http.StatusOK, `{"status":"ok"}`)
+
+// healthz serves GET /healthz: 200 as long as the process serves HTTP. It needs no key and
+// counts against no quota.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	writeAnswer(w, r, &statusOK)
+}
+
+// readyz serves GET /readyz: 200 once the mirror holds every bundle the bucket held when it
+// started watching, 503 {"error":"Not ready"} before, when every API answer would be a 404. It
+// needs no key and counts against no quota.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	select {
+	case <-s.ready:
+		writeAnswer(w, r, &statusOK)
+	default:
+		writeError(w, r, notReady)
+	}
+}
