@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/readapi/openapi/openapitest"
 )
 
 const testAdminToken = "e2e-admin-token-0123456789"
@@ -74,6 +75,12 @@ func do(tb testing.TB, method, url string, body []byte, header ...string) reply 
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
+	r, _ := send(tb, req)
+	return r
+}
+
+func send(tb testing.TB, req *http.Request) (reply, *http.Response) {
+	tb.Helper()
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -84,7 +91,23 @@ func do(tb testing.TB, method, url string, body []byte, header ...string) reply 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return reply{resp.StatusCode, resp.Header, b}
+	return reply{resp.StatusCode, resp.Header, b}, resp
+}
+
+// read sends a request to the read API and checks the answer against the published OpenAPI
+// description, so that the description and the code cannot drift apart.
+func (m *Main) read(tb testing.TB, method, path string, header ...string) reply {
+	tb.Helper()
+	req, err := http.NewRequest(method, m.HTTPURL+path, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	r, resp := send(tb, req)
+	openapitest.Validate(tb, req, resp, r.body)
+	return r
 }
 
 func (m *Main) admin(tb testing.TB, method, path string, body []byte) reply {
@@ -99,9 +122,9 @@ func (m *Main) admin(tb testing.TB, method, path string, body []byte) reply {
 func (m *Main) get(tb testing.TB, path, key string) reply {
 	tb.Helper()
 	if key == "" {
-		return do(tb, http.MethodGet, m.HTTPURL+path, nil)
+		return m.read(tb, http.MethodGet, path)
 	}
-	return do(tb, http.MethodGet, m.HTTPURL+path, nil, "X-Api-Key", key)
+	return m.read(tb, http.MethodGet, path, "X-Api-Key", key)
 }
 
 // eventually polls f until it returns true or the deadline passes.
@@ -158,11 +181,11 @@ func TestEndToEnd(t *testing.T) {
 	if got := m.get(t, est, ""); got.status != 401 || string(got.body) != `{"error":"Unauthorized"}` {
 		t.Errorf("no key: got %d %s", got.status, got.body)
 	}
-	if got := do(t, http.MethodGet, m.HTTPURL+"/r/menus?establishment=chez-marcel&menu_type=la-carte&locale=en", nil); got.status != 302 ||
+	if got := m.read(t, http.MethodGet, "/r/menus?establishment=chez-marcel&menu_type=la-carte&locale=en"); got.status != 302 ||
 		got.header.Get("Location") != "https://cdn.chez-marcel.example.fr/carte-en-1.jpg" {
 		t.Errorf("/r/menus en: got %d Location %q", got.status, got.header.Get("Location"))
 	}
-	if got := do(t, http.MethodGet, m.HTTPURL+"/r/master_menu?establishment=chez-marcel", nil); got.status != 302 ||
+	if got := m.read(t, http.MethodGet, "/r/master_menu?establishment=chez-marcel"); got.status != 302 ||
 		got.header.Get("Location") != "https://cdn.chez-marcel.example.fr/carte-complete.pdf" {
 		t.Errorf("/r/master_menu: got %d Location %q", got.status, got.header.Get("Location"))
 	}
