@@ -51,6 +51,8 @@ var hotPaths = []struct {
 	{"MenuDetail", "/api/v1/establishments/" + alice + "/menus/lunch?locale=en", http.Header{"X-Api-Key": {keyAlice}}, http.StatusOK},
 	{"NotModified", "/api/v1/establishments/" + alice + "/menus/lunch?locale=en",
 		http.Header{"X-Api-Key": {keyAlice}, "If-None-Match": {`"other", ` + etag(alice, "menus/lunch.en")}}, http.StatusNotModified},
+	{"MenuDetailGzip", "/api/v1/establishments/" + alice + "/menus/lunch?locale=en",
+		http.Header{"X-Api-Key": {keyAlice}, "Accept-Encoding": {"br;q=1.0, gzip;q=0.8, *;q=0.1"}}, http.StatusOK},
 	{"RedirectMenus", "/r/menus?establishment=" + alice + "&menu_type=lunch&locale=en", nil, http.StatusFound},
 	{"Unauthorized", "/api/v1/establishments/" + alice, http.Header{"X-Api-Key": {keyBob}}, http.StatusUnauthorized},
 	{"NotFound", "/api/v1/establishments/nobody", http.Header{"X-Api-Key": {keyAlice}}, http.StatusNotFound},

@@ -44,6 +44,15 @@
 //
 // # Decisions on what the specification leaves open
 //
+//   - Compression: a document whose bundle carries a gzip coding smaller than its body is sent
+//     gzip-encoded to a client whose Accept-Encoding accepts gzip (q above zero, or "*"). The
+//     coding was made when the bundle was written, never per request. Each coding has its own
+//     strong ETag (the identity tag with "-gzip" inside the quotes), If-None-Match matches either
+//     (the content is the same) and a 304 names the coding that would be sent. Such documents
+//     carry Vary: Accept-Encoding.
+//   - The OpenAPI description is served at /openapi.json and /openapi.yaml, with no key, no quota
+//     and Cache-Control public.
+//
 //   - Auth order (DESIGN.md): a missing or empty X-Api-Key is 401; then an invalid slug (decided
 //     before any lookup), an unknown slug, a status other than active, or a disabled API is 404;
 //     then a key whose SHA-256 is not the establishment's key hash is 401 (constant-time compare).

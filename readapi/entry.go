@@ -47,6 +47,12 @@ type document struct {
 	etag       string
 	etagHeader []string
 	length     []string
+
+	// gzip is the stored gzip coding of body, kept only when it is smaller; nil otherwise.
+	gzip           []byte
+	gzipETag       string
+	gzipETagHeader []string
+	gzipLength     []string
 }
 
 // variants holds the three renderings of a menu resource.
@@ -220,12 +226,20 @@ func newDocument(d dockey.Document, required bool) (document, error) {
 	if !validETag(d.ETag) {
 		return document{}, fmt.Errorf("etag %q is not a strong entity tag", d.ETag)
 	}
-	return document{
+	doc := document{
 		body:       d.Body,
 		etag:       d.ETag,
 		etagHeader: []string{d.ETag},
 		length:     []string{strconv.Itoa(len(d.Body))},
-	}, nil
+	}
+	// A coding that is not gzip, or not smaller, is not worth serving; the body still is.
+	if len(d.Gzip) > 2 && d.Gzip[0] == 0x1f && d.Gzip[1] == 0x8b && len(d.Gzip) < len(d.Body) {
+		doc.gzip = d.Gzip
+		doc.gzipETag = dockey.GzipETag(d.ETag)
+		doc.gzipETagHeader = []string{doc.gzipETag}
+		doc.gzipLength = []string{strconv.Itoa(len(d.Gzip))}
+	}
+	return doc, nil
 }
 
 // validETag reports whether s is a strong entity tag (RFC 9110, section 8.8.3): a quoted string

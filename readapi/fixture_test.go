@@ -2,6 +2,7 @@ package readapi
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,10 +42,21 @@ func keyHash(key string) string {
 
 // testDoc returns a document whose body names the slug, resource and revision, so that every
 // document of the fixtures is distinct and tells which revision it belongs to.
+//
+// Bodies are padded to a realistic size and carry their gzip coding, as stored bundles do.
 func testDoc(slug, resource string, rev int64) dockey.Document {
-	body := fmt.Sprintf(`{"content_revision":%d,"slug":%q,"resource":%q}`, rev, slug, resource)
+	body := fmt.Sprintf(`{"content_revision":%d,"slug":%q,"resource":%q,"text":%q}`, rev, slug, resource,
+		strings.Repeat("Velouté de potimarron, crème crue et noisettes. ", 8))
 	sum := sha256.Sum256([]byte(body))
-	return dockey.Document{Body: json.RawMessage(body), ETag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+	return dockey.Document{Body: json.RawMessage(body), ETag: `"` + hex.EncodeToString(sum[:8]) + `"`, Gzip: gzipOf(body)}
+}
+
+func gzipOf(body string) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write([]byte(body))
+	_ = zw.Close()
+	return buf.Bytes()
 }
 
 func testVariants(slug, resource string, rev int64) dockey.Variants {

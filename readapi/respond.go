@@ -11,6 +11,8 @@ var (
 	privateNoCache  = []string{"private, no-cache"}
 	noStore         = []string{"no-store"}
 	allowGetHead    = []string{"GET, HEAD"}
+	varyEncoding    = []string{"Accept-Encoding"}
+	gzipEncoding    = []string{"gzip"}
 )
 
 // contentRevisionHeader is the canonical form of Content-Revision, the content_revision of the
@@ -77,9 +79,10 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, a *fixedAnswer) {
 // Cache-Control "private, no-cache" keeps the document out of shared caches (the request carried
 // a key) and makes a private cache revalidate it on each use.
 func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request, e *entry, a admission, d *document) {
-	if notModified(r, d.etag) {
+	gz := d.gzip != nil && acceptsGzip(r)
+	if notModified(r, d.etag) || d.gzip != nil && notModified(r, d.gzipETag) {
 		s.chargeKey(w, r, e, a, false)
-		setDocumentHeaders(w.Header(), e, d)
+		setDocumentHeaders(w.Header(), e, d, gz)
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -87,19 +90,34 @@ func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request, e *entry,
 		return
 	}
 	h := w.Header()
-	setDocumentHeaders(h, e, d)
+	setDocumentHeaders(h, e, d, gz)
 	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = d.length
+	body := d.body
+	if gz {
+		h["Content-Encoding"] = gzipEncoding
+		h["Content-Length"] = d.gzipLength
+		body = d.gzip
+	} else {
+		h["Content-Length"] = d.length
+	}
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	_, _ = w.Write(d.body) // a failed write means the client is gone
+	_, _ = w.Write(body) // a failed write means the client is gone
 }
 
-// setDocumentHeaders sets the fields a 200 and a 304 of d share.
-func setDocumentHeaders(h http.Header, e *entry, d *document) {
-	h["Etag"] = d.etagHeader
+// setDocumentHeaders sets the fields a 200 and a 304 of d share; gz selects the gzip coding,
+// whose entity tag differs from the identity one as a strong validator must.
+func setDocumentHeaders(h http.Header, e *entry, d *document, gz bool) {
+	if gz {
+		h["Etag"] = d.gzipETagHeader
+	} else {
+		h["Etag"] = d.etagHeader
+	}
+	if d.gzip != nil {
+		h["Vary"] = varyEncoding
+	}
 	h["Cache-Control"] = privateNoCache
 	h[contentRevisionHeader] = e.revisionHeader
 }

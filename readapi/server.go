@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/opencarte/publisher/readapi/openapi"
 )
 
 // Config holds what New needs. Only Mirror and Logger are required; every other field has a
@@ -189,6 +191,8 @@ func (s *Server) routes() http.Handler {
 	get("/r/menus", s.redirectMenus)
 	get("/healthz", s.healthz)
 	get("/readyz", s.readyz)
+	get(openapi.JSONPath, descriptionJSON.serve)
+	get(openapi.YAMLPath, descriptionYAML.serve)
 
 	var middleware []func(http.Handler) http.Handler
 	if s.accessLog {
