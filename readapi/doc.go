@@ -50,46 +50,36 @@
 //     strong ETag (the identity tag with "-gzip" inside the quotes), If-None-Match matches either
 //     (the content is the same) and a 304 names the coding that would be sent. Such documents
 //     carry Vary: Accept-Encoding.
-//
 //   - The OpenAPI description is served at /openapi.json and /openapi.yaml, with no key, no quota
 //     and Cache-Control public.
-//
 //   - Auth order (DESIGN.md): a missing or empty X-Api-Key is 401; then an invalid slug (decided
 //     before any lookup), an unknown slug, a status other than active, or a disabled API is 404;
 //     then a key whose SHA-256 is not the establishment's key hash is 401 (constant-time compare).
 //     A key opens only its own establishment. An invalid or unknown menu type is then 404.
-//
 //   - locale: for the menu list and detail, absent selects the all-assets variant, "en" the
 //     English one, and "fr" or any other value, empty included, the French one; never an error.
 //     The establishment and hours endpoints ignore it. Its value is read as url.Values.Get would.
-//
 //   - Redirects need no key. Both answer 404 with the JSON error body for an invalid, unknown or
 //     non-active establishment or a missing establishment parameter. /r/master_menu serves an
 //     active establishment whatever its API and redirect settings and is 404 without a unified
 //     file. /r/menus is 404 when menu redirects are off, the menu type is unknown, or no file
 //     covers the locale; a locale other than "en", or none, means fr. A 302 has no body.
-//
 //   - Every route answers GET and HEAD (HEAD as GET without the body). Another method on a known
 //     path is 405 with Allow: GET, HEAD and {"error":"Method not allowed"}; an unknown path is 404
 //     {"error":"Not found"}. Paths are matched exactly: no redirect for a trailing slash or case.
-//
 //   - If-None-Match (RFC 9110): "*" or a matching entity tag in the list gives a 304 with the ETag
 //     and no body. The comparison is the weak one the RFC prescribes for If-None-Match; the tags
 //     served are strong.
-//
 //   - Caching: a document and its 304 carry Cache-Control "private, no-cache" (the request
 //     carried a key, so no shared cache may store the answer; a private one must revalidate each
 //     use) and Content-Revision, the content_revision of the establishment, so that a client can
 //     read it without parsing. Every error answer, and the probes, carry Cache-Control no-store:
 //     a 404 turns into a 200 when an establishment is activated, and a 429 lasts seconds.
-//
 //   - A panic in a handler is logged and answered 500 {"error":"Internal server error"}.
-//
 //   - Probes: GET /healthz is 200 {"status":"ok"} while the process serves HTTP; GET /readyz is
 //     200 {"status":"ok"} once the mirror is Ready (it holds every bundle the bucket held when it
 //     started watching) and 503 {"error":"Not ready"} before. Neither needs a key nor counts
 //     against a quota.
-//
 //   - Access log (Config.AccessLog, off by default): one line per request when its answer is
 //     written, message "request", with method, path, query, status, body bytes, duration,
 //     client address (as the quotas see it) and the establishment slug named by the path or the
