@@ -22,7 +22,8 @@ const testAdminToken = "e2e-admin-token-0123456789"
 
 // openMain starts the whole binary's wiring on an embedded NATS server in dir, on random ports,
 // with the local date fixed.
-func openMain(tb testing.TB, dir, today string) *Main {
+// Quotas are off unless an option sets them: the tests poll the read API in loops.
+func openMain(tb testing.TB, dir, today string, options ...func(*Config)) *Main {
 	tb.Helper()
 	m := &Main{Config: Config{
 		DataDir:      dir,
@@ -34,7 +35,12 @@ func openMain(tb testing.TB, dir, today string) *Main {
 		ClockEvery:   time.Hour, // tests tick the clock themselves
 		Replicas:     1,
 		DuplicateTTL: time.Hour,
+		KeyQuota:     -1,
+		IPQuota:      -1,
 	}}
+	for _, o := range options {
+		o(&m.Config)
+	}
 	if err := m.Open(context.Background()); err != nil {
 		tb.Fatalf("open: %v", err)
 	}
@@ -369,4 +375,24 @@ func BenchmarkCommandToServed(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[(len(lat)*99)/100].Microseconds()), "p99-µs")
+}
+
+// TestQuotaThroughTheBinary checks the quota flags reach the read API: the key's fourth request
+// in the window is refused with the spec's body and a Retry-After.
+func TestQuotaThroughTheBinary(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.KeyQuota, c.IPQuota = 3, 100 })
+	demo, _ := os.ReadFile("demo.json")
+	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
+	if err := m.Mirror.WaitRevision(context.Background(), "chez-marcel", 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		if got := m.get(t, est, key); got.status != 200 || got.header.Get("RateLimit") == "" {
+			t.Fatalf("request %d: got %d RateLimit %q, want 200 with RateLimit", i, got.status, got.header.Get("RateLimit"))
+		}
+	}
+	got := m.get(t, est, key)
+	if got.status != 429 || string(got.body) != `{"error":"Rate limit exceeded"}` || got.header.Get("Retry-After") == "" {
+		t.Errorf("fourth request: got %d %s Retry-After %q, want 429 with Retry-After", got.status, got.body, got.header.Get("Retry-After"))
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,6 +57,13 @@ type Config struct {
 	PublicURL    string // base URL printed in the demo's examples
 	LogLevel     string
 	DuplicateTTL time.Duration
+
+	KeyQuota       int
+	IPQuota        int
+	RedirectQuota  int
+	QuotaWindow    time.Duration
+	TrustedProxies []netip.Prefix
+	AccessLog      bool
 }
 
 func (c *Config) flags(fs *flag.FlagSet) {
@@ -78,6 +86,25 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of the read API shown in the demo (default from --http)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.DuplicateTTL, "dedupe-window", time.Hour, "how long a command id is remembered for idempotent retries")
+	fs.IntVar(&c.KeyQuota, "quota-key", 120, "API requests per key per quota window; negative: no per-key quota")
+	fs.IntVar(&c.IPQuota, "quota-ip", 500, "API requests per client address per quota window; negative: no per-address quota")
+	fs.IntVar(&c.RedirectQuota, "quota-redirect", 500, "file redirects per client address per quota window; negative: none")
+	fs.DurationVar(&c.QuotaWindow, "quota-window", time.Hour, "the period quotas are counted over")
+	fs.Func("trusted-proxies", "comma-separated CIDR prefixes of proxies whose X-Forwarded-For names the client", func(s string) error {
+		c.TrustedProxies = nil
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			prefix, err := netip.ParsePrefix(p)
+			if err != nil {
+				return err
+			}
+			c.TrustedProxies = append(c.TrustedProxies, prefix)
+		}
+		return nil
+	})
+	fs.BoolVar(&c.AccessLog, "access-log", false, "log one line per read API request")
 }
 
 func parseRoles(s string) ([]string, error) {
@@ -268,7 +295,12 @@ func (m *Main) startAPI(ctx context.Context, docs jetstream.KeyValue) error {
 	case <-time.After(time.Minute):
 		return errors.New("read api: documents mirror not caught up within a minute")
 	}
-	srv, err := readapi.New(readapi.Config{Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI)})
+	c := &m.Config
+	srv, err := readapi.New(readapi.Config{
+		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI),
+		KeyQuota: c.KeyQuota, IPQuota: c.IPQuota, RedirectQuota: c.RedirectQuota, Window: c.QuotaWindow,
+		TrustedProxies: c.TrustedProxies, AccessLog: c.AccessLog,
+	})
 	if err != nil {
 		return err
 	}
