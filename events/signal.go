@@ -1,0 +1,210 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// SignalStreamName is the JetStream stream of change signals: one message per rise of an
+// establishment's content_revision, published once every document of that revision is stored.
+const SignalStreamName = "SIGNALS"
+
+// signalSubjectPrefix starts every signal subject: "signals.<slug>".
+const signalSubjectPrefix = "signals."
+
+// SignalSubjects is the subject filter that matches every signal.
+const SignalSubjects = signalSubjectPrefix + "*"
+
+// SignalMaxAge is how long a signal stays in its stream. Consumers that are down for longer lose
+// the signals that aged out; the content itself is never lost, since receivers re-read the API.
+const SignalMaxAge = 7 * 24 * time.Hour
+
+// Bounds of a signal's resource list.
+const (
+	maxSignalResources   = 1024
+	maxSignalResourceLen = 256
+)
+
+// ErrInvalidSignal reports a signal that Publish refuses to send and DecodeSignal refuses to read.
+var ErrInvalidSignal = errors.New("events: invalid signal")
+
+// Signal says that an establishment's public content reached a new content_revision. The projector
+// emits it only after every document of that revision is stored, so a receiver that re-reads the
+// API right away gets that revision or a newer one.
+type Signal struct {
+	// Establishment is the establishment's slug.
+	Establishment string `json:"establishment"`
+	// Revision is the new content_revision.
+	Revision int64 `json:"content_revision"`
+	// Resources names the resources whose bytes changed: "establishment", "hours", "menus" and
+	// "menus/<menu_type_slug>" for each menu detail that changed, appeared or disappeared.
+	Resources []string `json:"resources"`
+	// Time is when the revision was stored.
+	Time time.Time `json:"time"`
+}
+
+// Validate reports every field that would make the signal unusable, matching ErrInvalidSignal.
+func (s Signal) Validate() error {
+	var errs []error
+	if err := checkToken(s.Establishment); err != nil {
+		errs = append(errs, fmt.Errorf("establishment: %w", err))
+	}
+	if s.Revision < 1 {
+		errs = append(errs, fmt.Errorf("content_revision %d: want at least 1", s.Revision))
+	}
+	switch n := len(s.Resources); {
+	case n == 0:
+		errs = append(errs, errors.New("resources: empty"))
+	case n > maxSignalResources:
+		errs = append(errs, fmt.Errorf("resources: %d, want at most %d", n, maxSignalResources))
+	}
+	for i, r := range s.Resources {
+		if err := checkResource(r); err != nil {
+			errs = append(errs, fmt.Errorf("resources[%d]: %w", i, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidSignal, err)
+	}
+	return nil
+}
+
+func checkResource(r string) error {
+	if r == "" || len(r) > maxSignalResourceLen {
+		return fmt.Errorf("length %d: want 1 to %d bytes", len(r), maxSignalResourceLen)
+	}
+	if !utf8.ValidString(r) {
+		return fmt.Errorf("%q is not valid utf-8", r)
+	}
+	if strings.IndexFunc(r, func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }) >= 0 {
+		return fmt.Errorf("%q contains white space or a control character", r)
+	}
+	return nil
+}
+
+// SignalSubject returns the subject of an establishment's signals, "signals.<slug>". The error
+// matches ErrInvalidSlug.
+func SignalSubject(slug string) (string, error) {
+	if err := checkToken(slug); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidSlug, err)
+	}
+	return signalSubjectPrefix + slug, nil
+}
+
+// SignalID is the message id of a signal, "<slug>:<revision>": the stream stores a revision's
+// signal once even when the projector emits it again after a restart.
+func SignalID(s Signal) string {
+	return s.Establishment + ":" + strconv.FormatInt(s.Revision, 10)
+}
+
+// EncodeSignal returns the JSON form of a valid signal.
+func EncodeSignal(s Signal) ([]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSignal, err)
+	}
+	return data, nil
+}
+
+// DecodeSignal reads a signal written by EncodeSignal and checks it. Unknown fields are ignored,
+// so signals written by a newer version stay readable.
+func DecodeSignal(data []byte) (Signal, error) {
+	var s Signal
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&s); err != nil {
+		return Signal{}, fmt.Errorf("%w: %w", ErrInvalidSignal, err)
+	}
+	if err := s.Validate(); err != nil {
+		return Signal{}, err
+	}
+	return s, nil
+}
+
+// Signals publishes change signals to the SIGNALS stream. It is safe for concurrent use.
+type Signals struct {
+	js jetstream.JetStream
+}
+
+// OpenSignals creates the SIGNALS stream, or updates an existing one, with the given number of
+// replicas (zero means 1), and returns a Signals using nc. The caller keeps ownership of nc.
+func OpenSignals(ctx context.Context, nc *nats.Conn, replicas int) (*Signals, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("open stream %s: nil connection", SignalStreamName)
+	}
+	if replicas < 0 || replicas > maxReplicas {
+		return nil, fmt.Errorf("open stream %s: replicas %d is outside 0 to %d", SignalStreamName, replicas, maxReplicas)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("open stream %s: %w", SignalStreamName, err)
+	}
+	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        SignalStreamName,
+		Description: "Change signals: one message per rise of an establishment's content_revision.",
+		Subjects:    []string{SignalSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      SignalMaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    max(replicas, 1),
+		Duplicates:  DefaultDuplicates,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open stream %s: %w", SignalStreamName, err)
+	}
+	return &Signals{js: js}, nil
+}
+
+// Retries of a signal publish that failed, for instance during a leader election.
+const (
+	signalAttempts  = 5
+	signalFirstWait = 100 * time.Millisecond
+)
+
+// Publish stores a signal once JetStream acknowledges it, retrying a few times (about 1.5 s in
+// all) when NATS does not answer. A zero Time becomes the current time. The message id is
+// SignalID(s): publishing the same establishment and revision again within DefaultDuplicates
+// stores nothing and is not an error.
+func (p *Signals) Publish(ctx context.Context, s Signal) error {
+	if s.Time.IsZero() {
+		s.Time = time.Now()
+	}
+	s.Time = s.Time.UTC()
+	data, err := EncodeSignal(s)
+	if err != nil {
+		return fmt.Errorf("publish signal: %w", err)
+	}
+	subject := signalSubjectPrefix + s.Establishment
+	wait := signalFirstWait
+	for attempt := 1; ; attempt++ {
+		_, err := p.js.Publish(ctx, subject, data, jetstream.WithMsgID(SignalID(s)))
+		if err == nil {
+			return nil
+		}
+		if attempt == signalAttempts || ctx.Err() != nil {
+			return fmt.Errorf("publish signal %s revision %d: %w", subject, s.Revision, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("publish signal %s revision %d: %w", subject, s.Revision, errors.Join(err, ctx.Err()))
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}

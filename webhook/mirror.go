@@ -1,0 +1,170 @@
+package webhook
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// mirror is an in-memory copy of the endpoints bucket, kept current by a KV watcher, so that
+// routing a signal or a delivery costs no NATS round trip. Writes go to the bucket, never here.
+type mirror struct {
+	mu      sync.RWMutex
+	bySlug  map[string]map[string]*endpointRecord // establishment → endpoint id → record; guarded by mu
+	applied uint64                                // revision of the last entry applied; guarded by mu
+	moved   chan struct{}                         // closed and replaced when applied rises; guarded by mu
+
+	ready chan struct{} // closed once the watcher has delivered every stored endpoint
+	done  chan struct{} // closed when the watcher goroutine returns
+}
+
+// startMirror watches kv until ctx ends.
+func startMirror(ctx context.Context, kv jetstream.KeyValue, logger *slog.Logger) (*mirror, error) {
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := &mirror{
+		bySlug: make(map[string]map[string]*endpointRecord),
+		moved:  make(chan struct{}),
+		ready:  make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go func() {
+		defer close(m.done)
+		defer func() { _ = w.Stop() }()
+		caughtUp := false
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case entry, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if entry == nil {
+					if !caughtUp {
+						caughtUp = true
+						close(m.ready)
+					}
+					continue
+				}
+				m.apply(entry, logger)
+			}
+		}
+	}()
+	return m, nil
+}
+
+func (m *mirror) apply(entry jetstream.KeyValueEntry, logger *slog.Logger) {
+	slug, id, ok := strings.Cut(entry.Key(), ".")
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rev := entry.Revision(); rev > m.applied {
+		m.applied = rev
+		close(m.moved)
+		m.moved = make(chan struct{})
+	}
+	if entry.Operation() != jetstream.KeyValuePut {
+		if eps := m.bySlug[slug]; eps != nil {
+			delete(eps, id)
+			if len(eps) == 0 {
+				delete(m.bySlug, slug)
+			}
+		}
+		return
+	}
+	rec, err := decodeJSON[endpointRecord](entry.Value())
+	if err != nil {
+		logger.Error("skip undecodable endpoint", "key", entry.Key(), "err", err)
+		return
+	}
+	eps := m.bySlug[slug]
+	if eps == nil {
+		eps = make(map[string]*endpointRecord)
+		m.bySlug[slug] = eps
+	}
+	eps[id] = &rec
+}
+
+// wait returns once the mirror holds every stored endpoint, or ctx's error.
+func (m *mirror) wait(ctx context.Context) error {
+	select {
+	case <-m.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// catchUp waits until the mirror has applied the bucket's revision rev, at most maxWait: a
+// registration is then visible to this process's dispatcher when Register returns.
+func (m *mirror) catchUp(ctx context.Context, rev uint64, maxWait time.Duration) {
+	t := time.NewTimer(maxWait)
+	defer t.Stop()
+	for {
+		m.mu.RLock()
+		applied, moved := m.applied, m.moved
+		m.mu.RUnlock()
+		if applied >= rev {
+			return
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// get returns one endpoint. Records are replaced, never modified, so the pointer stays valid.
+func (m *mirror) get(slug, id string) (*endpointRecord, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	rec, ok := m.bySlug[slug][id]
+	return rec, ok
+}
+
+// enabled returns the enabled endpoints of an establishment.
+func (m *mirror) enabled(slug string) []*endpointRecord {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*endpointRecord
+	for _, rec := range m.bySlug[slug] {
+		if !rec.Disabled {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// counts returns how many endpoints there are, how many are disabled, failing, and waiting to
+// be told about given-up changes.
+func (m *mirror) counts() (total, disabled, failing, missed int) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, eps := range m.bySlug {
+		for _, rec := range eps {
+			total++
+			if rec.Disabled {
+				disabled++
+			}
+			if rec.Failing != "" {
+				failing++
+			}
+			if rec.Missed != nil {
+				missed++
+			}
+		}
+	}
+	return total, disabled, failing, missed
+}

@@ -1,0 +1,153 @@
+package webhook
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Event types of a payload.
+const (
+	// EventContentUpdated says an establishment's public content reached a new content_revision.
+	EventContentUpdated = "establishment.content_updated"
+	// EventPing is a test delivery asked for by an operator; it carries no change.
+	EventPing = "webhook.ping"
+)
+
+// Payload is the JSON body of every delivery, described by payload.schema.json. The body of one
+// delivery is the same bytes on every attempt; only the signature headers change.
+type Payload struct {
+	// ID identifies the delivery, the same on every attempt and redelivery, and equals the
+	// webhook-id header: receivers use it to drop duplicates.
+	ID string `json:"id"`
+	// Type is EventContentUpdated or EventPing.
+	Type string `json:"type"`
+	// Timestamp is when the delivery was created: the end of the debounce window.
+	Timestamp time.Time `json:"timestamp"`
+	// Data is the event itself.
+	Data PayloadData `json:"data"`
+}
+
+// PayloadData is the event of a Payload.
+type PayloadData struct {
+	// Establishment is the establishment's slug.
+	Establishment string `json:"establishment"`
+	// Revision is the establishment's newest content_revision; absent in a ping.
+	Revision int64 `json:"content_revision,omitempty"`
+	// Resources lists what changed since the last delivery this endpoint accepted, in the order
+	// "establishment", "hours", "menus", then "menus/<menu_type_slug>" by slug; absent in a ping.
+	Resources []string `json:"resources,omitempty"`
+	// EndpointID is the pinged endpoint; present in a ping only.
+	EndpointID string `json:"endpoint_id,omitempty"`
+}
+
+// encodePayload returns the compact JSON body of p.
+func encodePayload(p Payload) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, fmt.Errorf("encode payload %s: %w", p.ID, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// resourceRank orders resources as the API lists them.
+func resourceRank(r string) int {
+	switch {
+	case r == "establishment":
+		return 0
+	case r == "hours":
+		return 1
+	case r == "menus":
+		return 2
+	case strings.HasPrefix(r, "menus/"):
+		return 3
+	default:
+		return 4
+	}
+}
+
+// mergeResources returns the union of the lists, without duplicates, in the API's order.
+func mergeResources(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		return cmp.Or(cmp.Compare(resourceRank(a), resourceRank(b)), strings.Compare(a, b))
+	})
+	return slices.Compact(out)
+}
+
+// deliveryIDPrefix starts every delivery id.
+const deliveryIDPrefix = "msg_"
+
+// newDeliveryID returns "msg_" followed by the creation time in nanoseconds and 8 random bytes,
+// all in fixed-width hex: ids sort in creation order, which the delivery log relies on.
+func newDeliveryID(now time.Time) string {
+	var b [16]byte
+	ns := uint64(now.UnixNano())
+	for i := range 8 {
+		b[i] = byte(ns >> (56 - 8*i))
+	}
+	_, _ = rand.Read(b[8:]) // never fails, per crypto/rand
+	return deliveryIDPrefix + hex.EncodeToString(b[:])
+}
+
+// maxTokenLen bounds establishment slugs, endpoint ids and delivery ids, which are KV key parts
+// and subject tokens.
+const maxTokenLen = 128
+
+// checkToken reports whether s can be one KV key part and one subject token: 1 to maxTokenLen
+// ASCII letters, digits, '-' or '_'.
+func checkToken(s string) error {
+	if s == "" || len(s) > maxTokenLen {
+		return fmt.Errorf("length %d, want 1 to %d", len(s), maxTokenLen)
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return fmt.Errorf("%q contains %q, want letters, digits, '-' or '_'", s, r)
+		}
+	}
+	return nil
+}
+
+// window is the merged state of one establishment's open debounce window. It is the body of the
+// window's scheduled message, replaced at every merge, and of the message fired when it closes.
+type window struct {
+	Establishment string    `json:"establishment"`
+	Revision      int64     `json:"content_revision"`
+	Resources     []string  `json:"resources"`
+	Opened        time.Time `json:"opened"`
+	Due           time.Time `json:"due"`
+	LastChange    time.Time `json:"last_change"`
+	Signals       int       `json:"signals"`
+}
+
+// task is one delivery to one endpoint, as queued in the webhook stream. The dispatcher that
+// takes it makes one attempt, then acknowledges, terminates or delays it.
+type task struct {
+	ID            string          `json:"id"`
+	Type          string          `json:"type"`
+	Endpoint      string          `json:"endpoint"`
+	Establishment string          `json:"establishment"`
+	Revision      int64           `json:"content_revision,omitempty"`
+	Resources     []string        `json:"resources,omitempty"`
+	CreatedAt     time.Time       `json:"created_at"`
+	Series        int             `json:"series,omitempty"`     // 0 for the original delivery, n for the n-th redelivery
+	MissedGen     uint64          `json:"missed_gen,omitempty"` // generation of the endpoint's missed resources merged in
+	Payload       json.RawMessage `json:"payload"`
+}
+
+func decodeJSON[T any](data []byte) (T, error) {
+	var v T
+	err := json.Unmarshal(data, &v)
+	return v, err
+}

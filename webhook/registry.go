@@ -1,0 +1,389 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// EndpointsBucket is the KV bucket of registered endpoints and their signing secrets, one key
+// "<establishment>.<endpoint id>" per endpoint. Secrets live here and nowhere else: never in the
+// event log, never in a delivery record.
+const EndpointsBucket = "WEBHOOKS"
+
+// casAttempts bounds the compare-and-set retries of one record update.
+const casAttempts = 32
+
+// Endpoint is a registered receiver as operators see it. It never holds a secret.
+type Endpoint struct {
+	ID            string    `json:"id"`
+	Establishment string    `json:"establishment"`
+	URL           string    `json:"url"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	// Disabled endpoints get no delivery. A receiver answering 410 Gone disables its endpoint;
+	// Enable, or registering the same id again, enables it.
+	Disabled       bool      `json:"disabled"`
+	DisabledReason string    `json:"disabled_reason,omitempty"`
+	DisabledAt     time.Time `json:"disabled_at,omitzero"`
+	// PreviousSecretUntil is the end of a rotation's grace period, while the previous secret
+	// still signs alongside the current one; zero outside a rotation.
+	PreviousSecretUntil time.Time `json:"previous_secret_until,omitzero"`
+	// Failing is true while the endpoint's latest delivery failed and waits for a retry.
+	Failing      bool      `json:"failing"`
+	FailingSince time.Time `json:"failing_since,omitzero"`
+	LastError    string    `json:"last_error,omitempty"`
+	// MissedResources are the resources of deliveries given up since the endpoint last accepted
+	// one; the next delivery lists them too.
+	MissedResources []string `json:"missed_resources,omitempty"`
+}
+
+// signingSecret is one secret of an endpoint; a zero Until means it is the current one.
+type signingSecret struct {
+	Value string    `json:"value"`
+	Until time.Time `json:"until,omitzero"`
+}
+
+// missed holds what an endpoint did not receive: the resources of given-up deliveries. Gen
+// rises at every change, so that a delivery clears only what it carried.
+type missed struct {
+	Revision  int64    `json:"content_revision"`
+	Resources []string `json:"resources"`
+	Gen       uint64   `json:"gen"`
+}
+
+// endpointRecord is the stored form of an endpoint.
+type endpointRecord struct {
+	ID             string          `json:"id"`
+	Establishment  string          `json:"establishment"`
+	URL            string          `json:"url"`
+	Secrets        []signingSecret `json:"secrets"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	Disabled       bool            `json:"disabled,omitempty"`
+	DisabledReason string          `json:"disabled_reason,omitempty"`
+	DisabledAt     time.Time       `json:"disabled_at,omitzero"`
+	Failing        string          `json:"failing,omitempty"` // id of the delivery waiting for a retry
+	FailingSince   time.Time       `json:"failing_since,omitzero"`
+	LastError      string          `json:"last_error,omitempty"`
+	Missed         *missed         `json:"missed,omitempty"`
+}
+
+func endpointKey(establishment, id string) string { return establishment + "." + id }
+
+// public returns what operators may see of r at time now.
+func (r *endpointRecord) public(now time.Time) Endpoint {
+	e := Endpoint{
+		ID: r.ID, Establishment: r.Establishment, URL: r.URL,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Disabled: r.Disabled, DisabledReason: r.DisabledReason, DisabledAt: r.DisabledAt,
+		Failing: r.Failing != "", FailingSince: r.FailingSince, LastError: r.LastError,
+	}
+	for _, s := range r.Secrets {
+		if !s.Until.IsZero() && s.Until.After(now) {
+			e.PreviousSecretUntil = s.Until
+		}
+	}
+	if r.Missed != nil {
+		e.MissedResources = slices.Clone(r.Missed.Resources)
+	}
+	return e
+}
+
+// keys returns the keys that sign at time now: the current one first, then a previous one still
+// within its grace period.
+func (r *endpointRecord) keys(now time.Time) ([][]byte, error) {
+	var keys [][]byte
+	for _, s := range r.Secrets {
+		if !s.Until.IsZero() && !s.Until.After(now) {
+			continue
+		}
+		k, err := parseSecret(s.Value)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %s: stored secret: %w", r.ID, err)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("endpoint %s: no signing secret", r.ID)
+	}
+	return keys, nil
+}
+
+// Registry registers, rotates and removes receiver endpoints. Admin APIs call it with plain
+// strings; it is safe for concurrent use, also from several processes.
+type Registry struct {
+	d *Dispatcher
+}
+
+func checkEndpointKey(establishment, id string) error {
+	var errs []error
+	if err := checkToken(establishment); err != nil {
+		errs = append(errs, fmt.Errorf("establishment: %w", err))
+	}
+	if err := checkToken(id); err != nil {
+		errs = append(errs, fmt.Errorf("id: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidEndpoint, err)
+	}
+	return nil
+}
+
+// Register stores an endpoint: an id unique across establishments, an https URL whose host is,
+// or resolves only to, addresses the configuration allows, and its signing secret ("whsec_" +
+// base64 of 24 to 64 bytes).
+// Registering an existing id again replaces its URL and secret and enables it; what it missed
+// stays listed for its next delivery. Errors match ErrInvalidEndpoint, ErrRefusedAddress or
+// ErrInvalidSecret for bad input.
+func (r *Registry) Register(ctx context.Context, establishment, id, rawURL, secret string) error {
+	if err := checkEndpointKey(establishment, id); err != nil {
+		return fmt.Errorf("register endpoint: %w", err)
+	}
+	var errs []error
+	if err := r.d.policy.checkReceiverURL(ctx, r.d.resolver, rawURL); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := parseSecret(secret); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("register endpoint %s: %w", id, err)
+	}
+	// Endpoint ids are unique across establishments: the delivery log is keyed by id alone.
+	lister, err := r.d.endpoints.ListKeysFiltered(ctx, "*."+id)
+	if err != nil {
+		return fmt.Errorf("register endpoint %s: %w", id, err)
+	}
+	for k := range lister.Keys() {
+		if k != endpointKey(establishment, id) {
+			return fmt.Errorf("register endpoint %s: %w: id: in use by another establishment", id, ErrInvalidEndpoint)
+		}
+	}
+	now := r.d.cfg.Now().UTC()
+	key := endpointKey(establishment, id)
+	err = r.change(ctx, key, true, func(rec *endpointRecord) error {
+		if rec.ID == "" {
+			*rec = endpointRecord{ID: id, Establishment: establishment, CreatedAt: now}
+		}
+		rec.URL = rawURL
+		rec.Secrets = []signingSecret{{Value: secret}}
+		rec.UpdatedAt = now
+		rec.Disabled, rec.DisabledReason, rec.DisabledAt = false, "", time.Time{}
+		rec.Failing, rec.FailingSince, rec.LastError = "", time.Time{}, ""
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("register endpoint %s: %w", key, err)
+	}
+	return nil
+}
+
+// Remove deletes an endpoint. Its queued or retrying deliveries end, unsent, at their next
+// attempt, logged "endpoint_removed"; its delivery log stays until it ages out.
+func (r *Registry) Remove(ctx context.Context, establishment, id string) error {
+	if err := checkEndpointKey(establishment, id); err != nil {
+		return fmt.Errorf("remove endpoint: %w", err)
+	}
+	key := endpointKey(establishment, id)
+	entry, err := r.d.endpoints.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("remove endpoint %s: %w", key, ErrEndpointNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("remove endpoint %s: %w", key, err)
+	}
+	if err := r.d.endpoints.Purge(ctx, key, jetstream.LastRevision(entry.Revision())); err != nil {
+		return fmt.Errorf("remove endpoint %s: %w", key, err)
+	}
+	if status, err := r.d.endpoints.Status(ctx); err == nil {
+		if bucket, ok := status.(*jetstream.KeyValueBucketStatus); ok {
+			r.d.mirror.catchUp(ctx, bucket.StreamInfo().State.LastSeq, mirrorWait)
+		}
+	}
+	return nil
+}
+
+// RotateSecret makes newSecret the endpoint's signing secret. During grace (0 to
+// MaxRotationGrace) the current secret keeps signing too: every delivery then carries two
+// signatures, so receivers can switch at their own pace. A previous rotation's secret is dropped.
+func (r *Registry) RotateSecret(ctx context.Context, establishment, id, newSecret string, grace time.Duration) error {
+	if err := checkEndpointKey(establishment, id); err != nil {
+		return fmt.Errorf("rotate secret: %w", err)
+	}
+	if _, err := parseSecret(newSecret); err != nil {
+		return fmt.Errorf("rotate secret of %s: %w", id, err)
+	}
+	if grace < 0 || grace > MaxRotationGrace {
+		return fmt.Errorf("rotate secret of %s: %w: grace %s is outside 0 to %s", id, ErrInvalidSecret, grace, MaxRotationGrace)
+	}
+	now := r.d.cfg.Now().UTC()
+	key := endpointKey(establishment, id)
+	err := r.change(ctx, key, false, func(rec *endpointRecord) error {
+		secrets := []signingSecret{{Value: newSecret}}
+		if grace > 0 {
+			for _, s := range rec.Secrets {
+				if s.Until.IsZero() && s.Value != newSecret {
+					secrets = append(secrets, signingSecret{Value: s.Value, Until: now.Add(grace)})
+				}
+			}
+		}
+		rec.Secrets = secrets
+		rec.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rotate secret of %s: %w", key, err)
+	}
+	return nil
+}
+
+// Enable enables a disabled endpoint. Changes made while it was disabled are not delivered:
+// its receiver re-reads everything once.
+func (r *Registry) Enable(ctx context.Context, establishment, id string) error {
+	if err := checkEndpointKey(establishment, id); err != nil {
+		return fmt.Errorf("enable endpoint: %w", err)
+	}
+	now := r.d.cfg.Now().UTC()
+	key := endpointKey(establishment, id)
+	err := r.change(ctx, key, false, func(rec *endpointRecord) error {
+		if !rec.Disabled {
+			return errUnchanged
+		}
+		rec.Disabled, rec.DisabledReason, rec.DisabledAt = false, "", time.Time{}
+		rec.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("enable endpoint %s: %w", key, err)
+	}
+	return nil
+}
+
+// Endpoint returns one endpoint of an establishment.
+func (r *Registry) Endpoint(ctx context.Context, establishment, id string) (Endpoint, error) {
+	if err := checkEndpointKey(establishment, id); err != nil {
+		return Endpoint{}, fmt.Errorf("get endpoint: %w", err)
+	}
+	rec, _, err := r.d.getEndpoint(ctx, endpointKey(establishment, id))
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("get endpoint %s: %w", id, err)
+	}
+	return rec.public(r.d.cfg.Now()), nil
+}
+
+// Endpoints returns the endpoints of an establishment, by id.
+func (r *Registry) Endpoints(ctx context.Context, establishment string) ([]Endpoint, error) {
+	if err := checkToken(establishment); err != nil {
+		return nil, fmt.Errorf("list endpoints: %w: establishment: %w", ErrInvalidEndpoint, err)
+	}
+	lister, err := r.d.endpoints.ListKeysFiltered(ctx, establishment+".*")
+	if err != nil {
+		return nil, fmt.Errorf("list endpoints of %s: %w", establishment, err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	now := r.d.cfg.Now()
+	out := make([]Endpoint, 0, len(keys))
+	for _, k := range keys {
+		rec, _, err := r.d.getEndpoint(ctx, k)
+		if errors.Is(err, ErrEndpointNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list endpoints of %s: %w", establishment, err)
+		}
+		out = append(out, rec.public(now))
+	}
+	return out, nil
+}
+
+// errUnchanged tells updateEndpoint that the update has nothing to write.
+var errUnchanged = errors.New("unchanged")
+
+// getEndpoint reads one endpoint record and its KV revision.
+func (d *Dispatcher) getEndpoint(ctx context.Context, key string) (*endpointRecord, uint64, error) {
+	entry, err := d.endpoints.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, ErrEndpointNotFound
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	rec, err := decodeJSON[endpointRecord](entry.Value())
+	if err != nil {
+		return nil, 0, fmt.Errorf("decode endpoint %s: %w", key, err)
+	}
+	return &rec, entry.Revision(), nil
+}
+
+// updateEndpoint applies change to the endpoint record under key with compare-and-set, retrying
+// on a concurrent write, and returns the revision written (0 when nothing was). With create, a
+// missing record starts empty; otherwise it is ErrEndpointNotFound. A change returning
+// errUnchanged writes nothing.
+func (d *Dispatcher) updateEndpoint(ctx context.Context, key string, create bool, change func(*endpointRecord) error) (uint64, error) {
+	for range casAttempts {
+		rec, rev, err := d.getEndpoint(ctx, key)
+		switch {
+		case errors.Is(err, ErrEndpointNotFound) && create:
+			rec = &endpointRecord{}
+		case err != nil:
+			return 0, err
+		}
+		if err := change(rec); errors.Is(err, errUnchanged) {
+			return 0, nil
+		} else if err != nil {
+			return 0, err
+		}
+		data, err := json.Marshal(rec)
+		if err != nil {
+			return 0, fmt.Errorf("encode endpoint %s: %w", key, err)
+		}
+		var written uint64
+		if rev == 0 {
+			written, err = d.endpoints.Create(ctx, key, data)
+		} else {
+			written, err = d.endpoints.Update(ctx, key, data, rev)
+		}
+		if err == nil {
+			return written, nil
+		}
+		if !isConflict(err) {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("update endpoint %s: too many concurrent writes", key)
+}
+
+// mirrorWait bounds how long an administrative change waits for this process's mirror.
+const mirrorWait = 2 * time.Second
+
+// change applies an administrative change and waits until this process's mirror shows it, so
+// that a change made right after Register returns is delivered by a dispatcher of the same
+// process. Dispatchers of other processes see it a moment later.
+func (r *Registry) change(ctx context.Context, key string, create bool, change func(*endpointRecord) error) error {
+	rev, err := r.d.updateEndpoint(ctx, key, create, change)
+	if err != nil {
+		return err
+	}
+	r.d.mirror.catchUp(ctx, rev, mirrorWait)
+	return nil
+}
+
+// isConflict reports a failed KV compare-and-set.
+func isConflict(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
