@@ -58,4 +58,12 @@
 //   - Decode ignores unknown fields, so that records written by a newer version remain readable,
 //     and returns payloads compacted; Encode writes them without HTML escaping. Decode(Encode(r))
 //     is r. A null payload is refused, as it usually means an event lost its body.
+//
+// # Change signals
+//
+// The stream SIGNALS (subjects signals.<slug>) carries one Signal per rise of an establishment's
+// content_revision: the slug, the new revision and the resources whose documents changed. The
+// projector publishes it only after every document of that revision is stored, with the message
+// id "<slug>:<revision>", so a projector that publishes again after a restart adds nothing. The
+// webhook dispatcher is its consumer. Signals are kept seven days.
 package events
