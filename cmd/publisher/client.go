@@ -131,6 +131,12 @@ const adminUsage = `usage: publisher admin [flags] <command> [args]
   withdraw-version SLUG TYPE VERSION
   add-webhook SLUG URL                  prints the signing secret once
   remove-webhook SLUG ID
+  webhooks SLUG                         endpoints with their delivery state (never a secret)
+  deliveries SLUG ID                    delivery log of an endpoint: attempts, status, latency, error
+  ping SLUG ID                          send a test delivery now
+  redeliver DELIVERY                    send a delivery again
+  rotate-secret SLUG ID [GRACE]         new signing secret, printed once; the old one signs for GRACE (24h)
+  enable-webhook SLUG ID                re-enable an endpoint disabled by a 410 Gone
   status
 `
 
@@ -210,6 +216,28 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	case "remove-webhook":
 		if err = want(2); err == nil {
 			method, path = http.MethodDelete, est(a[1])+"/webhooks/"+a[2]
+		}
+	case "webhooks":
+		if err = want(1); err == nil {
+			method, path = http.MethodGet, est(a[1])+"/webhooks"
+		}
+	case "deliveries", "ping", "enable-webhook":
+		if err = want(2); err == nil {
+			method, path = http.MethodPost, est(a[1])+"/webhooks/"+a[2]+map[string]string{"deliveries": "/deliveries", "ping": "/ping", "enable-webhook": "/enable"}[a[0]]
+			if a[0] == "deliveries" {
+				method = http.MethodGet
+			}
+		}
+	case "redeliver":
+		if err = want(1); err == nil {
+			method, path = http.MethodPost, "/admin/v1/deliveries/"+a[1]+"/redeliver"
+		}
+	case "rotate-secret":
+		if len(a) == 4 {
+			b, _ := json.Marshal(map[string]string{"grace": a[3]})
+			method, path, body = http.MethodPost, est(a[1])+"/webhooks/"+a[2]+"/rotate-secret", b
+		} else if err = want(2); err == nil {
+			method, path = http.MethodPost, est(a[1])+"/webhooks/"+a[2]+"/rotate-secret"
 		}
 	default:
 		fs.Usage()

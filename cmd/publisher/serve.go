@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/readapi"
+	"github.com/opencarte/publisher/webhook"
 )
 
 // The roles one process can run.
@@ -64,6 +66,13 @@ type Config struct {
 	QuotaWindow    time.Duration
 	TrustedProxies []netip.Prefix
 	AccessLog      bool
+
+	WebhookWindow       time.Duration
+	WebhookTimeout      time.Duration
+	WebhookAllowPrivate bool
+	WebhookNetworks     []netip.Prefix
+	// WebhookRootCAs, when set, replaces the system roots for receivers' certificates (tests).
+	WebhookRootCAs *x509.CertPool
 }
 
 func (c *Config) flags(fs *flag.FlagSet) {
@@ -91,20 +100,34 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.RedirectQuota, "quota-redirect", 500, "file redirects per client address per quota window; negative: none")
 	fs.DurationVar(&c.QuotaWindow, "quota-window", time.Hour, "the period quotas are counted over")
 	fs.Func("trusted-proxies", "comma-separated CIDR prefixes of proxies whose X-Forwarded-For names the client", func(s string) error {
-		c.TrustedProxies = nil
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p == "" {
-				continue
-			}
-			prefix, err := netip.ParsePrefix(p)
-			if err != nil {
-				return err
-			}
-			c.TrustedProxies = append(c.TrustedProxies, prefix)
-		}
-		return nil
+		prefixes, err := parsePrefixes(s)
+		c.TrustedProxies = prefixes
+		return err
 	})
 	fs.BoolVar(&c.AccessLog, "access-log", false, "log one line per read API request")
+	fs.DurationVar(&c.WebhookWindow, "webhook-window", 30*time.Second, "changes of one establishment within this window make one webhook delivery")
+	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 10*time.Second, "time limit of one webhook delivery attempt")
+	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "allow webhook receivers on loopback and private addresses (local use only)")
+	fs.Func("webhook-allowed-networks", "comma-separated CIDR prefixes of private networks webhook receivers may be on", func(s string) error {
+		prefixes, err := parsePrefixes(s)
+		c.WebhookNetworks = prefixes
+		return err
+	})
+}
+
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, prefix)
+	}
+	return out, nil
 }
 
 func parseRoles(s string) ([]string, error) {
@@ -146,6 +169,8 @@ type Main struct {
 	AdminURL   string // base URL of the admin API, when the admin role runs
 	AdminToken string
 	Clock      *settableClock
+	Signals    *events.Signals
+	Webhooks   *webhook.Dispatcher // nil unless the webhook or admin role runs
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -195,10 +220,28 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("open documents bucket: %w", err)
 	}
 	m.Service = admin.NewService(m.Store, m.Clock.Today, m.Logger)
+	if m.Signals, err = events.OpenSignals(ctx, m.Conn, c.Replicas); err != nil {
+		return fmt.Errorf("open change signals: %w", err)
+	}
+	if c.has(roleWebhook) || c.has(roleAdmin) {
+		m.Webhooks, err = webhook.Open(ctx, m.Conn, webhook.Config{
+			Window: c.WebhookWindow, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate,
+			AllowedNetworks: c.WebhookNetworks, RootCAs: c.WebhookRootCAs, Replicas: c.Replicas,
+			Logger: m.Logger.With("role", roleWebhook),
+		})
+		if err != nil {
+			return fmt.Errorf("open webhook dispatcher: %w", err)
+		}
+	}
+	if c.has(roleWebhook) {
+		m.run(runCtx, roleWebhook, m.Webhooks.Run)
+	}
 
 	if c.has(roleProjector) {
 		m.Projector, err = projections.New(projections.Config{
 			Store: m.Store, KV: docs, Logger: m.Logger.With("role", roleProjector),
+			// A change signal goes out once every document of the new revision is stored.
+			Notifier: signalNotifier{m.Signals},
 			// A bundle larger than the server accepts is refused at once rather than retried.
 			MaxValueSize: int(min(m.Conn.MaxPayload(), projections.MaxBundleSize)),
 		})
@@ -213,7 +256,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}
 	if c.has(roleAdmin) {
-		if err := m.startAdmin(ctx, js); err != nil {
+		if err := m.startAdmin(); err != nil {
 			return err
 		}
 	}
@@ -312,17 +355,17 @@ func (m *Main) startAPI(ctx context.Context, docs jetstream.KeyValue) error {
 	return nil
 }
 
-func (m *Main) startAdmin(ctx context.Context, js jetstream.JetStream) error {
+func (m *Main) startAdmin() error {
 	token, err := m.adminToken()
 	if err != nil {
 		return err
 	}
 	m.AdminToken = token
-	secrets, err := openSecrets(ctx, js, m.Config.Replicas)
-	if err != nil {
-		return err
+	hooks := webhookAdmin{Registry: m.Webhooks.Registry(), d: m.Webhooks}
+	cfg := admin.Config{
+		Service: m.Service, Token: token, Webhooks: hooks, WebhookOps: hooks,
+		Logger: m.Logger.With("role", roleAdmin), Status: m.status,
 	}
-	cfg := admin.Config{Service: m.Service, Token: token, Webhooks: secrets, Logger: m.Logger.With("role", roleAdmin), Status: m.status}
 	if m.Projector != nil {
 		cfg.Projection = m.Projector
 	}
@@ -361,6 +404,13 @@ func (m *Main) status(ctx context.Context) map[string]any {
 	out := map[string]any{"roles": m.Config.Roles}
 	if m.Projector != nil {
 		out["projected_sequence"] = m.Projector.Position()
+	}
+	if m.Webhooks != nil {
+		if st, err := m.Webhooks.Stats(ctx); err == nil {
+			out["webhooks"] = st
+		} else {
+			out["webhooks_error"] = err.Error()
+		}
 	}
 	return out
 }
@@ -409,6 +459,9 @@ func (m *Main) Close() {
 		m.cancel()
 	}
 	m.wg.Wait()
+	if m.Webhooks != nil {
+		m.Webhooks.Close()
+	}
 	if m.Conn != nil {
 		_ = m.Conn.Drain()
 		m.Conn.Close()
@@ -440,4 +493,29 @@ func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
 		return c.fixed
 	}
 	return admin.WallClock(loc)
+}
+
+// signalNotifier publishes the projector's revision rises as change signals.
+type signalNotifier struct{ s *events.Signals }
+
+func (n signalNotifier) Changed(ctx context.Context, c projections.Change) error {
+	return n.s.Publish(ctx, events.Signal{Establishment: c.Slug, Revision: c.Revision, Resources: c.Resources, Time: time.Now().UTC()})
+}
+
+// webhookAdmin gives the admin API the registry and the dispatcher's operations.
+type webhookAdmin struct {
+	*webhook.Registry
+	d *webhook.Dispatcher
+}
+
+func (w webhookAdmin) Ping(ctx context.Context, establishment, id string) (webhook.Attempt, error) {
+	return w.d.Ping(ctx, establishment, id)
+}
+
+func (w webhookAdmin) DeliveryLog(ctx context.Context, endpointID string, limit int) ([]webhook.Delivery, error) {
+	return w.d.DeliveryLog(ctx, endpointID, limit)
+}
+
+func (w webhookAdmin) Redeliver(ctx context.Context, deliveryID string) error {
+	return w.d.Redeliver(ctx, deliveryID)
 }

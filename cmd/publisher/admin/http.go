@@ -14,6 +14,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/webhook"
 )
 
 // MaxBodyBytes bounds an admin request body.
@@ -23,6 +24,18 @@ const MaxBodyBytes = 4 << 20
 type webhookRegistry interface {
 	Register(ctx context.Context, establishment, id, url, secret string) error
 	Remove(ctx context.Context, establishment, id string) error
+}
+
+// webhookOperations are the operator's views and actions on deliveries. Optional: without them
+// the routes that need them answer 404.
+type webhookOperations interface {
+	Endpoints(ctx context.Context, establishment string) ([]webhook.Endpoint, error)
+	Endpoint(ctx context.Context, establishment, id string) (webhook.Endpoint, error)
+	RotateSecret(ctx context.Context, establishment, id, newSecret string, grace time.Duration) error
+	Enable(ctx context.Context, establishment, id string) error
+	Ping(ctx context.Context, establishment, id string) (webhook.Attempt, error)
+	DeliveryLog(ctx context.Context, endpointID string, limit int) ([]webhook.Delivery, error)
+	Redeliver(ctx context.Context, deliveryID string) error
 }
 
 // projection lets a write wait until its events are served, when the caller asks for it.
@@ -35,6 +48,8 @@ type Config struct {
 	Service  *Service
 	Token    string // bearer token every request must carry
 	Webhooks webhookRegistry
+	// WebhookOps is optional; it serves the endpoint, delivery log, ping and redelivery routes.
+	WebhookOps webhookOperations
 	// Projection is optional; with it, ?wait=true on a write answers once the change is projected.
 	Projection projection
 	Logger     *slog.Logger
@@ -89,6 +104,14 @@ func (a *API) Handler() http.Handler {
 	r.DELETE(est+"/menu-types/:menu_type/versions/:version", a.withdrawVersion)
 	r.POST(est+"/webhooks", a.registerWebhook)
 	r.DELETE(est+"/webhooks/:id", a.removeWebhook)
+	if a.cfg.WebhookOps != nil {
+		r.GET(est+"/webhooks", a.listWebhooks)
+		r.POST(est+"/webhooks/:id/rotate-secret", a.rotateSecret)
+		r.POST(est+"/webhooks/:id/enable", a.enableWebhook)
+		r.POST(est+"/webhooks/:id/ping", a.pingWebhook)
+		r.GET(est+"/webhooks/:id/deliveries", a.listDeliveries)
+		r.POST("/admin/v1/deliveries/:id/redeliver", a.redeliver)
+	}
 	return a.authenticate(r)
 }
 
@@ -364,6 +387,12 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	switch {
+	case errors.Is(err, webhook.ErrInvalidEndpoint), errors.Is(err, webhook.ErrRefusedAddress), errors.Is(err, webhook.ErrInvalidSecret):
+		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"url: " + err.Error()})
+	case errors.Is(err, webhook.ErrEndpointNotFound), errors.Is(err, webhook.ErrDeliveryNotFound):
+		writeError(w, http.StatusNotFound, "Not found", []string{err.Error()})
+	case errors.Is(err, webhook.ErrDeliveryInProgress), errors.Is(err, webhook.ErrEndpointDisabled):
+		writeError(w, http.StatusConflict, "Conflict", []string{err.Error()})
 	case errors.Is(err, domain.ErrNotFound), errors.Is(err, domain.ErrMenuTypeNotFound),
 		errors.Is(err, domain.ErrMenuVersionNotFound), errors.Is(err, domain.ErrWebhookNotFound):
 		writeError(w, http.StatusNotFound, "Not found", []string{err.Error()})

@@ -1,0 +1,124 @@
+package admin
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// maxRotationGrace bounds how long a rotated-out secret keeps signing.
+const maxRotationGrace = 30 * 24 * time.Hour
+
+func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	slug, ok := pathSlug(w, ps, "slug")
+	if !ok {
+		return
+	}
+	eps, err := a.cfg.WebhookOps.Endpoints(r.Context(), string(slug))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"endpoints": eps})
+}
+
+// rotateSecret issues a new signing secret; the previous one keeps signing for the grace period
+// (default 24h), so receivers can switch without missing a delivery.
+func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	slug, ok := pathSlug(w, ps, "slug")
+	if !ok {
+		return
+	}
+	var in struct {
+		Grace string `json:"grace"`
+	}
+	if r.ContentLength != 0 && !decodeBody(w, r, &in) {
+		return
+	}
+	grace := 24 * time.Hour
+	if in.Grace != "" {
+		d, err := time.ParseDuration(in.Grace)
+		if err != nil || d < 0 || d > maxRotationGrace {
+			writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"grace: want a duration from 0s to 720h, such as 24h"})
+			return
+		}
+		grace = d
+	}
+	secret := NewWebhookSecret()
+	if err := a.cfg.WebhookOps.RotateSecret(r.Context(), string(slug), ps.ByName("id"), secret, grace); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": ps.ByName("id"), "secret": secret, "previous_secret_signs_for": grace.String()})
+}
+
+func (a *API) enableWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	slug, ok := pathSlug(w, ps, "slug")
+	if !ok {
+		return
+	}
+	if err := a.cfg.WebhookOps.Enable(r.Context(), string(slug), ps.ByName("id")); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ep, err := a.cfg.WebhookOps.Endpoint(r.Context(), string(slug), ps.ByName("id"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"endpoint": ep})
+}
+
+// pingWebhook sends a test delivery now and answers with its attempt; a receiver that fails is
+// reported in the attempt, not as an error of this request.
+func (a *API) pingWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	slug, ok := pathSlug(w, ps, "slug")
+	if !ok {
+		return
+	}
+	at, err := a.cfg.WebhookOps.Ping(r.Context(), string(slug), ps.ByName("id"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"attempt": at})
+}
+
+func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	slug, ok := pathSlug(w, ps, "slug")
+	if !ok {
+		return
+	}
+	id := ps.ByName("id")
+	// The log is keyed by endpoint; the endpoint must belong to this establishment.
+	if _, err := a.cfg.WebhookOps.Endpoint(r.Context(), string(slug), id); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"limit: want 1 to 1000"})
+			return
+		}
+		limit = n
+	}
+	log, err := a.cfg.WebhookOps.DeliveryLog(r.Context(), id, limit)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deliveries": log})
+}
+
+func (a *API) redeliver(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	id := ps.ByName("id")
+	if err := a.cfg.WebhookOps.Redeliver(r.Context(), id); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"delivery": id, "status": "queued"})
+}
