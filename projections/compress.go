@@ -3,6 +3,7 @@ package projections
 import (
 	"bytes"
 	"compress/gzip"
+	"sync"
 
 	"github.com/opencarte/publisher/projections/dockey"
 )
@@ -30,13 +31,23 @@ func eachDocument(b *dockey.Bundle, fn func(*dockey.Document)) {
 	}
 }
 
-func gzipBytes(body []byte) []byte {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+// gzipWriters reuses compressors: each holds several hundred kilobytes of window and tables, far
+// more than a document, so making one per document would cost more than compressing it.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, err := gzip.NewWriterLevel(nil, gzip.BestCompression)
 	if err != nil {
 		panic("projections: gzip level: " + err.Error()) // a constant level is always valid
 	}
+	return zw
+}}
+
+func gzipBytes(body []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(body)/2 + 64)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
 	_, _ = zw.Write(body) // writes to a bytes.Buffer cannot fail
 	_ = zw.Close()
+	gzipWriters.Put(zw)
 	return buf.Bytes()
 }

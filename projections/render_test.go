@@ -577,3 +577,18 @@ func TestCompressedDocumentsDecodeToTheirBodies(t *testing.T) {
 		t.Errorf("GzipETag: got %s", got)
 	}
 }
+
+// BenchmarkCompressDemo measures the gzip coding of every document of a bundle, paid once per
+// written bundle.
+func BenchmarkCompressDemo(b *testing.B) {
+	bundle := Render(fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22")), 7)
+	b.ReportAllocs()
+	for b.Loop() {
+		c := bundle
+		c.MenuDetails = map[string]dockey.Variants{}
+		for k, v := range bundle.MenuDetails {
+			c.MenuDetails[k] = v
+		}
+		compress(&c)
+	}
+}
