@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 type received struct {
@@ -99,8 +101,16 @@ func TestWebhookEndToEnd(t *testing.T) {
 	if want := hex.EncodeToString(mac.Sum(nil)); sig != want {
 		t.Errorf("X-Service-Signature %q: want v1=%s", d.header.Get("X-Service-Signature"), want)
 	}
-	if d.header.Get("webhook-id") == "" || !strings.HasPrefix(d.header.Get("webhook-signature"), "v1,") {
-		t.Errorf("Standard Webhooks headers missing: %v", d.header)
+	// The Standard Webhooks headers, verified by that specification's own library.
+	verifier, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := verifier.Verify(d.body, d.header); err != nil {
+		t.Errorf("Standard Webhooks verification: %v (headers %v)", err, d.header)
+	}
+	if err := verifier.Verify([]byte(strings.Replace(string(d.body), "chez-marcel", "chez-marcelle", 1)), d.header); err == nil {
+		t.Errorf("Standard Webhooks verification accepted an altered body")
 	}
 
 	// The delivery log, a ping, and the status output.
