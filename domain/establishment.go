@@ -233,6 +233,9 @@ func (e *Establishment) EnableAPI(key APIKey) ([]Event, error) {
 	if e.PublicAPIEnabled {
 		return nil, fmt.Errorf("public api already enabled, regenerate the key to get a new one: %w", ErrInvalidTransition)
 	}
+	if err := key.check(); err != nil {
+		return nil, err
+	}
 	return []Event{PublicAPIEnabled{KeyHash: key.Hash()}}, nil
 }
 
@@ -254,6 +257,9 @@ func (e *Establishment) RegenerateAPIKey(key APIKey) ([]Event, error) {
 	}
 	if !e.PublicAPIEnabled {
 		return nil, ErrAPIDisabled
+	}
+	if err := key.check(); err != nil {
+		return nil, err
 	}
 	return []Event{APIKeyRegenerated{KeyHash: key.Hash()}}, nil
 }

@@ -597,6 +597,9 @@ func (e *Establishment) Import(s Snapshot, key APIKey) (ImportResult, error) {
 	}
 	if c.apiEnabled != nil && *c.apiEnabled != e.PublicAPIEnabled {
 		if *c.apiEnabled {
+			if err := key.check(); err != nil {
+				return ImportResult{}, err
+			}
 			add(PublicAPIEnabled{KeyHash: key.Hash()})
 			res.APIKey = key
 		} else {
