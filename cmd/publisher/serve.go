@@ -401,7 +401,7 @@ func (m *Main) adminToken() (string, error) {
 }
 
 func (m *Main) status(ctx context.Context) map[string]any {
-	out := map[string]any{"roles": m.Config.Roles}
+	out := map[string]any{"roles": rolesOf(m.Config)}
 	if m.Projector != nil {
 		out["projected_sequence"] = m.Projector.Position()
 	}
