@@ -59,8 +59,9 @@ func TestWebhookEndToEnd(t *testing.T) {
 		`{"assets": [], "sections": [{"name": {"fr": "Plats"}, "items": [{"id": 1, "name": {"fr": "Cassoulet"}, "price": "22.00", "a_la_carte": true}]}]}`))
 	m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/menu-types/vins/versions/2027", []byte(
 		`{"assets": [{"language_scope": "fr_en", "urls": ["https://cdn.example.fr/vins-2027.pdf"]}], "sections": []}`))
-	served := m.get(t, est+"/menus", key)
 	eventually(t, "one delivery", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 1 })
+	// The signal goes out once the revision is stored: re-reading now gives it.
+	served := m.get(t, est+"/menus", key)
 
 	mu.Lock()
 	d := got[0]
