@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections/dockey"
 )
 
 //go:embed demo.json
@@ -65,7 +65,15 @@ func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
 	if err := m.Projector.WaitFor(wctx, res.Version); err != nil {
 		return fmt.Errorf("wait for the demo to be projected: %w", err)
 	}
-	if err := waitServed(wctx, m.HTTPURL+"/api/v1/establishments/"+demoSlug, string(key)); err != nil {
+	// The bundle is served once this node's mirror has handled the write the projector made.
+	if m.Mirror == nil {
+		return errors.New("--demo needs the api role")
+	}
+	entry, err := m.Docs.Get(wctx, dockey.Key(demoSlug))
+	if err != nil {
+		return fmt.Errorf("read the demo documents: %w", err)
+	}
+	if err := m.Mirror.WaitBucketRevision(wctx, entry.Revision()); err != nil {
 		return fmt.Errorf("wait for the demo to be served: %w", err)
 	}
 	base := m.Config.PublicURL
@@ -98,27 +106,4 @@ Admin API: %s (Authorization: Bearer %s)
 func mustLocation(tz string) *time.Location {
 	e := domain.Establishment{TimeZone: tz}
 	return e.Location()
-}
-
-// waitServed polls url with key until it answers 200: the bundle is then in this node's mirror,
-// which follows the documents bucket a moment after the projector stored it.
-func waitServed(ctx context.Context, url, key string) error {
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodHead, url, nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("X-Api-Key", key)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }

@@ -316,6 +316,10 @@ func TestDemoCommand(t *testing.T) {
 	if got.status != 200 || !bytes.Contains(got.body, []byte(`"business_hours"`)) {
 		t.Errorf("GET %s with the printed key: got %d %s", url, got.status, got.body)
 	}
+	// Starting the demo spends nothing of the key's hourly quota: this is its first request.
+	if rl := got.header.Get("RateLimit"); rl != `"key";r=119;t=30` {
+		t.Errorf("RateLimit of the first request with the printed key = %q, want the key's 120 less this one", rl)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("serve: %v", err)

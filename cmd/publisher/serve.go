@@ -162,6 +162,7 @@ type Main struct {
 	NATS       *server.Server // nil with an external NATS
 	Conn       *nats.Conn
 	Store      *events.Store
+	Docs       jetstream.KeyValue // the documents bucket
 	Service    *admin.Service
 	Projector  *projections.Projector
 	Mirror     *readapi.Mirror
@@ -219,6 +220,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("open documents bucket: %w", err)
 	}
+	m.Docs = docs
 	m.Service = admin.NewService(m.Store, m.Clock.Today, m.Logger)
 	if m.Signals, err = events.OpenSignals(ctx, m.Conn, c.Replicas); err != nil {
 		return fmt.Errorf("open change signals: %w", err)
