@@ -6,14 +6,17 @@ import (
 )
 
 // queryValue returns the first value of key in the raw query string and whether key is present,
-// exactly as r.URL.Query().Get(key) would see it (pairs with a semicolon or a bad escape are
-// skipped), but without building the url.Values map: it allocates only to unescape a key or a
-// value that is escaped.
+// without building the url.Values map: it allocates only to unescape a key or a value that is
+// escaped. It reads a query as url.ParseQuery does, with two differences that keep a client's
+// parameter from vanishing: a semicolon is an ordinary character of a value (url.ParseQuery
+// drops the whole pair), and a value with a malformed escape is returned as it was sent (where
+// url.ParseQuery drops it). So `locale=en;x=1` and `locale=%zz` are present values other than
+// "en", served as fr, never read as no locale at all.
 func queryValue(rawQuery, key string) (string, bool) {
 	for rawQuery != "" {
 		var pair string
 		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
-		if pair == "" || strings.Contains(pair, ";") {
+		if pair == "" {
 			continue
 		}
 		k, v, _ := strings.Cut(pair, "=")
@@ -21,9 +24,8 @@ func queryValue(rawQuery, key string) (string, bool) {
 		if err != nil || k != key {
 			continue
 		}
-		v, err = url.QueryUnescape(v)
-		if err != nil {
-			continue
+		if u, err := url.QueryUnescape(v); err == nil {
+			v = u
 		}
 		return v, true
 	}

@@ -198,8 +198,23 @@ func (s *Server) routes() http.Handler {
 	if s.accessLog {
 		middleware = append(middleware, s.logRequests)
 	}
-	middleware = append(middleware, s.recoverPanics)
+	middleware = append(middleware, s.recoverPanics, s.escapedSlashNotFound)
 	return chain(router, middleware...)
+}
+
+// escapedSlashNotFound answers 404 for a path holding an escaped slash (%2F). The router matches
+// the unescaped path, where that slash would separate segments and make
+// /establishments/x%2Fhours a second address of /establishments/x/hours; as data, a slash is
+// in no slug, so no such path names a resource.
+func (s *Server) escapedSlashNotFound(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// RawPath is set only when the path was sent with escapes its canonical form lacks.
+		if raw := r.URL.RawPath; raw != "" && (strings.Contains(raw, "%2F") || strings.Contains(raw, "%2f")) {
+			s.notFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // chain wraps h in middleware, the first one outermost.

@@ -145,6 +145,10 @@ func TestHandler(t *testing.T) {
 		{name: "detail locale empty is fr", target: alEst + "/menus/lunch?locale=", header: withKey(keyAlice), want: ok(body(alice, "menus/lunch.fr"))},
 		{name: "establishment ignores locale", target: alEst + "?locale=en", header: withKey(keyAlice), want: ok(body(alice, "establishment"))},
 		{name: "hours ignore locale", target: alEst + "/hours?locale=en", header: withKey(keyAlice), want: ok(body(alice, "hours"))},
+		{name: "menus locale with a semicolon is fr", target: alEst + "/menus?locale=fr;", header: withKey(keyAlice), want: ok(body(alice, "menus.fr"))},
+		{name: "menus locale en with a semicolon is fr", target: alEst + "/menus?locale=en;x=1", header: withKey(keyAlice), want: ok(body(alice, "menus.fr"))},
+		{name: "menus locale with a bad escape is fr", target: alEst + "/menus?locale=%zz", header: withKey(keyAlice), want: ok(body(alice, "menus.fr"))},
+		{name: "detail locale with a bad escape is fr", target: alEst + "/menus/lunch?locale=e%n", header: withKey(keyAlice), want: ok(body(alice, "menus/lunch.fr"))},
 
 		// Missing key: 401 before anything else.
 		{name: "no key establishment", target: alEst, want: errAnswer(401, bodyUnauthorized)},
@@ -173,6 +177,10 @@ func TestHandler(t *testing.T) {
 		{name: "unknown slug hours", target: est + "nobody/hours", header: withKey(keyAlice), want: errAnswer(404, bodyNotFound)},
 		{name: "uppercase slug", target: est + "Chez-Alice", header: withKey(keyAlice), want: errAnswer(404, bodyNotFound)},
 		{name: "slug with dots", target: est + "chez.alice", header: withKey(keyAlice), want: errAnswer(404, bodyNotFound)},
+		{name: "escaped slash in slug", target: alEst + "%2Fhours", header: withKey(keyAlice), want: errAnswer(404, bodyNotFound)},
+		{name: "escaped slashes in slug", target: alEst + "%2fmenus%2Flunch", header: withKey(keyAlice), want: errAnswer(404, bodyNotFound)},
+		{name: "escaped slash in menu type", target: alEst + "/menus/lunch%2F", header: withKey(keyAlice), want: errAnswer(404, bodyNotFound)},
+		{name: "escaped letter in slug", target: est + "%" + strings.ToUpper(strconv.FormatInt(int64(alice[0]), 16)) + alice[1:], header: withKey(keyAlice), want: ok(body(alice, "establishment"))},
 		{name: "slug dot dot", target: est + "..", header: withKey(keyAlice), want: errAnswer(404, bodyNotFound)},
 		{name: "slug escaped dot dot", target: est + "%2E%2E/menus", header: withKey(keyAlice), want: errAnswer(404, bodyNotFound)},
 		{name: "slug of 70 characters", target: est + long, header: withKey(keyAlice), want: errAnswer(404, bodyNotFound)},
@@ -413,8 +421,10 @@ func TestQueryValue(t *testing.T) {
 		{"locale=e%6E", "locale", "en", true},
 		{"loc%61le=en", "locale", "en", true},
 		{"locale=a+b", "locale", "a b", true},
-		{"locale=%zz&locale=en", "locale", "en", true},
-		{"locale=fr;x=1&locale=en", "locale", "en", true},
+		{"locale=%zz&locale=en", "locale", "%zz", true},
+		{"locale=fr;x=1&locale=en", "locale", "fr;x=1", true},
+		{"x=1;locale=en", "locale", "", false},
+		{"loc%zzale=en&locale=fr", "locale", "fr", true},
 		{"&&locale=en&", "locale", "en", true},
 	}
 	for _, tt := range tests {
