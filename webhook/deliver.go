@@ -44,10 +44,23 @@ func (d *Dispatcher) handleDue(parent context.Context, msg jetstream.Msg) {
 		d.term(msg, "window without metadata", err)
 		return
 	}
+	w, read, err := d.closeWindow(ctx, w)
+	if err != nil {
+		d.nakLater(msg, "read window", err)
+		return
+	}
 	now := d.cfg.Now().UTC()
-	for _, ep := range d.mirror.enabled(w.Establishment) {
-		if err := d.enqueue(ctx, w, ep, meta.Sequence.Stream, now); err != nil {
-			d.nakLater(msg, "queue delivery", err) // queued ones are deduplicated next time
+	if w.Signals > 0 {
+		for _, ep := range d.mirror.enabled(w.Establishment) {
+			if err := d.enqueue(ctx, w, ep, meta.Sequence.Stream, read, now); err != nil {
+				d.nakLater(msg, "queue delivery", err) // queued ones are deduplicated next time
+				return
+			}
+		}
+	}
+	if read > 0 {
+		if err := d.purgeSignals(ctx, w.Establishment, read); err != nil {
+			d.nakLater(msg, "purge window", err)
 			return
 		}
 	}
@@ -57,10 +70,11 @@ func (d *Dispatcher) handleDue(parent context.Context, msg jetstream.Msg) {
 }
 
 // enqueue publishes one delivery of window w to endpoint ep. Its message id ties it to the
-// window message's sequence, so handling the same window again queues nothing new. The queue
+// window message's sequence and the last signal read into w, so handling the same window again
+// queues nothing new unless signals came since. The queue
 // keeps one message per endpoint: the new delivery replaces the previous one, which, if it was
 // not finished, is marked superseded and its resources carried over.
-func (d *Dispatcher) enqueue(ctx context.Context, w window, ep *endpointRecord, windowSeq uint64, now time.Time) error {
+func (d *Dispatcher) enqueue(ctx context.Context, w window, ep *endpointRecord, windowSeq, lastSignal uint64, now time.Time) error {
 	subject := subjTask + endpointKey(ep.Establishment, ep.ID)
 	resources, revision := w.Resources, w.Revision
 	prev, prevRec, prevRev, err := d.unfinished(ctx, subject, ep.ID)
@@ -94,7 +108,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, w window, ep *endpointRecord, 
 	if err != nil {
 		return err
 	}
-	msgID := "due-" + strconv.FormatUint(windowSeq, 10) + "-" + ep.ID
+	msgID := "due-" + strconv.FormatUint(windowSeq, 10) + "-" + strconv.FormatUint(lastSignal, 10) + "-" + ep.ID
 	ack, err := d.js.Publish(ctx, subject, data, jetstream.WithMsgID(msgID))
 	if err != nil {
 		return fmt.Errorf("queue delivery %s: %w", subject, err)

@@ -18,9 +18,9 @@ import (
 	"github.com/opencarte/publisher/events"
 )
 
-// StreamName is the JetStream stream of debounce windows: open ones (scheduled messages) and
-// closed ones waiting to be fanned out to endpoints. It is a work queue: a window is gone once
-// handled.
+// StreamName is the JetStream stream of debounce windows: open ones (scheduled messages), the
+// signals they gather, and closed ones waiting to be fanned out to endpoints. It is a work queue:
+// a window is gone once handled.
 const StreamName = "WEBHOOK"
 
 // QueueStreamName is the JetStream stream of deliveries to attempt. It keeps one message per
@@ -35,8 +35,9 @@ const DeliveriesBucket = "WEBHOOK_DELIVERIES"
 
 // Subjects of the webhook stream.
 const (
-	subjWindow = "webhook.window." // + slug: the open window, a scheduled message
-	subjDue    = "webhook.due."    // + slug: a closed window, fired by the schedule
+	subjWindow  = "webhook.window."  // + slug: the open window, a scheduled message
+	subjPending = "webhook.pending." // + slug: the signals of the open window, one message each
+	subjDue     = "webhook.due."     // + slug: a closed window, fired by the schedule
 	subjTask   = "webhook.task."   // + slug.endpoint: the endpoint's latest delivery
 	subjManual = "webhook.manual." // + slug.endpoint.delivery: a redelivery asked for by an operator
 )
@@ -139,7 +140,7 @@ func (d *Dispatcher) open(ctx context.Context, nc *nats.Conn) error {
 	d.stream, err = d.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              StreamName,
 		Description:       "Webhook dispatch: debounce windows, closed windows and queued deliveries.",
-		Subjects:          []string{subjWindow + "*", subjDue + "*"},
+		Subjects:          []string{subjWindow + "*", subjPending + "*", subjDue + "*"},
 		Retention:         jetstream.WorkQueuePolicy,
 		Discard:           jetstream.DiscardOld,
 		MaxAge:            streamMaxAge,

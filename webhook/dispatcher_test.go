@@ -1,16 +1,19 @@
 package webhook_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/webhook"
 )
 
@@ -101,6 +104,85 @@ func TestDebounceMergesChangesOfOneWindow(t *testing.T) {
 			t.Errorf("delivery ids %v are not unique", ids)
 		}
 	})
+}
+
+// Changes arriving while windows close, for many establishments at once, each reach a delivery:
+// every resource is delivered, revisions never go back, and the last delivery of each
+// establishment carries its newest revision. It runs on real time: the race it guards against,
+// a change handled while the server fires a window, needs real concurrency.
+func TestChangesAtWindowCloseAreNotLost(t *testing.T) {
+	rcv := newReceiver(t, nil)
+	nc := connect(t, startNATS(t, t.TempDir()))
+	cfg := testConfig(t, rcv)
+	cfg.Window = time.Second
+	d := openDispatcher(t, nc, cfg)
+	sigs := openSignals(t, nc)
+	const establishments, changes = 30, 200
+	slug := func(i int) string { return "est-" + strconv.Itoa(i) }
+	for i := range establishments {
+		register(t, d, slug(i), "wh_"+strconv.Itoa(i), rcv.url("/"+slug(i)), secretA)
+	}
+	run(t, d)
+
+	// Each establishment changes every 10 ms for 2 s: changes arrive as every window closes.
+	var wg sync.WaitGroup
+	for i := range establishments {
+		wg.Go(func() {
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for j := 1; j <= changes; j++ {
+				sig := events.Signal{Establishment: slug(i), Revision: int64(j), Resources: []string{"menus/m" + strconv.Itoa(j)}, Time: time.Now()}
+				if err := sigs.Publish(context.Background(), sig); err != nil {
+					t.Errorf("Publish(%s, %d): %v", sig.Establishment, j, err)
+					return
+				}
+				<-tick.C
+			}
+		})
+	}
+	wg.Wait()
+
+	resources := map[string]map[string]bool{}
+	last := map[string]int64{}
+	seen := 0
+	done := func() bool {
+		reqs := rcv.requests()
+		for _, r := range reqs[seen:] {
+			p := payloadOf(t, r).Data
+			if p.Revision < last[p.Establishment] {
+				t.Errorf("%s: revision %d delivered after %d", p.Establishment, p.Revision, last[p.Establishment])
+			}
+			last[p.Establishment] = max(last[p.Establishment], p.Revision)
+			if resources[p.Establishment] == nil {
+				resources[p.Establishment] = map[string]bool{}
+			}
+			for _, res := range p.Resources {
+				resources[p.Establishment][res] = true
+			}
+		}
+		seen = len(reqs)
+		for i := range establishments {
+			if last[slug(i)] != changes {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !done() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := range establishments {
+		s := slug(i)
+		if last[s] != changes {
+			t.Errorf("%s: last delivered revision %d, want %d", s, last[s], changes)
+		}
+		for j := 1; j <= changes; j++ {
+			if res := "menus/m" + strconv.Itoa(j); !resources[s][res] {
+				t.Errorf("%s: change %s in no delivery", s, res)
+			}
+		}
+	}
 }
 
 func TestFailingDeliveryIsRetriedFiveTimesWithGrowingGaps(t *testing.T) {

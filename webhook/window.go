@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -17,15 +16,18 @@ import (
 // stepTimeout bounds the NATS work of handling one signal or one closed window.
 const stepTimeout = 20 * time.Second
 
-// handleSignal merges a change signal into its establishment's open window, or opens one. It
-// does so whether or not the establishment has endpoints: those are looked up when the window
-// closes, so an endpoint registered during the window, in this process or another, gets it.
+// handleSignal adds a change signal to its establishment's open window, or opens one. It does
+// so whether or not the establishment has endpoints: those are looked up when the window closes,
+// so an endpoint registered during the window, in this process or another, gets it.
 //
-// The open window is a scheduled message on "webhook.window.<slug>" that fires once, at the
-// window's end, as "webhook.due.<slug>". Its body is the merged state, replaced at every merge
-// with a compare-and-set on the subject's last sequence: a merge that races with the firing
-// finds the subject empty and opens the next window instead, so no signal is lost or counted
-// twice into one delivery.
+// A window is two things on the webhook stream. The signals it gathers are messages of their own
+// on "webhook.pending.<slug>", appended and never rewritten. The window itself is a scheduled
+// message on "webhook.window.<slug>", created by the first signal only (expected last sequence
+// 0), that fires once, at the window's end, as "webhook.due.<slug>" and is then purged by the
+// server. The handler of the due message reads the pending signals, queues the deliveries and
+// only then purges the signals it read. So a signal is either read by a closing window or finds
+// no window and opens the next one: the server creates the due message and purges the schedule
+// in one step, and the due handler reads only after that step.
 func (d *Dispatcher) handleSignal(parent context.Context, msg jetstream.Msg) {
 	ctx, cancel := context.WithTimeout(parent, stepTimeout)
 	defer cancel()
@@ -34,8 +36,8 @@ func (d *Dispatcher) handleSignal(parent context.Context, msg jetstream.Msg) {
 		d.term(msg, "undecodable signal", err)
 		return
 	}
-	if err := d.mergeIntoWindow(ctx, sig); err != nil {
-		d.nakLater(msg, "merge signal into window", err)
+	if err := d.addToWindow(ctx, sig, msg.Data()); err != nil {
+		d.nakLater(msg, "add signal to window", err)
 		return
 	}
 	if err := msg.Ack(); err != nil {
@@ -43,44 +45,89 @@ func (d *Dispatcher) handleSignal(parent context.Context, msg jetstream.Msg) {
 	}
 }
 
-func (d *Dispatcher) mergeIntoWindow(ctx context.Context, sig events.Signal) error {
-	subject := subjWindow + sig.Establishment
-	for try := range casAttempts {
-		now := d.cfg.Now().UTC()
-		w := window{
-			Establishment: sig.Establishment,
-			Revision:      sig.Revision,
-			Resources:     mergeResources(sig.Resources),
-			Opened:        now,
-			Due:           now.Add(d.cfg.Window),
-			LastChange:    sig.Time,
-			Signals:       1,
-		}
-		var expect uint64
-		if try > 0 { // the first try assumes no open window, the common case
-			last, err := d.stream.GetLastMsgForSubject(ctx, subject)
-			switch {
-			case errors.Is(err, jetstream.ErrMsgNotFound):
-			case err != nil:
-				return fmt.Errorf("read window %s: %w", subject, err)
-			default:
-				open, err := decodeJSON[window](last.Data)
-				if err != nil {
-					return fmt.Errorf("decode window %s: %w", subject, err)
-				}
-				w = open.merge(sig)
-				expect = last.Sequence
-			}
-		}
-		err := d.publishWindow(ctx, subject, w, expect)
-		if err == nil {
-			return nil
-		}
-		if !isConflict(err) {
-			return fmt.Errorf("publish window %s: %w", subject, err)
-		}
+// addToWindow appends the encoded signal sig to the pending signals of its establishment and
+// makes sure a window is open. The append is deduplicated on the signal's id, so a signal handled
+// twice (after a failed acknowledgement) is counted once.
+func (d *Dispatcher) addToWindow(ctx context.Context, sig events.Signal, data []byte) error {
+	m := nats.NewMsg(subjPending + sig.Establishment)
+	m.Data = data
+	m.Header.Set(jetstream.MsgIDHeader, "pending-"+events.SignalID(sig))
+	if _, err := d.js.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("append signal to %s: %w", m.Subject, err)
 	}
-	return fmt.Errorf("publish window %s: too many concurrent merges", subject)
+	return d.openWindow(ctx, sig.Establishment)
+}
+
+// openWindow creates the window of slug, closing after the configured duration, unless one is
+// open already.
+func (d *Dispatcher) openWindow(ctx context.Context, slug string) error {
+	now := d.cfg.Now().UTC()
+	w := window{Establishment: slug, Opened: now, Due: now.Add(d.cfg.Window)}
+	data, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	m := nats.NewMsg(subjWindow + slug)
+	m.Data = data
+	m.Header.Set(jetstream.ScheduleHeader, "@at "+w.Due.Format(time.RFC3339Nano))
+	m.Header.Set(jetstream.ScheduleTargetHeader, subjDue+slug)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	_, err = d.js.PublishMsg(ctx, m)
+	if err != nil && !isConflict(err) { // a conflict: a window is open and will read the signal
+		return fmt.Errorf("open window %s: %w", m.Subject, err)
+	}
+	return nil
+}
+
+// closeWindow merges the pending signals of the closed window w into it. It returns the merged
+// window and the sequence of the last signal read, 0 when there was none; the caller purges the
+// signals up to that sequence once the deliveries are queued.
+func (d *Dispatcher) closeWindow(ctx context.Context, w window) (window, uint64, error) {
+	subject := subjPending + w.Establishment
+	last, err := d.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return w, 0, nil
+	}
+	if err != nil {
+		return w, 0, fmt.Errorf("read signals %s: %w", subject, err)
+	}
+	for seq := uint64(1); seq <= last.Sequence; seq++ {
+		m, err := d.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return w, 0, fmt.Errorf("read signals %s from %d: %w", subject, seq, err)
+		}
+		if m.Sequence > last.Sequence {
+			break
+		}
+		seq = m.Sequence
+		sig, err := events.DecodeSignal(m.Data)
+		if err != nil {
+			d.logger.Warn("webhook: skip undecodable signal", "subject", subject, "seq", m.Sequence, "err", err)
+			continue
+		}
+		w = w.merge(sig)
+	}
+	return w, last.Sequence, nil
+}
+
+// purgeSignals drops the pending signals of slug up to and including sequence upTo, then opens
+// the next window if signals came after them, in case none did it.
+func (d *Dispatcher) purgeSignals(ctx context.Context, slug string, upTo uint64) error {
+	subject := subjPending + slug
+	err := d.stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(upTo+1))
+	if err != nil {
+		return fmt.Errorf("purge signals %s: %w", subject, err)
+	}
+	switch _, err := d.stream.GetLastMsgForSubject(ctx, subject); {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read signals %s: %w", subject, err)
+	}
+	return d.openWindow(ctx, slug)
 }
 
 // merge returns w with sig added: the newest revision and the union of resources. The due time
@@ -96,21 +143,4 @@ func (w window) merge(sig events.Signal) window {
 	}
 	w.Signals++
 	return w
-}
-
-// publishWindow stores w as the schedule of subject, if the subject's last sequence is expect.
-// The schedule fires at w.Due, to the nanosecond, as a message on the window's due subject with
-// the same body. The server replaces the previous schedule of the subject (a roll-up).
-func (d *Dispatcher) publishWindow(ctx context.Context, subject string, w window, expect uint64) error {
-	data, err := json.Marshal(w)
-	if err != nil {
-		return err
-	}
-	m := nats.NewMsg(subject)
-	m.Data = data
-	m.Header.Set(jetstream.ScheduleHeader, "@at "+w.Due.UTC().Format(time.RFC3339Nano))
-	m.Header.Set(jetstream.ScheduleTargetHeader, subjDue+w.Establishment)
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expect, 10))
-	_, err = d.js.PublishMsg(ctx, m)
-	return err
 }
