@@ -38,8 +38,8 @@ const (
 	subjWindow  = "webhook.window."  // + slug: the open window, a scheduled message
 	subjPending = "webhook.pending." // + slug: the signals of the open window, one message each
 	subjDue     = "webhook.due."     // + slug: a closed window, fired by the schedule
-	subjTask   = "webhook.task."   // + slug.endpoint: the endpoint's latest delivery
-	subjManual = "webhook.manual." // + slug.endpoint.delivery: a redelivery asked for by an operator
+	subjTask    = "webhook.task."    // + slug.endpoint: the endpoint's latest delivery
+	subjManual  = "webhook.manual."  // + slug.endpoint.delivery: a redelivery asked for by an operator
 )
 
 // Durable consumers. Every dispatcher process binds to the same three, so each message is
