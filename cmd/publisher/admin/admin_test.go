@@ -300,6 +300,69 @@ func TestSameCommandIDAppliedOnce(t *testing.T) {
 	}
 }
 
+// An Idempotency-Key names one request: its method, path and body. A retry is answered as a
+// duplicate before being decided again; the key on another establishment or operation is
+// another command; the key with another body is refused; a malformed key is refused.
+func TestIdempotencyKeyScope(t *testing.T) {
+	f := newFixture(t)
+	f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demoBody(t))
+	other := bytes.Replace(demoBody(t), []byte(`"chez-marcel"`), []byte(`"la-cave"`), 1)
+	f.call(t, http.MethodPut, "/admin/v1/establishments/la-cave", other)
+	marcel, cave := f.records(t, "chez-marcel"), f.records(t, "la-cave")
+
+	// A retry of a command that changed the state it was decided on: still a duplicate, not 409.
+	disable := "/admin/v1/establishments/chez-marcel/api/disable"
+	if got := f.call(t, http.MethodPost, disable, nil, "Idempotency-Key", "k1"); got.status != 200 {
+		t.Fatalf("disable: got %d %s", got.status, got.raw)
+	}
+	enable := "/admin/v1/establishments/chez-marcel/api/enable"
+	first := f.call(t, http.MethodPost, enable, nil, "Idempotency-Key", "k2")
+	retry := f.call(t, http.MethodPost, enable, nil, "Idempotency-Key", "k2")
+	if first.status != 200 || first.body["api_key"] == nil {
+		t.Fatalf("enable: got %d %s, want 200 with a key", first.status, first.raw)
+	}
+	if res, _ := retry.body["result"].(map[string]any); retry.status != 200 || res["duplicate"] != true || retry.body["api_key"] != nil {
+		t.Errorf("enable retried: got %d %s, want 200, duplicate and no key", retry.status, retry.raw)
+	}
+	if res, _ := retry.body["result"].(map[string]any); res["version"] != first.body["result"].(map[string]any)["version"] {
+		t.Errorf("enable retried: version %v, want the first application's %v", res["version"], first.body["result"].(map[string]any)["version"])
+	}
+
+	// The same key on another establishment is another command, applied.
+	got := f.call(t, http.MethodPost, "/admin/v1/establishments/la-cave/api/disable", nil, "Idempotency-Key", "k1")
+	if res, _ := got.body["result"].(map[string]any); got.status != 200 || res["duplicate"] != false || res["events"] != 1.0 {
+		t.Errorf("same key on another establishment: got %d %s, want it applied", got.status, got.raw)
+	}
+
+	// The same key with another body: 422, nothing appended.
+	redirect := "/admin/v1/establishments/chez-marcel/menu-redirect"
+	f.call(t, http.MethodPut, redirect, []byte(`{"enabled":false}`), "Idempotency-Key", "k3")
+	got = f.call(t, http.MethodPut, redirect, []byte(`{"enabled":true}`), "Idempotency-Key", "k3")
+	if got.status != 422 || !strings.Contains(got.raw, "Idempotency-Key") {
+		t.Errorf("same key, other body: got %d %s, want 422 naming Idempotency-Key", got.status, got.raw)
+	}
+
+	// Malformed keys: 400 naming the header, nothing appended.
+	for _, k := range []string{strings.Repeat("k", 256), "with space", "é"} {
+		got := f.call(t, http.MethodPost, disable, nil, "Idempotency-Key", k)
+		if got.status != 400 || !strings.Contains(got.raw, "Idempotency-Key") {
+			t.Errorf("key %.20q: got %d %s, want 400 naming Idempotency-Key", k, got.status, got.raw)
+		}
+	}
+	if got := f.call(t, http.MethodPost, disable, nil, "Idempotency-Key", strings.Repeat("k", 255)); got.status != 200 {
+		t.Errorf("key of 255 characters: got %d %s, want 200", got.status, got.raw)
+	}
+
+	// disable k1, enable k2, redirect k3 and disable with the long key on chez-marcel; disable
+	// k1 on la-cave.
+	if got := f.records(t, "chez-marcel"); got != marcel+4 {
+		t.Errorf("chez-marcel: got %d records, want %d", got, marcel+4)
+	}
+	if got := f.records(t, "la-cave"); got != cave+1 {
+		t.Errorf("la-cave: got %d records, want %d", got, cave+1)
+	}
+}
+
 func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
 	f := newFixture(t)
 	f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demoBody(t))

@@ -1,11 +1,15 @@
 package admin
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -112,7 +116,7 @@ func (a *API) Handler() http.Handler {
 		r.GET(est+"/webhooks/:id/deliveries", a.listDeliveries)
 		r.POST("/admin/v1/deliveries/:id/redeliver", a.redeliver)
 	}
-	return a.authenticate(r)
+	return a.authenticate(idempotency(r))
 }
 
 // authenticate refuses every request without the bearer token.
@@ -396,6 +400,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, domain.ErrNotFound), errors.Is(err, domain.ErrMenuTypeNotFound),
 		errors.Is(err, domain.ErrMenuVersionNotFound), errors.Is(err, domain.ErrWebhookNotFound):
 		writeError(w, http.StatusNotFound, "Not found", []string{err.Error()})
+	case errors.Is(err, ErrIdempotencyKeyReused):
+		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"Idempotency-Key: " + err.Error()})
 	case errors.Is(err, domain.ErrInvalidTransition), errors.Is(err, domain.ErrAPIDisabled), errors.Is(err, ErrConflict):
 		writeError(w, http.StatusConflict, "Conflict", []string{err.Error()})
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -437,18 +443,67 @@ func pathSlug(w http.ResponseWriter, ps httprouter.Params, name string) (domain.
 	return s, true
 }
 
-// commandID is the client's Idempotency-Key, when it sent a usable one.
+// maxIdempotencyKey bounds the length of an Idempotency-Key.
+const maxIdempotencyKey = 255
+
+// commandIDKey is the request context key of the command id derived from an Idempotency-Key.
+type commandIDKey struct{}
+
+// commandID is the command id idempotency derived from the request's Idempotency-Key, or "" for
+// a request without one (the command then gets a random id).
 func commandID(r *http.Request) string {
-	k := r.Header.Get("Idempotency-Key")
-	if k == "" || len(k) > 128 {
-		return ""
+	id, _ := r.Context().Value(commandIDKey{}).(string)
+	return id
+}
+
+// idempotency turns the Idempotency-Key of a write into its command id: the key is scoped to
+// the method and path it was sent with (so the same key on another establishment or another
+// operation is another command), followed by a digest of the body (so the service can tell a
+// retry from the key's reuse for a different request). A malformed key is a 400, never ignored.
+func idempotency(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys := r.Header.Values("Idempotency-Key")
+		if len(keys) == 0 || r.Method == http.MethodGet || r.Method == http.MethodHead {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err := checkIdempotencyKey(keys); err != nil {
+			writeError(w, http.StatusBadRequest, "Bad request", []string{"Idempotency-Key: " + err.Error()})
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				writeError(w, http.StatusRequestEntityTooLarge, "Request body too large", []string{fmt.Sprintf("body: at most %d bytes", MaxBodyBytes)})
+				return
+			}
+			writeError(w, http.StatusBadRequest, "Bad request", []string{"body: " + err.Error()})
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		scope := sha256.Sum256([]byte(r.Method + "\x00" + r.URL.Path + "\x00" + keys[0]))
+		digest := sha256.Sum256(body)
+		id := idempotentPrefix + hex.EncodeToString(scope[:16]) + "." + hex.EncodeToString(digest[:8])
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), commandIDKey{}, id)))
+	})
+}
+
+// checkIdempotencyKey accepts one key of 1 to 255 visible ASCII characters.
+func checkIdempotencyKey(keys []string) error {
+	if len(keys) > 1 {
+		return errors.New("sent more than once")
+	}
+	k := keys[0]
+	if k == "" || len(k) > maxIdempotencyKey {
+		return fmt.Errorf("want 1 to %d characters, got %d", maxIdempotencyKey, len(k))
 	}
 	for i := 0; i < len(k); i++ {
 		if k[i] <= ' ' || k[i] > '~' {
-			return ""
+			return errors.New("want visible ASCII characters only")
 		}
 	}
-	return "idem_" + k
+	return nil
 }
 
 type errorBody struct {

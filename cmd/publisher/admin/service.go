@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,18 @@ const maxAttempts = 5
 
 // ErrConflict means the command kept losing races with concurrent writers.
 var ErrConflict = errors.New("admin: concurrent modification, try again")
+
+// ErrIdempotencyKeyReused means an idempotency key already applied to a request was sent again
+// with the same method and path but another body.
+var ErrIdempotencyKeyReused = errors.New("already used with a different body for this operation")
+
+// idempotentPrefix starts the command ids derived from an Idempotency-Key: the prefix, a digest
+// of method, path and key, a dot, and a digest of the body.
+const idempotentPrefix = "idem_"
+
+// IdempotencyWindow is how long the service remembers the idempotency keys it applied, at the
+// least: JetStream also drops a repeated command id within the stream's duplicate window.
+const IdempotencyWindow = 24 * time.Hour
 
 // Clock gives the local date in a time zone. Tests and demos fix it; serve uses the wall clock.
 type Clock func(loc *time.Location) domain.LocalDate
@@ -52,6 +65,50 @@ type entry struct {
 	loaded  bool
 	est     *domain.Establishment
 	version uint64 // stream sequence of the establishment's last record
+	applied map[string]appliedCommand // by command id up to the dot: keyed commands of the window
+}
+
+// appliedCommand is a command appended under an idempotency key.
+type appliedCommand struct {
+	id       string
+	sequence uint64
+	events   int
+	at       time.Time
+}
+
+// remember records a command appended under an idempotency key, and forgets those older than
+// the window.
+func (en *entry) remember(id string, seq uint64, events int, at, now time.Time) {
+	scope, _, ok := strings.Cut(id, ".")
+	if !ok || !strings.HasPrefix(id, idempotentPrefix) || now.Sub(at) > IdempotencyWindow {
+		return
+	}
+	if en.applied == nil {
+		en.applied = map[string]appliedCommand{}
+	}
+	en.applied[scope] = appliedCommand{id: id, sequence: seq, events: events, at: at}
+	for k, c := range en.applied {
+		if now.Sub(c.at) > IdempotencyWindow {
+			delete(en.applied, k)
+		}
+	}
+}
+
+// replayed returns the result of the command already applied under id's idempotency key, if
+// any: a duplicate when id is the same, ErrIdempotencyKeyReused when the body differed.
+func (en *entry) replayed(slug domain.Slug, id string) (Result, bool, error) {
+	scope, _, ok := strings.Cut(id, ".")
+	if !ok || !strings.HasPrefix(id, idempotentPrefix) {
+		return Result{}, false, nil
+	}
+	c, found := en.applied[scope]
+	switch {
+	case !found:
+		return Result{}, false, nil
+	case c.id != id:
+		return Result{}, true, ErrIdempotencyKeyReused
+	}
+	return Result{Slug: slug, Version: c.sequence, Events: c.events, Duplicate: true}, true, nil
 }
 
 // NewService returns a service over log. clock may be nil for the wall clock.
@@ -89,6 +146,10 @@ func (s *Service) Execute(ctx context.Context, slug domain.Slug, commandID strin
 	for attempt := 1; ; attempt++ {
 		if err := s.load(ctx, slug, en); err != nil {
 			return Result{}, err
+		}
+		// A retry is answered from the log before it is decided again on a state it changed.
+		if res, ok, err := en.replayed(slug, commandID); ok {
+			return res, err
 		}
 		evs, err := decide(en.est)
 		if err != nil {
@@ -131,6 +192,7 @@ func (s *Service) Execute(ctx context.Context, slug domain.Slug, commandID strin
 			en.est.Apply(ev)
 		}
 		en.version = seq
+		en.remember(commandID, seq, len(evs), envs[0].Time, s.now())
 		res.Version, res.Events = seq, len(evs)
 		return res, nil
 	}
@@ -185,7 +247,12 @@ func (s *Service) load(ctx context.Context, slug domain.Slug, en *entry) error {
 	}
 	est := domain.New(slug)
 	var version uint64
+	en.applied = nil
+	now := s.now()
 	for _, r := range recs {
+		if len(r.Events) > 0 {
+			en.remember(r.CommandID, r.Sequence, len(r.Events), r.Events[0].Time, now)
+		}
 		for _, env := range r.Events {
 			ev, err := domain.DecodeEvent(env.Type, env.SchemaVersion, env.Payload)
 			if err != nil {
