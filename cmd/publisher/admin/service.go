@@ -64,7 +64,7 @@ type entry struct {
 	mu      sync.Mutex // serialises commands on one establishment inside this process
 	loaded  bool
 	est     *domain.Establishment
-	version uint64 // stream sequence of the establishment's last record
+	version uint64                    // stream sequence of the establishment's last record
 	applied map[string]appliedCommand // by command id up to the dot: keyed commands of the window
 }
 
