@@ -136,7 +136,8 @@ func DecodeSignal(data []byte) (Signal, error) {
 
 // Signals publishes change signals to the SIGNALS stream. It is safe for concurrent use.
 type Signals struct {
-	js jetstream.JetStream
+	js     jetstream.JetStream
+	stream jetstream.Stream
 }
 
 // OpenSignals creates the SIGNALS stream, or updates an existing one, with the given number of
@@ -152,7 +153,7 @@ func OpenSignals(ctx context.Context, nc *nats.Conn, replicas int) (*Signals, er
 	if err != nil {
 		return nil, fmt.Errorf("open stream %s: %w", SignalStreamName, err)
 	}
-	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        SignalStreamName,
 		Description: "Change signals: one message per rise of an establishment's content_revision.",
 		Subjects:    []string{SignalSubjects},
@@ -166,7 +167,28 @@ func OpenSignals(ctx context.Context, nc *nats.Conn, replicas int) (*Signals, er
 	if err != nil {
 		return nil, fmt.Errorf("open stream %s: %w", SignalStreamName, err)
 	}
-	return &Signals{js: js}, nil
+	return &Signals{js: js, stream: stream}, nil
+}
+
+// LastRevision returns the revision of the last signal of the establishment slug that the stream
+// still holds, or 0 when it holds none.
+func (p *Signals) LastRevision(ctx context.Context, slug string) (int64, error) {
+	subject, err := SignalSubject(slug)
+	if err != nil {
+		return 0, err
+	}
+	m, err := p.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last signal of %s: %w", slug, err)
+	}
+	s, err := DecodeSignal(m.Data)
+	if err != nil {
+		return 0, fmt.Errorf("last signal of %s: %w", slug, err)
+	}
+	return s.Revision, nil
 }
 
 // Retries of a signal publish that failed, for instance during a leader election.

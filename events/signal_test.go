@@ -136,6 +136,15 @@ func TestSignalPublishIsIdempotentPerRevision(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DecodeSignal: %v", err)
 	}
+	if rev, err := sigs.LastRevision(ctx, s.Establishment); err != nil || rev != next.Revision {
+		t.Errorf("LastRevision(%s): got %d, %v, want %d", s.Establishment, rev, err, next.Revision)
+	}
+	if rev, err := sigs.LastRevision(ctx, "never-changed"); err != nil || rev != 0 {
+		t.Errorf("LastRevision of an establishment without signals: got %d, %v, want 0", rev, err)
+	}
+	if _, err := sigs.LastRevision(ctx, "a.b"); !errors.Is(err, events.ErrInvalidSlug) {
+		t.Errorf("LastRevision(a.b): got %v, want ErrInvalidSlug", err)
+	}
 	if diff := cmp.Diff(next, got); diff != "" {
 		t.Errorf("stored signal (-want +got):\n%s", diff)
 	}

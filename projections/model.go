@@ -2,6 +2,7 @@ package projections
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
@@ -19,6 +20,8 @@ type model struct {
 type tracked struct {
 	agg    *domain.Establishment
 	stored *dockey.Bundle
+	// changed is the time of the record that last changed the replayed bundle.
+	changed time.Time
 }
 
 func newModel(logger *slog.Logger) *model {

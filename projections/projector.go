@@ -29,10 +29,26 @@ type Log interface {
 }
 
 // Notifier is told about every rise of an establishment's content_revision, after the bundle
-// is stored.
+// is stored. A failed Changed is retried until it succeeds or the projector stops, so Changed
+// must tolerate being called again with the same change.
 type Notifier interface {
 	Changed(ctx context.Context, c Change) error
 }
+
+// AnnouncedNotifier is a Notifier that can tell the last revision it announced for an
+// establishment (0 for none it still knows of). With it, the projector announces at start a
+// stored revision whose announcement was lost, in a crash between storing its bundle and
+// telling the notifier: the receivers of changes never miss the latest revision.
+type AnnouncedNotifier interface {
+	Notifier
+	Announced(ctx context.Context, slug string) (int64, error)
+}
+
+// ReannounceWithin bounds how old a change may be for the projector to check at start that it
+// was announced: a notifier forgets older announcements (the change signals stream keeps them
+// for events.SignalMaxAge), and an establishment unchanged for that long must not be announced
+// again at every start.
+const ReannounceWithin = events.SignalMaxAge - 24*time.Hour
 
 // Change is a rise of one establishment's content_revision.
 type Change struct {
@@ -180,6 +196,9 @@ func (p *Projector) Run(ctx context.Context) error {
 		}
 		if u, ok := t.project(rec.Sequence); ok && u.write {
 			t.stored = &u.bundle
+			if len(rec.Events) > 0 {
+				t.changed = rec.Events[0].Time
+			}
 		}
 		return nil
 	})
@@ -264,6 +283,9 @@ func (p *Projector) reconcile(ctx context.Context, m *model, stored map[string]d
 			u = update{bundle: *replayed, write: true, resources: changedResources(nil, replayed)}
 		}
 		if !u.write {
+			if err := p.reannounce(ctx, t); err != nil {
+				return written, err
+			}
 			continue
 		}
 		ok, err := p.store(ctx, u)
@@ -336,11 +358,54 @@ func (p *Projector) store(ctx context.Context, u update) (bool, error) {
 		case <-t.C:
 		}
 	}
-	if len(u.resources) > 0 && p.cfg.Notifier != nil {
-		c := Change{Slug: b.Slug, Revision: b.Revision, Resources: u.resources}
-		if err := p.cfg.Notifier.Changed(ctx, c); err != nil {
-			p.logger.Error("notify change failed", "slug", c.Slug, "revision", c.Revision, "err", err)
+	if len(u.resources) > 0 {
+		if err := p.notify(ctx, Change{Slug: b.Slug, Revision: b.Revision, Resources: u.resources}); err != nil {
+			return false, err
 		}
 	}
 	return true, nil
+}
+
+// notify tells the notifier about c, retrying until it succeeds or ctx ends: a revision stored
+// but never announced would leave receivers on an older one.
+func (p *Projector) notify(ctx context.Context, c Change) error {
+	if p.cfg.Notifier == nil {
+		return nil
+	}
+	for wait := retryFirstWait; ; wait = min(2*wait, retryMaxWait) {
+		err := p.cfg.Notifier.Changed(ctx, c)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.logger.Warn("notify change failed, retrying", "slug", c.Slug, "revision", c.Revision, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// reannounce announces the stored bundle of t again, with every resource, when it changed
+// within ReannounceWithin and the notifier's last announcement for it is older.
+func (p *Projector) reannounce(ctx context.Context, t *tracked) error {
+	n, ok := p.cfg.Notifier.(AnnouncedNotifier)
+	if !ok || t.stored == nil || time.Since(t.changed) > ReannounceWithin {
+		return nil
+	}
+	b := t.stored
+	last, err := n.Announced(ctx, b.Slug)
+	if err != nil {
+		return fmt.Errorf("last announcement of %s: %w", b.Slug, err)
+	}
+	if last >= b.Revision {
+		return nil
+	}
+	p.logger.Info("announcing a stored revision whose announcement was lost", "slug", b.Slug, "revision", b.Revision, "announced", last)
+	return p.notify(ctx, Change{Slug: b.Slug, Revision: b.Revision, Resources: changedResources(nil, b)})
 }

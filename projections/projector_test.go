@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -486,5 +487,86 @@ func TestProjectorKeepsPreviousBundleWhenTooLarge(t *testing.T) {
 	}
 	if _, err := New(Config{Store: n.store, KV: n.kv, MaxValueSize: MaxBundleSize + 1}); err == nil {
 		t.Errorf("max value size above the bucket's: got no error")
+	}
+}
+
+// announcer is an AnnouncedNotifier that keeps what it is told, fails while down, and fails its
+// first failures calls.
+type announcer struct {
+	recorder
+	down     atomic.Bool
+	failures atomic.Int32
+	calls    atomic.Int32
+}
+
+func (a *announcer) Changed(ctx context.Context, c Change) error {
+	a.calls.Add(1)
+	if a.down.Load() || a.failures.Add(-1) >= 0 {
+		return errors.New("nats: no responders available for request")
+	}
+	return a.recorder.Changed(ctx, c)
+}
+
+func (a *announcer) Announced(_ context.Context, slug string) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var last int64
+	for _, c := range a.changes {
+		if c.Slug == slug {
+			last = max(last, c.Revision)
+		}
+	}
+	return last, nil
+}
+
+// A stored revision is always announced: a failed announcement is retried, and one lost in a
+// stop between storing and announcing is made at the next start, once.
+func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
+	n := newNATSEnv(t)
+
+	// Two failures, then the announcement.
+	flaky := &announcer{}
+	flaky.failures.Store(2)
+	p := startProjector(t, n.store, n.kv, flaky)
+	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	p.waitFor(t, seq)
+	first := flaky.take()
+	if len(first) != 1 || first[0].Revision != int64(seq-1) || flaky.calls.Load() != 3 {
+		t.Fatalf("after two failures: got %+v in %d calls, want revision %d announced on the third", first, flaky.calls.Load(), seq-1)
+	}
+	_ = p.stop(t)
+
+	// The notifier is down: the projector stores the next revision, cannot announce it, stops.
+	down := &announcer{}
+	down.recorder.changes = first // what the notifier announced before
+	down.down.Store(true)
+	p = startProjector(t, n.store, n.kv, down)
+	p.waitFor(t, seq)
+	url := "https://cdn.example.fr/carte-2.pdf"
+	next := n.append(t, "cave-a-vins", domain.MasterMenuChanged{URL: &url})
+	deadline := time.Now().Add(testTimeout)
+	for b, _, _ := entry(t, n.kv, "cave-a-vins"); b.Revision != int64(next); b, _, _ = entry(t, n.kv, "cave-a-vins") {
+		if time.Now().After(deadline) {
+			t.Fatalf("revision %d never stored", next)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = p.stop(t)
+	if got := down.take(); len(got) != 1 {
+		t.Fatalf("announced while down: %+v", got[1:])
+	}
+
+	// The next start announces the stored revision with every resource, since what changed is
+	// unknown; the start after that has nothing to announce.
+	up := &announcer{}
+	up.recorder.changes = []Change{first[0]}
+	for range 2 {
+		p = startProjector(t, n.store, n.kv, up)
+		p.waitFor(t, next)
+		_ = p.stop(t)
+	}
+	want := []Change{first[0], {Slug: "cave-a-vins", Revision: int64(next), Resources: first[0].Resources}}
+	if diff := cmp.Diff(want, up.take()); diff != "" {
+		t.Errorf("announcements over two starts (-want +got):\n%s", diff)
 	}
 }

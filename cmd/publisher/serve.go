@@ -500,8 +500,15 @@ func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
 // signalNotifier publishes the projector's revision rises as change signals.
 type signalNotifier struct{ s *events.Signals }
 
+var _ projections.AnnouncedNotifier = signalNotifier{}
+
 func (n signalNotifier) Changed(ctx context.Context, c projections.Change) error {
 	return n.s.Publish(ctx, events.Signal{Establishment: c.Slug, Revision: c.Revision, Resources: c.Resources, Time: time.Now().UTC()})
+}
+
+// Announced returns the revision of the last signal of slug still in the stream.
+func (n signalNotifier) Announced(ctx context.Context, slug string) (int64, error) {
+	return n.s.LastRevision(ctx, slug)
 }
 
 // webhookAdmin gives the admin API the registry and the dispatcher's operations.
