@@ -33,6 +33,8 @@ var specialNetworks = []struct {
 	{netip.MustParsePrefix("198.51.100.0/24"), "documentation"},
 	{netip.MustParsePrefix("203.0.113.0/24"), "documentation"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"}, // holds 255.255.255.255
+	{netip.MustParsePrefix("::/96"), "ipv4-compatible"}, // deprecated; ::127.0.0.1 may still route to loopback
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "ipv4-translated"},
 	{netip.MustParsePrefix("100::/64"), "discard-only"},
 	{netip.MustParsePrefix("2001:db8::/32"), "documentation"},
 	{netip.MustParsePrefix("fec0::/10"), "site-local"},

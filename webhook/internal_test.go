@@ -97,6 +97,10 @@ func TestNonPublic(t *testing.T) {
 		{"127.255.0.9", false},
 		{"::1", false},
 		{"::ffff:127.0.0.1", false},
+		{"::127.0.0.1", false},         // ipv4-compatible
+		{"::8.8.8.8", false},           // ipv4-compatible, deprecated
+		{"::ffff:0:7f00:1", false},     // ipv4-translated
+		{"2001:4860:4860::8888", true}, // public
 		{"10.0.0.1", false},
 		{"172.16.5.4", false},
 		{"172.32.0.1", true},
