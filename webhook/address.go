@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -32,7 +33,7 @@ var specialNetworks = []struct {
 	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
 	{netip.MustParsePrefix("198.51.100.0/24"), "documentation"},
 	{netip.MustParsePrefix("203.0.113.0/24"), "documentation"},
-	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"}, // holds 255.255.255.255
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},  // holds 255.255.255.255
 	{netip.MustParsePrefix("::/96"), "ipv4-compatible"}, // deprecated; ::127.0.0.1 may still route to loopback
 	{netip.MustParsePrefix("::ffff:0:0:0/96"), "ipv4-translated"},
 	{netip.MustParsePrefix("100::/64"), "discard-only"},
@@ -151,6 +152,16 @@ func parseReceiverURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// resolveError tells a host that does not exist (an invalid endpoint) from a lookup that failed
+// (try again later). The resolver's own error names the DNS server: it is not passed on.
+func resolveError(host string, err error) error {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+		return fmt.Errorf("%w: url: host %s does not resolve", ErrInvalidEndpoint, host)
+	}
+	return fmt.Errorf("%w: url: could not resolve host %s now", ErrResolverUnavailable, host)
+}
+
 // checkReceiverURL checks the form of raw and that its host, or every address it resolves to,
 // is allowed by the policy.
 func (p addressPolicy) checkReceiverURL(ctx context.Context, resolver *net.Resolver, raw string) error {
@@ -169,7 +180,7 @@ func (p addressPolicy) checkReceiverURL(ctx context.Context, resolver *net.Resol
 	defer cancel()
 	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return fmt.Errorf("%w: url: resolve %s: %w", ErrInvalidEndpoint, host, err)
+		return resolveError(host, err)
 	}
 	if len(addrs) == 0 {
 		return fmt.Errorf("%w: url: %s has no address", ErrInvalidEndpoint, host)

@@ -16,6 +16,11 @@ var (
 	// base64 encoding of 24 to 64 bytes, or a rotation grace period out of bounds.
 	ErrInvalidSecret = errors.New("webhook: invalid secret")
 
+	// ErrResolverUnavailable reports a receiver host whose addresses could not be looked up for
+	// a reason other than the name not existing (a DNS timeout or server failure): registration
+	// may succeed later.
+	ErrResolverUnavailable = errors.New("webhook: resolver unavailable")
+
 	// ErrEndpointNotFound reports an endpoint id that is not registered for the establishment.
 	ErrEndpointNotFound = errors.New("webhook: endpoint not found")
 

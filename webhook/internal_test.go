@@ -1,9 +1,12 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"regexp"
@@ -147,6 +150,25 @@ func TestNonPublic(t *testing.T) {
 	}
 	if err := p.control("tcp", "93.184.215.14:443", nil); err != nil {
 		t.Errorf("control public: %v", err)
+	}
+}
+
+// A host that does not exist is an invalid endpoint; a resolver that fails is a temporary
+// condition, and neither error repeats the DNS server's address.
+func TestReceiverHostResolution(t *testing.T) {
+	t.Parallel()
+	p := addressPolicy{}
+	failing := &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("dial udp 10.255.255.53:53: connect: network is unreachable")
+	}}
+	err := p.checkReceiverURL(t.Context(), failing, "https://hooks.example.com/in")
+	if !errors.Is(err, ErrResolverUnavailable) || strings.Contains(err.Error(), "10.255.255.53") {
+		t.Errorf("failing resolver: got %v, want ErrResolverUnavailable without the server's address", err)
+	}
+	notFound := &net.DNSError{Err: "no such host", Name: "nowhere.example", Server: "10.255.255.53:53", IsNotFound: true}
+	err = resolveError("nowhere.example", fmt.Errorf("lookup: %w", notFound))
+	if !errors.Is(err, ErrInvalidEndpoint) || !strings.Contains(err.Error(), "does not resolve") || strings.Contains(err.Error(), "10.255.255.53") {
+		t.Errorf("unknown host: got %v, want ErrInvalidEndpoint saying it does not resolve", err)
 	}
 }
 

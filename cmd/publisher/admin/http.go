@@ -393,6 +393,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, webhook.ErrInvalidEndpoint), errors.Is(err, webhook.ErrRefusedAddress), errors.Is(err, webhook.ErrInvalidSecret):
 		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"url: " + err.Error()})
+	case errors.Is(err, webhook.ErrResolverUnavailable):
+		writeError(w, http.StatusServiceUnavailable, "Service unavailable", []string{err.Error()})
 	case errors.Is(err, webhook.ErrEndpointNotFound), errors.Is(err, webhook.ErrDeliveryNotFound):
 		writeError(w, http.StatusNotFound, "Not found", []string{err.Error()})
 	case errors.Is(err, webhook.ErrDeliveryInProgress), errors.Is(err, webhook.ErrEndpointDisabled):
