@@ -19,4 +19,8 @@ var (
 	// ErrInvalidRecord reports a record that breaks the storage format: Encode refuses to write
 	// it and Decode refuses to read it.
 	ErrInvalidRecord = errors.New("events: invalid record")
+
+	// ErrRecordTooLarge reports a record larger than the NATS connection's maximum payload:
+	// Append refuses it before sending, and nothing is stored.
+	ErrRecordTooLarge = errors.New("events: record too large")
 )

@@ -100,6 +100,7 @@ func (c Config) stream() jetstream.StreamConfig {
 
 // Store appends records to the event log and reads them back. It is safe for concurrent use.
 type Store struct {
+	nc     *nats.Conn
 	js     jetstream.JetStream
 	stream jetstream.Stream
 }
@@ -121,8 +122,12 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open stream %s: %w", StreamName, err)
 	}
-	return &Store{js: js, stream: stream}, nil
+	return &Store{nc: nc, js: js, stream: stream}, nil
 }
+
+// recordHeaderRoom is what Append keeps of the connection's maximum payload for the headers of
+// a record message (message id, expected sequence).
+const recordHeaderRoom = 1 << 10
 
 // Append stores the events of one command as one record on the establishment's subject, if the
 // last record on that subject has sequence expected (0: none yet). It returns the record's
@@ -135,7 +140,8 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 // stored. When a record with commandID was stored within the stream's Duplicates window, Append
 // stores nothing and returns that record's sequence with an error matching ErrDuplicate, whatever
 // expected is: a command replayed after a lost acknowledgement is recognised as applied. Invalid
-// input matches ErrInvalidSlug or ErrInvalidRecord. Any other error leaves the outcome unknown:
+// input matches ErrInvalidSlug or ErrInvalidRecord, and a record over the connection's maximum
+// payload ErrRecordTooLarge. Any other error leaves the outcome unknown:
 // retrying with the same command id is safe.
 func (s *Store) Append(ctx context.Context, slug string, expected uint64, commandID string, events []Envelope) (uint64, error) {
 	subject, err := Subject(slug)
@@ -155,6 +161,9 @@ func (s *Store) Append(ctx context.Context, slug string, expected uint64, comman
 	data, err := Encode(rec)
 	if err != nil {
 		return 0, fmt.Errorf("append %s: %w", subject, err)
+	}
+	if limit := s.nc.MaxPayload() - recordHeaderRoom; int64(len(data)) > limit {
+		return 0, fmt.Errorf("append %s: %w: %d bytes, at most %d", subject, ErrRecordTooLarge, len(data), limit)
 	}
 
 	ack, err := s.publish(ctx, subject, data, commandID, expected)

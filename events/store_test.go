@@ -357,6 +357,22 @@ func TestAppendDuplicate(t *testing.T) {
 	}
 }
 
+// A record larger than the connection's maximum payload is refused before it is sent.
+func TestAppendTooLarge(t *testing.T) {
+	t.Parallel()
+	nc := natstest.Connect(t, natstest.Start(t))
+	st := openStore(t, nc, events.Config{})
+	big := `"` + strings.Repeat("x", int(nc.MaxPayload())) + `"`
+	seq, err := st.Append(t.Context(), "chez-lou", 0, "cmd-big", []events.Envelope{event("t", big)})
+	if !errors.Is(err, events.ErrRecordTooLarge) || seq != 0 {
+		t.Errorf("oversized record: got %d, %v, want ErrRecordTooLarge", seq, err)
+	}
+	if got := replayAll(t, st); len(got) != 0 {
+		t.Errorf("got %d records, want none", len(got))
+	}
+	mustAppend(t, st, "chez-lou", 0, "cmd-small", event("t", `{"n":1}`))
+}
+
 func TestEstablishmentsAreIndependent(t *testing.T) {
 	t.Parallel()
 	st := newStore(t)

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -41,6 +43,16 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jets
 		return nil, fmt.Errorf("open bucket %s: %w", dockey.Bucket, err)
 	}
 	return kv, nil
+}
+
+// EncodedSize returns the size in bytes of the bundle the projector would store for e, with a
+// revision as long as any it can have: what a write side checks against the bucket's maximum
+// value size before accepting a change, so that no accepted change is left unserved.
+func EncodedSize(e *domain.Establishment) (int, error) {
+	b := Render(e, math.MaxInt64)
+	compress(&b)
+	data, err := EncodeBundle(&b)
+	return len(data), err
 }
 
 // EncodeBundle returns the stored form of b: compact JSON in which the document bodies appear

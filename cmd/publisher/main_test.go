@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -383,6 +385,51 @@ func BenchmarkCommandToServed(b *testing.B) {
 
 // TestQuotaThroughTheBinary checks the quota flags reach the read API: the key's fourth request
 // in the window is refused with the spec's body and a Retry-After.
+// A change whose documents would be larger than the bucket stores is refused with a 413 and
+// appends nothing: accepted, it could never be served.
+func TestChangeTooLargeToServeIsRefused(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22")
+	demo, _ := os.ReadFile("demo.json")
+	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
+	before := m.get(t, "/api/v1/establishments/chez-marcel/menus/la-carte", key)
+	records, err := m.Store.History(t.Context(), "chez-marcel")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// 440 items with 4,000 random characters in each language: 3.5 MB of request, and about
+	// 10 MB of documents, rendered in three variants and compressed.
+	text := func() string {
+		b := make([]byte, 3000)
+		rand.Read(b)
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	var items []string
+	for i := range 440 {
+		items = append(items, fmt.Sprintf(`{"id":%d,"name":{"fr":"Plat"},"description":{"fr":%q,"en":%q},"price":"10.00","a_la_carte":true}`, i+1, text(), text()))
+	}
+	body := `{"id":"big","assets":[],"sections":[{"name":{"fr":"Plats"},"items":[` + strings.Join(items, ",") + `]}]}`
+	got := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/menu-types/la-carte/versions/big", []byte(body))
+	if got.status != http.StatusRequestEntityTooLarge || !bytes.Contains(got.body, []byte("published documents")) {
+		t.Errorf("oversized menu: got %d %s, want 413 naming the published documents", got.status, got.body)
+	}
+	after, err := m.Store.History(t.Context(), "chez-marcel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(records) {
+		t.Errorf("got %d records after the refusal, want %d", len(after), len(records))
+	}
+	// The service goes on: the same menu type takes a version that fits.
+	small := `{"id":"small","assets":[],"sections":[{"name":{"fr":"Plats"},"items":[{"id":1,"name":{"fr":"Plat"},"price":"12.00","a_la_carte":true}]}]}`
+	if got := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/menu-types/la-carte/versions/small", []byte(small)); got.status != 200 {
+		t.Fatalf("version that fits: got %d %s", got.status, got.body)
+	}
+	if now := m.get(t, "/api/v1/establishments/chez-marcel/menus/la-carte", key); bytes.Equal(now.body, before.body) || !bytes.Contains(now.body, []byte(`"12.00"`)) {
+		t.Errorf("after a version that fits: got %s", now.body)
+	}
+}
+
 func TestQuotaThroughTheBinary(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.KeyQuota, c.IPQuota = 3, 100 })
 	demo, _ := os.ReadFile("demo.json")

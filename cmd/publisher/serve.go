@@ -222,6 +222,19 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.Docs = docs
 	m.Service = admin.NewService(m.Store, m.Clock.Today, m.Logger)
+	// A change is refused when the establishment's documents would not fit the bucket: accepted,
+	// it could never be served.
+	maxBundle := int(min(m.Conn.MaxPayload(), projections.MaxBundleSize))
+	m.Service.CheckState(func(e *domain.Establishment) error {
+		n, err := projections.EncodedSize(e)
+		if err != nil {
+			return err
+		}
+		if n > maxBundle {
+			return fmt.Errorf("%w: the published documents would take %d bytes, at most %d", admin.ErrTooLarge, n, maxBundle)
+		}
+		return nil
+	})
 	if m.Signals, err = events.OpenSignals(ctx, m.Conn, c.Replicas); err != nil {
 		return fmt.Errorf("open change signals: %w", err)
 	}
@@ -245,7 +258,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			// A change signal goes out once every document of the new revision is stored.
 			Notifier: signalNotifier{m.Signals},
 			// A bundle larger than the server accepts is refused at once rather than retried.
-			MaxValueSize: int(min(m.Conn.MaxPayload(), projections.MaxBundleSize)),
+			MaxValueSize: maxBundle,
 		})
 		if err != nil {
 			return err

@@ -402,6 +402,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, domain.ErrNotFound), errors.Is(err, domain.ErrMenuTypeNotFound),
 		errors.Is(err, domain.ErrMenuVersionNotFound), errors.Is(err, domain.ErrWebhookNotFound):
 		writeError(w, http.StatusNotFound, "Not found", []string{err.Error()})
+	case errors.Is(err, ErrTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "Content too large", []string{"body: " + err.Error()})
 	case errors.Is(err, ErrIdempotencyKeyReused):
 		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"Idempotency-Key: " + err.Error()})
 	case errors.Is(err, domain.ErrInvalidTransition), errors.Is(err, domain.ErrAPIDisabled), errors.Is(err, ErrConflict):

@@ -22,6 +22,10 @@ const maxAttempts = 5
 // ErrConflict means the command kept losing races with concurrent writers.
 var ErrConflict = errors.New("admin: concurrent modification, try again")
 
+// ErrTooLarge means a command would make the establishment's stored content larger than the
+// event log or the documents bucket accept.
+var ErrTooLarge = errors.New("too large to store")
+
 // ErrIdempotencyKeyReused means an idempotency key already applied to a request was sent again
 // with the same method and path but another body.
 var ErrIdempotencyKeyReused = errors.New("already used with a different body for this operation")
@@ -58,7 +62,13 @@ type Service struct {
 
 	mu      sync.Mutex
 	entries map[domain.Slug]*entry
+
+	check func(*domain.Establishment) error // nil: none
 }
+
+// CheckState makes every command check the state it leads to with check before appending its
+// events; an error refuses the command. Call it before the service is used.
+func (s *Service) CheckState(check func(*domain.Establishment) error) { s.check = check }
 
 type entry struct {
 	mu      sync.Mutex // serialises commands on one establishment inside this process
@@ -173,7 +183,22 @@ func (s *Service) Execute(ctx context.Context, slug domain.Slug, commandID strin
 		if err != nil {
 			return Result{}, err
 		}
+		applied := false
+		if s.check != nil {
+			// The cached state runs ahead of the log until the append succeeds.
+			en.loaded, applied = false, true
+			for _, ev := range evs {
+				en.est.Apply(ev)
+			}
+			if err := s.check(en.est); err != nil {
+				return Result{}, err
+			}
+		}
 		seq, err := s.log.Append(ctx, string(slug), en.version, commandID, envs)
+		if errors.Is(err, events.ErrRecordTooLarge) {
+			en.loaded = false
+			return Result{}, fmt.Errorf("%w: %w", ErrTooLarge, err)
+		}
 		switch {
 		case errors.Is(err, events.ErrDuplicate):
 			en.loaded = false // the log holds the first application; reload on next use
@@ -188,10 +213,12 @@ func (s *Service) Execute(ctx context.Context, slug domain.Slug, commandID strin
 			en.loaded = false
 			return Result{}, err
 		}
-		for _, ev := range evs {
-			en.est.Apply(ev)
+		if !applied {
+			for _, ev := range evs {
+				en.est.Apply(ev)
+			}
 		}
-		en.version = seq
+		en.loaded, en.version = true, seq
 		en.remember(commandID, seq, len(evs), envs[0].Time, s.now())
 		res.Version, res.Events = seq, len(evs)
 		return res, nil
