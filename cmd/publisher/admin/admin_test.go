@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +46,7 @@ type fixture struct {
 	service *Service
 	secrets *memSecrets
 	srv     *httptest.Server
+	today   atomic.Pointer[domain.LocalDate] // the service's local date, everywhere
 }
 
 func newFixture(tb testing.TB) *fixture {
@@ -55,8 +57,9 @@ func newFixture(tb testing.TB) *fixture {
 		tb.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	day := domain.LocalDate{Year: 2026, Month: 11, Day: 22}
-	svc := NewService(store, func(*time.Location) domain.LocalDate { return day }, logger)
+	f := &fixture{store: store}
+	f.today.Store(&domain.LocalDate{Year: 2026, Month: 11, Day: 22})
+	svc := NewService(store, func(*time.Location) domain.LocalDate { return *f.today.Load() }, logger)
 	secrets := &memSecrets{m: map[string]string{}}
 	api, err := NewAPI(Config{Service: svc, Token: testToken, Webhooks: secrets, Logger: logger})
 	if err != nil {
@@ -64,7 +67,8 @@ func newFixture(tb testing.TB) *fixture {
 	}
 	srv := httptest.NewServer(api.Handler())
 	tb.Cleanup(srv.Close)
-	return &fixture{store: store, service: svc, secrets: secrets, srv: srv}
+	f.service, f.secrets, f.srv = svc, secrets, srv
+	return f
 }
 
 func demoBody(tb testing.TB) []byte {
@@ -360,6 +364,31 @@ func TestIdempotencyKeyScope(t *testing.T) {
 	}
 	if got := f.records(t, "la-cave"); got != cave+1 {
 		t.Errorf("la-cave: got %d records, want %d", got, cave+1)
+	}
+}
+
+// A clock tick on a new day records one day-started event per establishment whose content
+// depends on the date, and a second tick that day records nothing.
+func TestTickStartsEachDayOnce(t *testing.T) {
+	f := newFixture(t)
+	f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demoBody(t)) // a daily menu
+	n := f.records(t, "chez-marcel")
+	f.today.Store(&domain.LocalDate{Year: 2026, Month: 11, Day: 23})
+	for range 2 {
+		if err := f.service.Tick(t.Context()); err != nil {
+			t.Fatalf("Tick: %v", err)
+		}
+	}
+	recs, err := f.store.History(t.Context(), "chez-marcel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != n+1 {
+		t.Fatalf("got %d records after two ticks, want %d", len(recs), n+1)
+	}
+	last := recs[len(recs)-1].Events
+	if len(last) != 1 || last[0].Type != (domain.DayStarted{}).EventType() || !strings.Contains(string(last[0].Payload), "2026-11-23") {
+		t.Errorf("tick record: got %+v, want one day-started event for 2026-11-23", last)
 	}
 }
 

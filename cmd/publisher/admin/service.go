@@ -170,7 +170,7 @@ func (s *Service) Execute(ctx context.Context, slug domain.Slug, commandID strin
 			return res, nil
 		}
 		res.Created = !en.est.Created
-		if today := s.clock(en.est.Location()); en.est.Created && en.est.Today != today {
+		if today := s.clock(en.est.Location()); en.est.Created && en.est.Today != today && !startsDay(evs) {
 			// The calendar moved since the last event: record it first, so that the events of this
 			// command render against today.
 			if day, _ := en.est.StartDay(today); len(day) > 0 {
@@ -223,6 +223,14 @@ func (s *Service) Execute(ctx context.Context, slug domain.Slug, commandID strin
 		res.Version, res.Events = seq, len(evs)
 		return res, nil
 	}
+}
+
+// startsDay reports whether evs hold a day-started event: the command moves the calendar itself.
+func startsDay(evs []domain.Event) bool {
+	return slices.ContainsFunc(evs, func(ev domain.Event) bool {
+		_, ok := ev.(domain.DayStarted)
+		return ok
+	})
 }
 
 // locationOf returns the time zone an establishment is created with.
