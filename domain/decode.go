@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"unicode/utf8"
 	"strconv"
 	"strings"
 )
@@ -21,6 +22,10 @@ func DecodeStrict(r io.Reader, v any) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("read body: %w", err)
+	}
+	// encoding/json would replace each invalid byte with U+FFFD and store text nobody sent.
+	if !utf8.Valid(data) {
+		return &FieldError{Field: "body", Reason: "not valid UTF-8"}
 	}
 	// encoding/json names a nested value without its array indices and an unknown field by its
 	// key alone, and stops at the first problem: the shape is checked first, with full paths.

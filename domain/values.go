@@ -322,7 +322,7 @@ func ValidateURL(s string) error {
 		return fmt.Errorf("url longer than %d bytes", maxURLLength)
 	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
 		return fmt.Errorf("invalid url %q: want an absolute http or https url", s)
 	}
 	if strings.ContainsAny(s, " \t\r\n") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -46,6 +47,12 @@ func TestWebhookEndToEnd(t *testing.T) {
 	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
 	if r := m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/webhooks", []byte(`{"url": "http://example.com/hook"}`)); r.status != 422 {
 		t.Errorf("http:// receiver: got %d %s, want 422", r.status, r.body)
+	}
+	if r := m.admin(t, http.MethodGet, "/admin/v1/establishments/chez-marcel/webhooks", nil); r.status != 200 || !bytes.Contains(r.body, []byte(`"endpoints":[]`)) {
+		t.Errorf("endpoints of an establishment without any: got %d %s, want 200 and an empty list", r.status, r.body)
+	}
+	if r := m.admin(t, http.MethodGet, "/admin/v1/establishments/nowhere/webhooks", nil); r.status != 404 {
+		t.Errorf("endpoints of an unknown establishment: got %d %s, want 404", r.status, r.body)
 	}
 	reg := m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/webhooks", []byte(`{"url": "`+receiver.URL+`/hook"}`))
 	if reg.status != 201 {

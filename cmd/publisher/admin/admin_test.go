@@ -215,6 +215,8 @@ func TestPutEstablishmentRejectsBadInput(t *testing.T) {
 		{name: "trailing data", body: append(append([]byte{}, base...), []byte(` {}`)...), status: 400, field: "body"},
 		{name: "array instead of object", body: []byte(`[]`), status: 400, field: "body"},
 		{name: "oversized body", body: bytes.Repeat([]byte(" "), MaxBodyBytes+1), status: 413, field: "body"},
+		{name: "invalid UTF-8", body: bytes.Replace(base, []byte("Chez Marcel"), []byte("Chez \xff\xfe"), 1), status: 400, field: "UTF-8"},
+		{name: "url with a port and no host", body: mutate(t, base, func(m map[string]any) { m["website_url"] = "https://:443/a" }), status: 422, field: "website_url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,6 +239,15 @@ func TestPutEstablishmentRejectsBadInput(t *testing.T) {
 	}
 	if n := len(tests); n < 30 {
 		t.Errorf("only %d bad inputs, want at least 30", n)
+	}
+
+	// Every unknown field has a details entry of its own.
+	r := f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", mutate(t, base, func(m map[string]any) {
+		m["colour"] = "red"
+		at(m, "contact")["fax"] = "x"
+	}))
+	if details, _ := r.body["details"].([]any); r.status != 400 || len(details) != 2 {
+		t.Errorf("two unknown fields: got %d %s, want 400 with two details", r.status, r.raw)
 	}
 }
 
@@ -504,7 +515,7 @@ func TestCommands(t *testing.T) {
 
 func TestAdminNeedsToken(t *testing.T) {
 	f := newFixture(t)
-	for _, auth := range []string{"", "Bearer wrong-token-000000000", testToken} {
+	for _, auth := range []string{"", "Bearer wrong-token-000000000", testToken, "Basic " + testToken, "Bearer ", "Bearer " + testToken + "x"} {
 		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/admin/v1/establishments", nil)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
@@ -517,6 +528,19 @@ func TestAdminNeedsToken(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 401 || string(body) != "{\"error\":\"Unauthorized\"}\n" {
 			t.Errorf("Authorization %q: got %d %s, want 401 Unauthorized", auth, resp.StatusCode, body)
+		}
+	}
+	// The scheme name is case-insensitive.
+	for _, auth := range []string{"bearer " + testToken, "BEARER  " + testToken} {
+		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/admin/v1/establishments", nil)
+		req.Header.Set("Authorization", auth)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("Authorization %q: got %d, want 200", auth, resp.StatusCode)
 		}
 	}
 }

@@ -119,11 +119,13 @@ func (a *API) Handler() http.Handler {
 	return a.authenticate(idempotency(r))
 }
 
-// authenticate refuses every request without the bearer token.
+// authenticate refuses every request without the bearer token. The scheme name is
+// case-insensitive (RFC 9110, section 11.1); the token is compared in constant time.
 func (a *API) authenticate(next http.Handler) http.Handler {
-	want := []byte("Bearer " + a.cfg.Token)
+	want := []byte(a.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimLeft(token, " ")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
 			writeError(w, http.StatusUnauthorized, "Unauthorized", nil)
 			return
@@ -431,7 +433,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 			writeError(w, http.StatusRequestEntityTooLarge, "Request body too large", []string{fmt.Sprintf("body: at most %d bytes", MaxBodyBytes)})
 			return false
 		}
-		writeError(w, http.StatusBadRequest, "Bad request", []string{err.Error()})
+		var details []string
+		for _, fe := range domain.FieldErrors(err) {
+			details = append(details, fe.Error())
+		}
+		if details == nil {
+			details = []string{err.Error()}
+		}
+		writeError(w, http.StatusBadRequest, "Bad request", details)
 		return false
 	}
 	return true

@@ -21,6 +21,13 @@ func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request, ps httprouter
 		a.fail(w, r, err)
 		return
 	}
+	if len(eps) == 0 {
+		// No endpoint: an establishment without any, or none at all (404).
+		if _, err := a.cfg.Service.Get(r.Context(), slug); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"endpoints": eps})
 }
 
