@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"unicode/utf8"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // DecodeStrict reads exactly one JSON value from r into v, rejecting unknown fields, duplicate
