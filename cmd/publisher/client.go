@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,7 +111,7 @@ func (c *client) importFile(ctx context.Context, name string, stdout io.Writer) 
 	if head.Slug == "" {
 		return fmt.Errorf("slug: required")
 	}
-	out, err := c.do(ctx, http.MethodPut, "/admin/v1/establishments/"+head.Slug, body)
+	out, err := c.do(ctx, http.MethodPut, "/admin/v1/establishments/"+neturl.PathEscape(head.Slug), body)
 	if err != nil {
 		return err
 	}
@@ -167,7 +168,9 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if err != nil {
 		return err
 	}
-	est := func(slug string) string { return "/admin/v1/establishments/" + slug }
+	// Arguments go into the path escaped, so each stays one path segment whatever it holds.
+	seg := neturl.PathEscape
+	est := func(slug string) string { return "/admin/v1/establishments/" + seg(slug) }
 	var method, path string
 	var body []byte
 	switch a[0] {
@@ -202,11 +205,11 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 			if err := json.Unmarshal(body, &head); err != nil || head.ID == "" {
 				return fmt.Errorf("%s: want a JSON menu version with an id", a[3])
 			}
-			method, path = http.MethodPut, est(a[1])+"/menu-types/"+a[2]+"/versions/"+head.ID
+			method, path = http.MethodPut, est(a[1])+"/menu-types/"+seg(a[2])+"/versions/"+seg(head.ID)
 		}
 	case "withdraw-version":
 		if err = want(3); err == nil {
-			method, path = http.MethodDelete, est(a[1])+"/menu-types/"+a[2]+"/versions/"+a[3]
+			method, path = http.MethodDelete, est(a[1])+"/menu-types/"+seg(a[2])+"/versions/"+seg(a[3])
 		}
 	case "add-webhook":
 		if err = want(2); err == nil {
@@ -215,7 +218,7 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		}
 	case "remove-webhook":
 		if err = want(2); err == nil {
-			method, path = http.MethodDelete, est(a[1])+"/webhooks/"+a[2]
+			method, path = http.MethodDelete, est(a[1])+"/webhooks/"+seg(a[2])
 		}
 	case "webhooks":
 		if err = want(1); err == nil {
@@ -223,21 +226,21 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		}
 	case "deliveries", "ping", "enable-webhook":
 		if err = want(2); err == nil {
-			method, path = http.MethodPost, est(a[1])+"/webhooks/"+a[2]+map[string]string{"deliveries": "/deliveries", "ping": "/ping", "enable-webhook": "/enable"}[a[0]]
+			method, path = http.MethodPost, est(a[1])+"/webhooks/"+seg(a[2])+map[string]string{"deliveries": "/deliveries", "ping": "/ping", "enable-webhook": "/enable"}[a[0]]
 			if a[0] == "deliveries" {
 				method = http.MethodGet
 			}
 		}
 	case "redeliver":
 		if err = want(1); err == nil {
-			method, path = http.MethodPost, "/admin/v1/deliveries/"+a[1]+"/redeliver"
+			method, path = http.MethodPost, "/admin/v1/deliveries/"+seg(a[1])+"/redeliver"
 		}
 	case "rotate-secret":
 		if len(a) == 4 {
 			b, _ := json.Marshal(map[string]string{"grace": a[3]})
-			method, path, body = http.MethodPost, est(a[1])+"/webhooks/"+a[2]+"/rotate-secret", b
+			method, path, body = http.MethodPost, est(a[1])+"/webhooks/"+seg(a[2])+"/rotate-secret", b
 		} else if err = want(2); err == nil {
-			method, path = http.MethodPost, est(a[1])+"/webhooks/"+a[2]+"/rotate-secret"
+			method, path = http.MethodPost, est(a[1])+"/webhooks/"+seg(a[2])+"/rotate-secret"
 		}
 	default:
 		fs.Usage()
