@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -201,9 +200,9 @@ func (s Snapshot) validateIdentity(fe *fieldErrors) Identity {
 		MenuURL:        optURL("menu_url", s.MenuURL, fe),
 		LogoURL:        optURL("logo_url", s.LogoURL, fe),
 	}
-	if strings.TrimSpace(s.Name) == "" {
+	if blank(s.Name) {
 		fe.add("name", "required")
-	} else if err := validateText(s.Name, maxName); err != nil {
+	} else if err := validateLine(s.Name, maxName); err != nil {
 		fe.add("name", "%v", err)
 	}
 	bt, err := ParseBusinessType(s.BusinessType)
@@ -342,9 +341,9 @@ func (m MenuTypeInput) validateAttrs(p string, position int, fe *fieldErrors) Me
 	if a.Slug, err = ParseSlug(m.Slug); err != nil {
 		fe.add(p+".slug", "%v", err)
 	}
-	if strings.TrimSpace(m.Name) == "" {
+	if blank(m.Name) {
 		fe.add(p+".name", "required")
-	} else if err := validateText(m.Name, maxName); err != nil {
+	} else if err := validateLine(m.Name, maxName); err != nil {
 		fe.add(p+".name", "%v", err)
 	}
 	if a.Kind, err = ParseMenuKind(m.Kind); err != nil {
@@ -485,17 +484,23 @@ func (it ItemInput) validate(p string, fe *fieldErrors) Item {
 	return item
 }
 
+// validate checks a translatable text; names (max no more than maxName) hold one line. A blank
+// English text is no translation: readers get the French one.
 func (t TextInput) validate(p string, max int, fe *fieldErrors) Text {
+	check := validateText
+	if max <= maxName {
+		check = validateLine
+	}
 	var out Text
-	if t.FR == nil || strings.TrimSpace(*t.FR) == "" {
+	if t.FR == nil || blank(*t.FR) {
 		fe.add(p+".fr", "required")
-	} else if err := validateText(*t.FR, max); err != nil {
+	} else if err := check(*t.FR, max); err != nil {
 		fe.add(p+".fr", "%v", err)
 	} else {
 		out.FR = *t.FR
 	}
-	if t.EN != nil {
-		if err := validateText(*t.EN, max); err != nil {
+	if t.EN != nil && !blank(*t.EN) {
+		if err := check(*t.EN, max); err != nil {
 			fe.add(p+".en", "%v", err)
 		} else {
 			out.EN = *t.EN

@@ -531,6 +531,14 @@ func badInputCases() []struct {
 		{name: "name empty", mut: set("name", ""), want: []string{"name"}},
 		{name: "name 201 characters", mut: set("name", strings.Repeat("é", 201)), want: []string{"name"}},
 		{name: "control character in name", mut: set("name", "Le Petit\x07Zinc"), want: []string{"name"}},
+		{name: "C1 control character in name", mut: set("name", "Le Petit\u0085Zinc"), want: []string{"name"}},
+		{name: "right-to-left override in name", mut: set("name", "Le Petit \u202ecniZ"), want: []string{"name"}},
+		{name: "line break in name", mut: set("name", "Le Petit\nZinc"), want: []string{"name"}},
+		{name: "name of invisible characters", mut: set("name", "\ufeff\u200b "), want: []string{"name"}},
+		{name: "line break in item name", mut: set(item0+".name.en", "Cold\ncuts"), want: []string{item0 + ".name.en"}},
+		{name: "item name fr of zero-width spaces", mut: set(item0+".name.fr", "\u200b\u200b"), want: []string{item0 + ".name.fr"}},
+		{name: "bidi isolate in description", mut: set("description", "Bistrot \u2066x\u2069"), want: []string{"description"}},
+		{name: "url with a port and no host", mut: set("website_url", "https://:443/zinc"), want: []string{"website_url"}},
 		{name: "invalid JSON", raw: `{"slug": "le-petit-zinc",}`, want: []string{"body"}},
 		{name: "truncated JSON", raw: `{"slug": "le-petit-zinc", "name": "Le`, want: []string{"body"}},
 		{name: "empty body", raw: ``, want: []string{"body"}},
@@ -684,5 +692,18 @@ func TestFieldErrors(t *testing.T) {
 	}
 	if got, want := a.Error(), "a: bad"; got != want {
 		t.Errorf("Error(): got %q, want %q", got, want)
+	}
+}
+
+// An English text of white space or invisible characters is no translation: readers get the
+// French text, as for a missing one.
+func TestBlankTranslationIsNoTranslation(t *testing.T) {
+	t.Parallel()
+	const item0 = "menu_types[0].versions[0].sections[0].items[0]"
+	body := mutate(t, readFile(t, basePath), set(item0+".name.en", "  \u200b"))
+	e := imported(t, baseSlug, body)
+	name := e.MenuTypes[0].Versions[0].Sections[0].Items[0].Name
+	if name.EN != "" || name.In(domain.LocaleEN) != name.FR {
+		t.Errorf("item name: got %+v, want no English text and the French one in English", name)
 	}
 }

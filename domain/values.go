@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -363,7 +364,8 @@ func ValidateEmail(s string) error {
 }
 
 // validateText checks a free text value: valid UTF-8, no control characters other than line
-// breaks and tabs, and at most max runes.
+// breaks and tabs (C1 controls included), no explicit bidirectional formatting characters (which
+// can make text display other than it reads), and at most max runes.
 func validateText(s string, max int) error {
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("not valid UTF-8")
@@ -372,9 +374,29 @@ func validateText(s string, max int) error {
 		return fmt.Errorf("longer than %d characters", max)
 	}
 	for _, r := range s {
-		if r < 0x20 && r != '\n' && r != '\t' && r != '\r' || r == 0x7f {
+		switch {
+		case r < 0x20 && r != '\n' && r != '\t' && r != '\r', r >= 0x7f && r <= 0x9f:
 			return fmt.Errorf("contains a control character")
+		case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			return fmt.Errorf("contains a bidirectional formatting character (U+%04X)", r)
 		}
 	}
 	return nil
+}
+
+// validateLine checks a one-line text, such as a name: validateText, and no line break or tab.
+func validateLine(s string, max int) error {
+	if err := validateText(s, max); err != nil {
+		return err
+	}
+	if strings.ContainsAny(s, "\n\r\t") {
+		return fmt.Errorf("contains a line break or a tab")
+	}
+	return nil
+}
+
+// blank reports whether s shows nothing: only white space and invisible formatting characters
+// such as a zero-width space or a byte order mark.
+func blank(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) })
 }
