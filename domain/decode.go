@@ -30,6 +30,11 @@ func DecodeStrict(r io.Reader, v any) error {
 	// encoding/json names a nested value without its array indices and an unknown field by its
 	// key alone, and stops at the first problem: the shape is checked first, with full paths.
 	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer {
+		// encoding/json reads null into a struct as "nothing to set": a request of null would
+		// pass as an empty object.
+		if t.Elem().Kind() == reflect.Struct && bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+			return &FieldError{Field: "body", Reason: "want a JSON object, got null"}
+		}
 		if err := checkShape(data, t.Elem()); err != nil {
 			return err
 		}

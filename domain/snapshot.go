@@ -253,8 +253,10 @@ func validateHours(summary *string, in []OpeningRangeInput, fe *fieldErrors) Hou
 		if or.OpenDay, err = ParseWeekday(r.OpenDay); err != nil {
 			fe.add(p+".open_day", "%v", err)
 		}
+		openOK := true
 		if or.OpenTime, err = ParseClockTime(r.OpenTime); err != nil {
 			fe.add(p+".open_time", "%v", err)
+			openOK = false
 		}
 		if r.CloseDay != nil {
 			d, err := ParseWeekday(*r.CloseDay)
@@ -264,9 +266,38 @@ func validateHours(summary *string, in []OpeningRangeInput, fe *fieldErrors) Hou
 			or.CloseDay = &d
 		}
 		or.CloseTime = optClock(p+".close_time", r.CloseTime, fe)
+		if openOK && or.OpenDay != 0 && or.CloseDay != nil && *or.CloseDay != 0 {
+			checkRangeEnd(p, or, r.CloseTime != nil, fe)
+		}
 		h.Ranges = append(h.Ranges, or)
 	}
 	return h
+}
+
+// checkRangeEnd checks where a range with a closing day ends: a close_time is then required,
+// and the range ends later the same day, or the next day no later than it opened (it lasts at
+// most a day).
+func checkRangeEnd(p string, r OpeningRange, hasCloseTime bool, fe *fieldErrors) {
+	if !hasCloseTime {
+		fe.add(p+".close_time", "required with close_day")
+		return
+	}
+	if r.CloseTime == nil {
+		return // invalid, reported
+	}
+	next := r.OpenDay%7 + 1
+	switch open, end := r.OpenTime.Minutes(), r.CloseTime.Minutes(); *r.CloseDay {
+	case r.OpenDay:
+		if end <= open {
+			fe.add(p+".close_time", "%s is not after open_time %s on the same day", r.CloseTime, r.OpenTime)
+		}
+	case next:
+		if end > open {
+			fe.add(p+".close_time", "%s on the next day: the range would last more than a day", r.CloseTime)
+		}
+	default:
+		fe.add(p+".close_day", "%s: want the opening day or the next one", *r.CloseDay)
+	}
 }
 
 func validateSpecialHours(in []SpecialHoursInput, fe *fieldErrors) []SpecialHours {
@@ -288,9 +319,12 @@ func validateSpecialHours(in []SpecialHoursInput, fe *fieldErrors) []SpecialHour
 		}
 		sh.OpenTime = optClock(p+".open_time", s.OpenTime, fe)
 		sh.CloseTime = optClock(p+".close_time", s.CloseTime, fe)
-		if s.Closed == nil {
+		switch {
+		case s.Closed == nil:
 			fe.add(p+".closed", "required")
-		} else {
+		case !*s.Closed && s.OpenTime == nil && s.CloseTime == nil:
+			fe.add(p+".open_time", "an exception that is not a closure needs open_time or close_time")
+		default:
 			sh.Closed = *s.Closed
 		}
 		out = append(out, sh)

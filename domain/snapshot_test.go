@@ -539,6 +539,11 @@ func badInputCases() []struct {
 		{name: "item name fr of zero-width spaces", mut: set(item0+".name.fr", "\u200b\u200b"), want: []string{item0 + ".name.fr"}},
 		{name: "bidi isolate in description", mut: set("description", "Bistrot \u2066x\u2069"), want: []string{"description"}},
 		{name: "url with a port and no host", mut: set("website_url", "https://:443/zinc"), want: []string{"website_url"}},
+		{name: "close_day without close_time", mut: set("business_hours[0].close_time", nil), want: []string{"business_hours[0].close_time"}},
+		{name: "range closing before it opens", mut: set("business_hours[0].close_day", "mardi"), want: []string{"business_hours[0].close_time"}},
+		{name: "range over more than a day", mut: set("business_hours[0].close_time", "19:00"), want: []string{"business_hours[0].close_time"}},
+		{name: "range closing two days later", mut: set("business_hours[0].close_day", "jeudi"), want: []string{"business_hours[0].close_day"}},
+		{name: "open exception without times", mut: set("special_hours[0].closed", false), want: []string{"special_hours[0].open_time"}},
 		{name: "invalid JSON", raw: `{"slug": "le-petit-zinc",}`, want: []string{"body"}},
 		{name: "truncated JSON", raw: `{"slug": "le-petit-zinc", "name": "Le`, want: []string{"body"}},
 		{name: "empty body", raw: ``, want: []string{"body"}},
@@ -641,6 +646,9 @@ func TestDecodeStrict(t *testing.T) {
 		{"duplicate field", `{"note":"a","NOTE":"b"}`, []string{"NOTE"}},
 		{"several", `{"enabled":1,"days":{},"x":{"y":[1,2,{}]},"note":[]}`, []string{"days", "enabled", "note", "x"}},
 		{"nesting too deep", `{"any":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, []string{"body"}},
+		{"null body", `null`, []string{"body"}},
+		{"null body in white space", " null\n", []string{"body"}},
+		{"invalid UTF-8", "{\"note\":\"\xff\"}", []string{"body"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -705,5 +713,21 @@ func TestBlankTranslationIsNoTranslation(t *testing.T) {
 	name := e.MenuTypes[0].Versions[0].Sections[0].Items[0].Name
 	if name.EN != "" || name.In(domain.LocaleEN) != name.FR {
 		t.Errorf("item name: got %+v, want no English text and the French one in English", name)
+	}
+}
+
+// Ranges that end the same day or, overnight, the next one (Sunday's next day being Monday).
+func TestOpeningRangeEnds(t *testing.T) {
+	t.Parallel()
+	for _, r := range []map[string]any{
+		{"open_day": "dimanche", "open_time": "19:00", "close_day": "lundi", "close_time": "00:30"},
+		{"open_day": "lundi", "open_time": "12:00", "close_day": "lundi", "close_time": "14:30"},
+		{"open_day": "lundi", "open_time": "00:00", "close_day": "mardi", "close_time": "00:00"},
+		{"open_day": "lundi", "open_time": "12:00", "close_day": nil, "close_time": "14:30"},
+	} {
+		body := mutate(t, readFile(t, basePath), set("business_hours", []any{r}))
+		if _, err := importBody(t, domain.New(baseSlug), body, testKey(1)); err != nil {
+			t.Errorf("range %v: %v", r, err)
+		}
 	}
 }
