@@ -6,8 +6,41 @@ import (
 	"strings"
 )
 
-// ifNoneMatchHeader is the canonical form of If-None-Match.
-const ifNoneMatchHeader = "If-None-Match"
+// Canonical forms of the conditional request fields.
+const (
+	ifNoneMatchHeader = "If-None-Match"
+	ifMatchHeader     = "If-Match"
+)
+
+// matchesIfMatch reports whether the If-Match field values match the document, whose tags are
+// etag and, when it has a gzip coding, gzipETag: "*" matches, and so does a strong tag equal to
+// either (both name the same content). A weak tag never matches: If-Match compares strongly.
+func matchesIfMatch(values []string, etag, gzipETag string) bool {
+	for _, list := range values {
+		for {
+			list = textproto.TrimString(list)
+			if list == "" {
+				break
+			}
+			if list[0] == ',' {
+				list = list[1:]
+				continue
+			}
+			if list[0] == '*' {
+				return true
+			}
+			tag, rest := scanETag(list)
+			if tag == "" {
+				break
+			}
+			if tag == etag || gzipETag != "" && tag == gzipETag {
+				return true
+			}
+			list = rest
+		}
+	}
+	return false
+}
 
 // notModified reports whether the If-None-Match header of r matches etag, so that the answer is a
 // 304. It follows RFC 9110, section 13.1.2: "*" matches any current representation, and a list

@@ -29,6 +29,7 @@ const (
 	rateLimited
 	internalError
 	notReady
+	preconditionFailed
 )
 
 // fixedAnswer is a status with a constant JSON body: the answer of a failure, or of a probe.
@@ -45,12 +46,13 @@ func newFixedAnswer(status int, body string) fixedAnswer {
 // errorAnswers maps each failure to its answer. The texts are those of the specification and are
 // tested byte for byte.
 var errorAnswers = [...]fixedAnswer{
-	notFound:         newFixedAnswer(http.StatusNotFound, `{"error":"Not found"}`),
-	unauthorized:     newFixedAnswer(http.StatusUnauthorized, `{"error":"Unauthorized"}`),
-	methodNotAllowed: newFixedAnswer(http.StatusMethodNotAllowed, `{"error":"Method not allowed"}`),
-	rateLimited:      newFixedAnswer(http.StatusTooManyRequests, `{"error":"Rate limit exceeded"}`),
-	internalError:    newFixedAnswer(http.StatusInternalServerError, `{"error":"Internal server error"}`),
-	notReady:         newFixedAnswer(http.StatusServiceUnavailable, `{"error":"Not ready"}`),
+	notFound:           newFixedAnswer(http.StatusNotFound, `{"error":"Not found"}`),
+	unauthorized:       newFixedAnswer(http.StatusUnauthorized, `{"error":"Unauthorized"}`),
+	methodNotAllowed:   newFixedAnswer(http.StatusMethodNotAllowed, `{"error":"Method not allowed"}`),
+	rateLimited:        newFixedAnswer(http.StatusTooManyRequests, `{"error":"Rate limit exceeded"}`),
+	internalError:      newFixedAnswer(http.StatusInternalServerError, `{"error":"Internal server error"}`),
+	notReady:           newFixedAnswer(http.StatusServiceUnavailable, `{"error":"Not ready"}`),
+	preconditionFailed: newFixedAnswer(http.StatusPreconditionFailed, `{"error":"Precondition failed"}`),
 }
 
 // writeError answers r with the failure f. Error answers are not to be stored by any cache: a 404
@@ -72,14 +74,19 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, a *fixedAnswer) {
 }
 
 // serveDocument answers r, an authorized request for e, with the stored document d: its bytes as
-// they are, its ETag and revision, and a 304 when If-None-Match matches. A 304 does not count
-// against the key: a client that revalidates spends only its per-IP quota. Any other answer is
-// counted and may be a 429.
+// they are, its ETag and revision, a 412 when If-Match names none of its tags (RFC 9110, section
+// 13.1.1), and a 304 when If-None-Match matches. Neither counts against the key: a client that
+// revalidates spends only its per-IP quota. Any other answer is counted and may be a 429.
 //
 // Cache-Control "private, no-cache" keeps the document out of shared caches (the request carried
 // a key) and makes a private cache revalidate it on each use.
 func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request, e *entry, a admission, d *document) {
 	gz := d.gzip != nil && acceptsGzip(r)
+	if ifMatch := r.Header[ifMatchHeader]; ifMatch != nil && !matchesIfMatch(ifMatch, d.etag, d.gzipETag) {
+		s.chargeKey(w, r, e, a, false)
+		writeError(w, r, preconditionFailed)
+		return
+	}
 	if notModified(r, d.etag) || d.gzip != nil && notModified(r, d.gzipETag) {
 		s.chargeKey(w, r, e, a, false)
 		setDocumentHeaders(w.Header(), e, d, gz)

@@ -230,6 +230,22 @@ func TestHandler(t *testing.T) {
 		{name: "etag matches but unknown menu type", target: alEst + "/menus/brunch", header: http.Header{"X-Api-Key": {keyAlice}, "If-None-Match": {"*"}},
 			want: errAnswer(404, bodyNotFound)},
 
+		// If-Match: a 412 when it names none of the document's tags, evaluated before If-None-Match.
+		{name: "if-match matches", target: alEst, header: http.Header{"X-Api-Key": {keyAlice}, "If-Match": {etag(alice, "establishment")}},
+			want: ok(body(alice, "establishment"))},
+		{name: "if-match star", target: alEst + "/hours", header: http.Header{"X-Api-Key": {keyAlice}, "If-Match": {"*"}},
+			want: ok(body(alice, "hours"))},
+		{name: "if-match in a list", target: alEst + "/hours", header: http.Header{"X-Api-Key": {keyAlice}, "If-Match": {`"zzz", ` + etag(alice, "hours")}},
+			want: ok(body(alice, "hours"))},
+		{name: "if-match stale", target: alEst, header: http.Header{"X-Api-Key": {keyAlice}, "If-Match": {`"stale"`}},
+			want: answer{status: 412, body: `{"error":"Precondition failed"}`, header: map[string]string{"Cache-Control": "no-store", "Etag": ""}}},
+		{name: "if-match weak never matches", target: alEst, header: http.Header{"X-Api-Key": {keyAlice}, "If-Match": {"W/" + etag(alice, "establishment")}},
+			want: errAnswer(412, `{"error":"Precondition failed"}`)},
+		{name: "if-match before if-none-match", target: alEst, header: http.Header{"X-Api-Key": {keyAlice}, "If-Match": {`"stale"`}, "If-None-Match": {"*"}},
+			want: errAnswer(412, `{"error":"Precondition failed"}`)},
+		{name: "if-match but wrong key", target: alEst, header: http.Header{"X-Api-Key": {"nope"}, "If-Match": {`"stale"`}},
+			want: errAnswer(401, bodyUnauthorized)},
+
 		// HEAD.
 		{name: "head establishment", method: http.MethodHead, target: alEst, header: withKey(keyAlice),
 			want: answer{status: 200, body: body(alice, "establishment"), header: map[string]string{"Etag": etag(alice, "establishment")}}},
@@ -296,14 +312,15 @@ func TestHandler(t *testing.T) {
 func TestErrorBodies(t *testing.T) {
 	t.Parallel()
 	want := map[failure]string{
-		notFound:         `{"error":"Not found"}`,
-		unauthorized:     `{"error":"Unauthorized"}`,
-		methodNotAllowed: `{"error":"Method not allowed"}`,
-		rateLimited:      `{"error":"Rate limit exceeded"}`,
-		internalError:    `{"error":"Internal server error"}`,
-		notReady:         `{"error":"Not ready"}`,
+		notFound:           `{"error":"Not found"}`,
+		unauthorized:       `{"error":"Unauthorized"}`,
+		methodNotAllowed:   `{"error":"Method not allowed"}`,
+		rateLimited:        `{"error":"Rate limit exceeded"}`,
+		internalError:      `{"error":"Internal server error"}`,
+		notReady:           `{"error":"Not ready"}`,
+		preconditionFailed: `{"error":"Precondition failed"}`,
 	}
-	wantStatus := map[failure]int{notFound: 404, unauthorized: 401, methodNotAllowed: 405, rateLimited: 429, internalError: 500, notReady: 503}
+	wantStatus := map[failure]int{notFound: 404, unauthorized: 401, methodNotAllowed: 405, rateLimited: 429, internalError: 500, notReady: 503, preconditionFailed: 412}
 	if got, want := len(errorAnswers), len(want); got != want {
 		t.Fatalf("error answers: got %d, want %d", got, want)
 	}
