@@ -11,8 +11,8 @@
 //
 //   - The durable consumer "webhook" on events.SignalStreamName.
 //   - The stream StreamName ("WEBHOOK", a work queue): the open window of each establishment,
-//     a scheduled message on "webhook.window.<slug>", and closed windows, fired by the schedule
-//     on "webhook.due.<slug>".
+//     a scheduled message on "webhook.window.<slug>"; the signals it gathers, one message each on
+//     "webhook.pending.<slug>"; and closed windows, fired by the schedule on "webhook.due.<slug>".
 //   - The stream QueueStreamName ("WEBHOOK_QUEUE"): deliveries to attempt, one subject per
 //     endpoint, "webhook.task.<slug>.<endpoint>", keeping one message per subject; and manual
 //     redeliveries on "webhook.manual.<slug>.<endpoint>.<delivery>".
@@ -24,15 +24,16 @@
 //
 // # How a change travels
 //
-//  1. A signal arrives. The dispatcher merges it into the establishment's open window, a
-//     scheduled message whose body is the merged state (newest revision, union of resources):
-//     the first change of a window publishes it to fire at now+Window, later ones replace it with
-//     a compare-and-set on the subject's last sequence and keep its firing time.
+//  1. A signal arrives. The dispatcher appends it to the establishment's pending signals and
+//     opens a window unless one is open: a scheduled message created only when the window subject
+//     is empty (expected last sequence 0), firing at now+Window.
 //  2. At the window's end, JetStream fires the schedule as a message on the due subject, purging
-//     the schedule in the same step; the next change opens a new window.
-//  3. The closed window is fanned out: one delivery per enabled endpoint, queued on the
-//     endpoint's subject with a message id derived from the window message, so that handling a
-//     window twice queues nothing twice.
+//     the schedule in the same step; a signal that comes after it opens the next window.
+//  3. The closed window reads the pending signals (newest revision, union of resources) and is
+//     fanned out: one delivery per enabled endpoint, queued on the endpoint's subject with a
+//     message id derived from the window message and the last signal read, so that handling a
+//     window twice queues nothing twice. Only then are the signals read purged; signals that came
+//     meanwhile stay for the next window, which is opened if none is.
 //  4. A dispatcher takes the delivery, makes one attempt and records it. On a 2xx the delivery
 //     is acknowledged. On a failure it is negatively acknowledged with the backoff as delay:
 //     JetStream, not memory, holds the retry. After MaxAttempts, or on 410 Gone, it is
@@ -110,8 +111,10 @@
 // # Why these mechanisms
 //
 // The window is a JetStream scheduled message rather than a timer in memory: it survives any
-// restart without a recovery scan, fires once even with several dispatchers, and holds its own
-// merged state, so a merge is a single compare-and-set. Retries are negative acknowledgements
+// restart without a recovery scan and fires once even with several dispatchers. Its signals are
+// messages of their own, appended and never rewritten: a merged state kept in the schedule's body
+// and replaced at each change could be replaced between the server copying it into the due
+// message and purging the schedule, which would lose that change. Retries are negative acknowledgements
 // with a delay for the same reasons. The queue keeps one message per endpoint, which makes
 // superseding a property of the stream: publishing the newer delivery drops the older one, even
 // from the consumer's pending retries. Watermill is not used: its retry middleware retries in
