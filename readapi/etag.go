@@ -17,26 +17,8 @@ const (
 // either (both name the same content). A weak tag never matches: If-Match compares strongly.
 func matchesIfMatch(values []string, etag, gzipETag string) bool {
 	for _, list := range values {
-		for {
-			list = textproto.TrimString(list)
-			if list == "" {
-				break
-			}
-			if list[0] == ',' {
-				list = list[1:]
-				continue
-			}
-			if list[0] == '*' {
-				return true
-			}
-			tag, rest := scanETag(list)
-			if tag == "" {
-				break
-			}
-			if tag == etag || gzipETag != "" && tag == gzipETag {
-				return true
-			}
-			list = rest
+		if anyETag(list, func(tag string) bool { return tag == etag || gzipETag != "" && tag == gzipETag }) {
+			return true
 		}
 	}
 	return false
@@ -58,6 +40,12 @@ func notModified(r *http.Request, etag string) bool {
 
 // matchesETag reports whether the If-None-Match field value list matches etag.
 func matchesETag(list, etag string) bool {
+	return anyETag(list, func(tag string) bool { return strings.TrimPrefix(tag, "W/") == etag })
+}
+
+// anyETag reports whether the field value list is "*" or holds an entity tag for which match
+// reports true. Parsing stops at the first malformed element, as net/http does.
+func anyETag(list string, match func(tag string) bool) bool {
 	for {
 		list = textproto.TrimString(list)
 		if list == "" {
@@ -74,7 +62,7 @@ func matchesETag(list, etag string) bool {
 		if tag == "" {
 			return false
 		}
-		if strings.TrimPrefix(tag, "W/") == etag {
+		if match(tag) {
 			return true
 		}
 		list = rest
