@@ -337,8 +337,8 @@ func fieldPath(path string) string {
 	return path
 }
 
-// lookup finds the member key of struct t as encoding/json does: the exact name first, then a
-// case-insensitive match.
+// lookup finds the member key of struct t by its exact name. encoding/json would also take a
+// case-insensitive match ("Name" for "name"); a strict format names each field one way only.
 func (w *shapeWalker) lookup(t reflect.Type, key string) (shapeField, bool) {
 	fields, ok := w.fields[t]
 	if !ok {
@@ -347,11 +347,6 @@ func (w *shapeWalker) lookup(t reflect.Type, key string) (shapeField, bool) {
 	}
 	for _, f := range fields {
 		if f.name == key {
-			return f, true
-		}
-	}
-	for _, f := range fields {
-		if strings.EqualFold(f.name, key) {
 			return f, true
 		}
 	}

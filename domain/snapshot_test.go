@@ -634,7 +634,7 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"accepted", `{"note":"x","enabled":true,"date":"2026-01-05","days":["lundi"],"counts":{"a":1},"quoted":"5","raw":[1,{"z":2}],"any":{"k":[null]},"nested":{"N":255}}`, nil},
 		{"nulls", `{"note":null,"enabled":null,"date":null,"days":null,"counts":null,"nested":null}`, nil},
-		{"case-insensitive key", `{"ENABLED":false,"Note":"x"}`, nil},
+		{"key in another case", `{"ENABLED":false,"Note":"x"}`, []string{"ENABLED", "Note"}},
 		{"wrong boolean", `{"enabled":"yes"}`, []string{"enabled"}},
 		{"bad date", `{"date":"2026-02-30"}`, []string{"date"}},
 		{"date as number", `{"date":20260105}`, []string{"date"}},
