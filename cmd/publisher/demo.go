@@ -12,7 +12,6 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/domain"
-	"github.com/opencarte/publisher/projections/dockey"
 )
 
 //go:embed demo.json
@@ -62,18 +61,7 @@ func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := m.Projector.WaitFor(wctx, res.Version); err != nil {
-		return fmt.Errorf("wait for the demo to be projected: %w", err)
-	}
-	// The bundle is served once this node's mirror has handled the write the projector made.
-	if m.Mirror == nil {
-		return errors.New("--demo needs the api role")
-	}
-	entry, err := m.Docs.Get(wctx, dockey.Key(demoSlug))
-	if err != nil {
-		return fmt.Errorf("read the demo documents: %w", err)
-	}
-	if err := m.Mirror.WaitBucketRevision(wctx, entry.Revision()); err != nil {
+	if err := m.Served(wctx, demoSlug, res.Version); err != nil {
 		return fmt.Errorf("wait for the demo to be served: %w", err)
 	}
 	base := m.Config.PublicURL

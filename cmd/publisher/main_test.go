@@ -391,6 +391,7 @@ func TestChangeTooLargeToServeIsRefused(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-22")
 	demo, _ := os.ReadFile("demo.json")
 	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
+	// The admin calls of these tests pass ?wait=true: this node serves the change once they answer.
 	before := m.get(t, "/api/v1/establishments/chez-marcel/menus/la-carte", key)
 	records, err := m.Store.History(t.Context(), "chez-marcel")
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/dockey"
 	"github.com/opencarte/publisher/readapi"
 	"github.com/opencarte/publisher/webhook"
 )
@@ -382,7 +383,7 @@ func (m *Main) startAdmin() error {
 		Logger: m.Logger.With("role", roleAdmin), Status: m.status,
 	}
 	if m.Projector != nil {
-		cfg.Projection = m.Projector
+		cfg.Projection = m
 	}
 	api, err := admin.NewAPI(cfg)
 	if err != nil {
@@ -508,6 +509,25 @@ func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
 		return c.fixed
 	}
 	return admin.WallClock(loc)
+}
+
+// Served returns once the record at sequence seq of establishment slug is projected and, when
+// this process serves the read API, in its mirror: a read on this node then answers with it.
+func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
+	if err := m.Projector.WaitFor(ctx, seq); err != nil {
+		return err
+	}
+	if m.Mirror == nil {
+		return nil
+	}
+	entry, err := m.Docs.Get(ctx, dockey.Key(string(slug)))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil // nothing stored for it: nothing to serve
+	}
+	if err != nil {
+		return fmt.Errorf("read the documents of %s: %w", slug, err)
+	}
+	return m.Mirror.WaitBucketRevision(ctx, entry.Revision())
 }
 
 // signalNotifier publishes the projector's revision rises as change signals.

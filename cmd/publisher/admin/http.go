@@ -44,7 +44,8 @@ type webhookOperations interface {
 
 // projection lets a write wait until its events are served, when the caller asks for it.
 type projection interface {
-	WaitFor(ctx context.Context, seq uint64) error
+	// Served returns once the record at sequence seq of establishment slug is served.
+	Served(ctx context.Context, slug domain.Slug, seq uint64) error
 }
 
 // Config wires an admin API.
@@ -54,7 +55,7 @@ type Config struct {
 	Webhooks webhookRegistry
 	// WebhookOps is optional; it serves the endpoint, delivery log, ping and redelivery routes.
 	WebhookOps webhookOperations
-	// Projection is optional; with it, ?wait=true on a write answers once the change is projected.
+	// Projection is optional; with it, ?wait=true on a write answers once the change is served.
 	Projection projection
 	Logger     *slog.Logger
 	// Status is optional extra status reported by GET /admin/v1/status.
@@ -375,7 +376,7 @@ func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, res Re
 	if a.cfg.Projection != nil && r.URL.Query().Get("wait") == "true" && res.Version > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
-		if err := a.cfg.Projection.WaitFor(ctx, res.Version); err != nil {
+		if err := a.cfg.Projection.Served(ctx, res.Slug, res.Version); err != nil {
 			a.cfg.Logger.Warn("wait for projection", "version", res.Version, "err", err)
 		}
 	}
