@@ -51,8 +51,17 @@ func (d *Dispatcher) handleDue(parent context.Context, msg jetstream.Msg) {
 	}
 	now := d.cfg.Now().UTC()
 	if w.Signals > 0 {
-		for _, ep := range d.mirror.enabled(w.Establishment) {
-			if err := d.enqueue(ctx, w, ep, meta.Sequence.Stream, read, now); err != nil {
+		dedupe := "due-" + strconv.FormatUint(meta.Sequence.Stream, 10) + "-" + strconv.FormatUint(read, 10)
+		for _, ep := range d.mirror.endpoints(w.Establishment) {
+			if ep.Disabled {
+				// Kept for the delivery that follows its re-enabling.
+				if err := d.noteMissed(ctx, ep, w.Revision, w.Resources); err != nil {
+					d.nakLater(msg, "note changes missed by a disabled endpoint", err)
+					return
+				}
+				continue
+			}
+			if err := d.enqueue(ctx, w, ep, dedupe, now); err != nil {
 				d.nakLater(msg, "queue delivery", err) // queued ones are deduplicated next time
 				return
 			}
@@ -69,12 +78,12 @@ func (d *Dispatcher) handleDue(parent context.Context, msg jetstream.Msg) {
 	}
 }
 
-// enqueue publishes one delivery of window w to endpoint ep. Its message id ties it to the
-// window message's sequence and the last signal read into w, so handling the same window again
-// queues nothing new unless signals came since. The queue
+// enqueue publishes one delivery of window w to endpoint ep. Its message id is dedupe and the
+// endpoint's id; handleDue derives dedupe from the window message's sequence and the last signal
+// read into w, so handling the same window again queues nothing new unless signals came since. The queue
 // keeps one message per endpoint: the new delivery replaces the previous one, which, if it was
 // not finished, is marked superseded and its resources carried over.
-func (d *Dispatcher) enqueue(ctx context.Context, w window, ep *endpointRecord, windowSeq, lastSignal uint64, now time.Time) error {
+func (d *Dispatcher) enqueue(ctx context.Context, w window, ep *endpointRecord, dedupe string, now time.Time) error {
 	subject := subjTask + endpointKey(ep.Establishment, ep.ID)
 	resources, revision := w.Resources, w.Revision
 	prev, prevRec, prevRev, err := d.unfinished(ctx, subject, ep.ID)
@@ -108,7 +117,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, w window, ep *endpointRecord, 
 	if err != nil {
 		return err
 	}
-	msgID := "due-" + strconv.FormatUint(windowSeq, 10) + "-" + strconv.FormatUint(lastSignal, 10) + "-" + ep.ID
+	msgID := dedupe + "-" + ep.ID
 	ack, err := d.js.Publish(ctx, subject, data, jetstream.WithMsgID(msgID))
 	if err != nil {
 		return fmt.Errorf("queue delivery %s: %w", subject, err)
@@ -328,15 +337,7 @@ func (d *Dispatcher) noteOutcome(ctx context.Context, ep *endpointRecord, t task
 		}
 	case StatusFailed:
 		change = func(r *endpointRecord) error {
-			m := r.Missed
-			if m == nil {
-				m = &missed{}
-			}
-			r.Missed = &missed{
-				Revision:  max(m.Revision, t.Revision),
-				Resources: mergeResources(m.Resources, t.Resources),
-				Gen:       m.Gen + 1,
-			}
+			r.Missed = r.Missed.add(t.Revision, t.Resources)
 			if r.Failing == t.ID {
 				r.Failing, r.FailingSince = "", time.Time{}
 			}
@@ -344,13 +345,34 @@ func (d *Dispatcher) noteOutcome(ctx context.Context, ep *endpointRecord, t task
 			return nil
 		}
 	case StatusEndpointGone:
-		change = disableChange(a.Time, "receiver answered 410 Gone")
+		disable := disableChange(a.Time, "receiver answered 410 Gone")
+		change = func(r *endpointRecord) error {
+			// What this delivery carried is told after the endpoint is enabled again.
+			r.Missed = r.Missed.add(t.Revision, t.Resources)
+			if err := disable(r); err != nil && !errors.Is(err, errUnchanged) {
+				return err
+			}
+			return nil
+		}
 	default:
 		return
 	}
 	if _, err := d.updateEndpoint(ctx, key, false, change); err != nil && !errors.Is(err, ErrEndpointNotFound) {
 		d.logger.Warn("webhook: update endpoint state", "endpoint", key, "status", status, "err", err)
 	}
+}
+
+// noteMissed adds a change to the missed changes of endpoint ep, which its next delivery lists:
+// ep was disabled when the change's window closed.
+func (d *Dispatcher) noteMissed(ctx context.Context, ep *endpointRecord, revision int64, resources []string) error {
+	_, err := d.updateEndpoint(ctx, endpointKey(ep.Establishment, ep.ID), false, func(r *endpointRecord) error {
+		r.Missed = r.Missed.add(revision, resources)
+		return nil
+	})
+	if errors.Is(err, ErrEndpointNotFound) {
+		return nil // removed meanwhile
+	}
+	return err
 }
 
 func disableChange(now time.Time, reason string) func(*endpointRecord) error {

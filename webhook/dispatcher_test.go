@@ -451,20 +451,35 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 			t.Errorf("Redeliver to a disabled endpoint: got %v, want ErrEndpointDisabled", err)
 		}
 
-		if err := d.Registry().Enable(t.Context(), "chez-marcel", "wh_a"); err != nil {
-			t.Fatalf("Enable: %v", err)
-		}
+		// Enabled again, the endpoint is told at once what it missed: the change its 410 refused
+		// and the one made while it was disabled. Then changes reach it as before.
 		rcv.mu.Lock()
 		rcv.respond = status(http.StatusOK)
 		rcv.mu.Unlock()
-		publish(t, sigs, "chez-marcel", 3, "hours")
-		sleepUntil(start, 3*time.Hour)
+		if err := d.Registry().Enable(t.Context(), "chez-marcel", "wh_a"); err != nil {
+			t.Fatalf("Enable: %v", err)
+		}
+		sleepUntil(start, 2*time.Hour+time.Minute)
 		reqs := rcv.requests()
 		if len(reqs) != 2 {
-			t.Fatalf("got %d requests, want a delivery after Enable", len(reqs))
+			t.Fatalf("got %d requests, want a delivery of the missed changes after Enable", len(reqs))
 		}
-		if rev := payloadOf(t, reqs[1]).Data.Revision; rev != 3 {
-			t.Errorf("got revision %d, want 3", rev)
+		want := webhook.PayloadData{Establishment: "chez-marcel", Revision: 2, Resources: []string{"hours", "menus"}}
+		if diff := cmp.Diff(want, payloadOf(t, reqs[1]).Data); diff != "" {
+			t.Errorf("delivery after Enable (-want +got):\n%s", diff)
+		}
+		if ep, err := d.Registry().Endpoint(t.Context(), "chez-marcel", "wh_a"); err != nil || len(ep.MissedResources) != 0 {
+			t.Errorf("endpoint after the catch-up: got %+v, %v, want no missed resources", ep, err)
+		}
+		publish(t, sigs, "chez-marcel", 3, "hours")
+		sleepUntil(start, 3*time.Hour)
+		reqs = rcv.requests()
+		if len(reqs) != 3 {
+			t.Fatalf("got %d requests, want the next change delivered", len(reqs))
+		}
+		want = webhook.PayloadData{Establishment: "chez-marcel", Revision: 3, Resources: []string{"hours"}}
+		if diff := cmp.Diff(want, payloadOf(t, reqs[2]).Data); diff != "" {
+			t.Errorf("next delivery (-want +got):\n%s", diff)
 		}
 	})
 }

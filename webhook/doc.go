@@ -51,7 +51,9 @@
 //     union of its changed resources.
 //   - A receiver learns everything that changed since it last answered 2xx: a delivery lists,
 //     besides its window's resources, those of the endpoint's delivery it supersedes and those
-//     of deliveries given up (the endpoint's MissedResources), which a success clears.
+//     it missed (the endpoint's MissedResources): deliveries given up or refused with 410, and
+//     windows closed while it was disabled. A success clears them. Enabling an endpoint that
+//     missed changes queues a delivery of them at once.
 //   - The body of a delivery is fixed when it is queued: every attempt and every manual
 //     redelivery sends the same bytes with the same id. Only the signature headers change, as
 //     they carry the attempt's time.

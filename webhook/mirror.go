@@ -134,15 +134,13 @@ func (m *mirror) get(slug, id string) (*endpointRecord, bool) {
 	return rec, ok
 }
 
-// enabled returns the enabled endpoints of an establishment.
-func (m *mirror) enabled(slug string) []*endpointRecord {
+// endpoints returns the endpoints of an establishment, enabled or not.
+func (m *mirror) endpoints(slug string) []*endpointRecord {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	var out []*endpointRecord
+	out := make([]*endpointRecord, 0, len(m.bySlug[slug]))
 	for _, rec := range m.bySlug[slug] {
-		if !rec.Disabled {
-			out = append(out, rec)
-		}
+		out = append(out, rec)
 	}
 	return out
 }

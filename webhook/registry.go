@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -55,6 +56,14 @@ type missed struct {
 	Revision  int64    `json:"content_revision"`
 	Resources []string `json:"resources"`
 	Gen       uint64   `json:"gen"`
+}
+
+// add returns m with a change added, in a new generation. m may be nil.
+func (m *missed) add(revision int64, resources []string) *missed {
+	if m == nil {
+		m = &missed{}
+	}
+	return &missed{Revision: max(m.Revision, revision), Resources: mergeResources(m.Resources, resources), Gen: m.Gen + 1}
 }
 
 // endpointRecord is the stored form of an endpoint.
@@ -261,6 +270,18 @@ func (r *Registry) Enable(ctx context.Context, establishment, id string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("enable endpoint %s: %w", key, err)
+	}
+	// Changes made while it was disabled are told at once, not at the next change.
+	rec, _, err := r.d.getEndpoint(ctx, key)
+	if err != nil {
+		return fmt.Errorf("enable endpoint %s: %w", key, err)
+	}
+	if rec.Missed != nil && !rec.Disabled {
+		w := window{Establishment: establishment, Revision: rec.Missed.Revision, Signals: 1}
+		dedupe := "enable-" + strconv.FormatInt(now.UnixNano(), 10)
+		if err := r.d.enqueue(ctx, w, rec, dedupe, now); err != nil {
+			return fmt.Errorf("enable endpoint %s: deliver the changes missed: %w", key, err)
+		}
 	}
 	return nil
 }
