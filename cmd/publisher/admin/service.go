@@ -183,40 +183,30 @@ func (s *Service) Execute(ctx context.Context, slug domain.Slug, commandID strin
 		if err != nil {
 			return Result{}, err
 		}
-		applied := false
+		// The cached state runs ahead of the log until the append succeeds: any way out before
+		// that reloads it from the log on next use.
+		en.loaded = false
+		for _, ev := range evs {
+			en.est.Apply(ev)
+		}
 		if s.check != nil {
-			// The cached state runs ahead of the log until the append succeeds.
-			en.loaded, applied = false, true
-			for _, ev := range evs {
-				en.est.Apply(ev)
-			}
 			if err := s.check(en.est); err != nil {
 				return Result{}, err
 			}
 		}
 		seq, err := s.log.Append(ctx, string(slug), en.version, commandID, envs)
-		if errors.Is(err, events.ErrRecordTooLarge) {
-			en.loaded = false
-			return Result{}, fmt.Errorf("%w: %w", ErrTooLarge, err)
-		}
 		switch {
+		case errors.Is(err, events.ErrRecordTooLarge):
+			return Result{}, fmt.Errorf("%w: %w", ErrTooLarge, err)
 		case errors.Is(err, events.ErrDuplicate):
-			en.loaded = false // the log holds the first application; reload on next use
-			return Result{Slug: slug, Version: seq, Duplicate: true}, nil
+			return Result{Slug: slug, Version: seq, Duplicate: true}, nil // the log holds the first application
 		case errors.Is(err, events.ErrConflict):
-			en.loaded = false
 			if attempt >= maxAttempts {
 				return Result{}, fmt.Errorf("%s: %w", slug, ErrConflict)
 			}
 			continue
 		case err != nil:
-			en.loaded = false
 			return Result{}, err
-		}
-		if !applied {
-			for _, ev := range evs {
-				en.est.Apply(ev)
-			}
 		}
 		en.loaded, en.version = true, seq
 		en.remember(commandID, seq, len(evs), envs[0].Time, s.now())
