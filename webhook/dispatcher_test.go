@@ -185,6 +185,38 @@ func TestChangesAtWindowCloseAreNotLost(t *testing.T) {
 	}
 }
 
+// A window reads a bounded number of signals; the rest are read by the next window, opened at
+// once, so a backlog is delivered in several deliveries and nothing is left behind.
+func TestLargeBacklogIsReadOverSeveralWindows(t *testing.T) {
+	defer webhook.SetMaxWindowSignals(3)()
+	rcv := newReceiver(t, nil)
+	dir := t.TempDir()
+	inBubble(t, func(t *testing.T) {
+		nc := connect(t, startNATS(t, dir))
+		d := openDispatcher(t, nc, testConfig(t, rcv))
+		register(t, d, "chez-marcel", "wh_a", rcv.url("/"), secretA)
+		sigs := openSignals(t, nc)
+		run(t, d)
+		start := time.Now()
+		for i := 1; i <= 7; i++ {
+			publish(t, sigs, "chez-marcel", int64(i), "menus/m"+strconv.Itoa(i))
+		}
+		sleepUntil(start, 5*time.Minute)
+		var got []webhook.PayloadData
+		for _, r := range rcv.requests() {
+			got = append(got, payloadOf(t, r).Data)
+		}
+		want := []webhook.PayloadData{
+			{Establishment: "chez-marcel", Revision: 3, Resources: []string{"menus/m1", "menus/m2", "menus/m3"}},
+			{Establishment: "chez-marcel", Revision: 6, Resources: []string{"menus/m4", "menus/m5", "menus/m6"}},
+			{Establishment: "chez-marcel", Revision: 7, Resources: []string{"menus/m7"}},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("deliveries (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestFailingDeliveryIsRetriedFiveTimesWithGrowingGaps(t *testing.T) {
 	rcv := newReceiver(t, status(http.StatusInternalServerError))
 	dir := t.TempDir()

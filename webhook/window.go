@@ -79,6 +79,11 @@ func (d *Dispatcher) openWindow(ctx context.Context, slug string) error {
 	return nil
 }
 
+// maxWindowSignals bounds the signals one closing window reads, and so the time it takes (a
+// dispatcher back after a long stop may find a large backlog): the rest stay pending and the
+// next window, opened at once, reads them.
+var maxWindowSignals = 5000
+
 // closeWindow merges the pending signals of the closed window w into it. It returns the merged
 // window and the sequence of the last signal read, 0 when there was none; the caller purges the
 // signals up to that sequence once the deliveries are queued.
@@ -91,7 +96,8 @@ func (d *Dispatcher) closeWindow(ctx context.Context, w window) (window, uint64,
 	if err != nil {
 		return w, 0, fmt.Errorf("read signals %s: %w", subject, err)
 	}
-	for seq := uint64(1); seq <= last.Sequence; seq++ {
+	read := uint64(0)
+	for seq, n := uint64(1), 0; seq <= last.Sequence && n < maxWindowSignals; seq, n = seq+1, n+1 {
 		m, err := d.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
@@ -102,7 +108,7 @@ func (d *Dispatcher) closeWindow(ctx context.Context, w window) (window, uint64,
 		if m.Sequence > last.Sequence {
 			break
 		}
-		seq = m.Sequence
+		seq, read = m.Sequence, m.Sequence
 		sig, err := events.DecodeSignal(m.Data)
 		if err != nil {
 			d.logger.Warn("webhook: skip undecodable signal", "subject", subject, "seq", m.Sequence, "err", err)
@@ -110,7 +116,7 @@ func (d *Dispatcher) closeWindow(ctx context.Context, w window) (window, uint64,
 		}
 		w = w.merge(sig)
 	}
-	return w, last.Sequence, nil
+	return w, read, nil
 }
 
 // purgeSignals drops the pending signals of slug up to and including sequence upTo, then opens
