@@ -33,7 +33,8 @@
 //     fanned out: one delivery per enabled endpoint, queued on the endpoint's subject with a
 //     message id derived from the window message and the last signal read, so that handling a
 //     window twice queues nothing twice. Only then are the signals read purged; signals that came
-//     meanwhile stay for the next window, which is opened if none is.
+//     meanwhile, or beyond the 5,000 one window reads, stay for the next window, which is opened
+//     if none is.
 //  4. A dispatcher takes the delivery, makes one attempt and records it. On a 2xx the delivery
 //     is acknowledged. On a failure it is negatively acknowledged with the backoff as delay:
 //     JetStream, not memory, holds the retry. After MaxAttempts, or on 410 Gone, it is
