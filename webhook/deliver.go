@@ -86,17 +86,22 @@ func (d *Dispatcher) handleDue(parent context.Context, msg jetstream.Msg) {
 func (d *Dispatcher) enqueue(ctx context.Context, w window, ep *endpointRecord, dedupe string, now time.Time) error {
 	subject := subjTask + endpointKey(ep.Establishment, ep.ID)
 	resources, revision := w.Resources, w.Revision
-	prev, prevRec, prevRev, err := d.unfinished(ctx, subject, ep.ID)
+	last, prev, prevRec, prevRev, err := d.unfinished(ctx, subject, ep.ID)
 	if err != nil {
 		return err
 	}
+	if last != nil {
+		// Revisions an endpoint is told never go back, even when signals of one establishment,
+		// handled concurrently, reach their windows out of order.
+		revision = max(revision, last.Revision)
+	}
 	if prev != nil {
 		resources = mergeResources(resources, prev.Resources)
-		revision = max(revision, prev.Revision)
 	}
 	var missedGen uint64
 	if ep.Missed != nil {
 		resources = mergeResources(resources, ep.Missed.Resources)
+		revision = max(revision, ep.Missed.Revision)
 		missedGen = ep.Missed.Gen
 	}
 	id := newDeliveryID(now)
@@ -137,30 +142,31 @@ func (d *Dispatcher) enqueue(ctx context.Context, w window, ep *endpointRecord, 
 	return nil
 }
 
-// unfinished returns the delivery queued on subject if it is not finished yet, with its log
-// record (a new one if it was never attempted) and the record's revision.
-func (d *Dispatcher) unfinished(ctx context.Context, subject, endpointID string) (*task, *Delivery, uint64, error) {
-	last, err := d.queue.GetLastMsgForSubject(ctx, subject)
+// unfinished returns the last delivery queued on subject, if any, and that same delivery again
+// if it is not finished yet, with its log record (a new one if it was never attempted) and the
+// record's revision.
+func (d *Dispatcher) unfinished(ctx context.Context, subject, endpointID string) (last, prev *task, rec *Delivery, rev uint64, err error) {
+	m, err := d.queue.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil, 0, nil
+		return nil, nil, nil, 0, nil
 	}
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("read queued delivery %s: %w", subject, err)
+		return nil, nil, nil, 0, fmt.Errorf("read queued delivery %s: %w", subject, err)
 	}
-	prev, err := decodeJSON[task](last.Data)
+	t, err := decodeJSON[task](m.Data)
 	if err != nil {
-		return nil, nil, 0, nil // unreadable: its handler terminates it
+		return nil, nil, nil, 0, nil // unreadable: its handler terminates it
 	}
-	rec, rev, err := d.getDelivery(ctx, deliveryKey(endpointID, prev.ID))
+	rec, rev, err = d.getDelivery(ctx, deliveryKey(endpointID, t.ID))
 	switch {
 	case errors.Is(err, ErrDeliveryNotFound):
-		return &prev, newDelivery(prev), 0, nil
+		return &t, &t, newDelivery(t), 0, nil
 	case err != nil:
-		return nil, nil, 0, err
+		return nil, nil, nil, 0, err
 	case rec.Status.final():
-		return nil, nil, 0, nil
+		return &t, nil, nil, 0, nil
 	}
-	return &prev, rec, rev, nil
+	return &t, &t, rec, rev, nil
 }
 
 // handleTask makes one attempt of a queued delivery and decides what comes next: done, given

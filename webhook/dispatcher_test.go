@@ -168,7 +168,8 @@ func TestChangesAtWindowCloseAreNotLost(t *testing.T) {
 		}
 		return true
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	// A signal lost in flight under heavy load comes back after the consumer's ack wait (30 s).
+	deadline := time.Now().Add(90 * time.Second)
 	for !done() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -202,17 +203,31 @@ func TestLargeBacklogIsReadOverSeveralWindows(t *testing.T) {
 			publish(t, sigs, "chez-marcel", int64(i), "menus/m"+strconv.Itoa(i))
 		}
 		sleepUntil(start, 5*time.Minute)
-		var got []webhook.PayloadData
-		for _, r := range rcv.requests() {
-			got = append(got, payloadOf(t, r).Data)
+		// Signals are handled concurrently, so which three a window reads may vary; what holds
+		// is that each is delivered once and that revisions never go back.
+		reqs := rcv.requests()
+		if len(reqs) != 3 {
+			t.Fatalf("got %d deliveries, want 3 (7 signals, 3 a window)", len(reqs))
 		}
-		want := []webhook.PayloadData{
-			{Establishment: "chez-marcel", Revision: 3, Resources: []string{"menus/m1", "menus/m2", "menus/m3"}},
-			{Establishment: "chez-marcel", Revision: 6, Resources: []string{"menus/m4", "menus/m5", "menus/m6"}},
-			{Establishment: "chez-marcel", Revision: 7, Resources: []string{"menus/m7"}},
+		seen := map[string]int{}
+		var last int64
+		for _, r := range reqs {
+			p := payloadOf(t, r).Data
+			if len(p.Resources) > 3 || p.Revision < last {
+				t.Errorf("delivery %+v after revision %d: want at most 3 resources and no older revision", p, last)
+			}
+			last = p.Revision
+			for _, res := range p.Resources {
+				seen[res]++
+			}
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("deliveries (-want +got):\n%s", diff)
+		for i := 1; i <= 7; i++ {
+			if n := seen["menus/m"+strconv.Itoa(i)]; n != 1 {
+				t.Errorf("menus/m%d delivered %d times, want once", i, n)
+			}
+		}
+		if last != 7 {
+			t.Errorf("last delivered revision %d, want 7", last)
 		}
 	})
 }
