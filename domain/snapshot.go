@@ -449,7 +449,7 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *fieldErrors)
 		if s.Name == nil {
 			fe.add(p+".name", "required")
 		} else {
-			sec.Name = s.Name.validate(p+".name", maxName, fe)
+			sec.Name = s.Name.validate(p+".name", validateLine, maxName, fe)
 		}
 		if s.Position == nil {
 			sec.Position = i
@@ -489,10 +489,10 @@ func (it ItemInput) validate(p string, fe *fieldErrors) Item {
 	if it.Name == nil {
 		fe.add(p+".name", "required")
 	} else {
-		item.Name = it.Name.validate(p+".name", maxName, fe)
+		item.Name = it.Name.validate(p+".name", validateLine, maxName, fe)
 	}
 	if it.Description != nil {
-		d := it.Description.validate(p+".description", maxDescription, fe)
+		d := it.Description.validate(p+".description", validateText, maxDescription, fe)
 		item.Description = &d
 	}
 	if it.ALaCarte == nil {
@@ -518,13 +518,9 @@ func (it ItemInput) validate(p string, fe *fieldErrors) Item {
 	return item
 }
 
-// validate checks a translatable text; names (max no more than maxName) hold one line. A blank
-// English text is no translation: readers get the French one.
-func (t TextInput) validate(p string, max int, fe *fieldErrors) Text {
-	check := validateText
-	if max <= maxName {
-		check = validateLine
-	}
+// validate checks a translatable text with check (validateLine for a name, validateText for a
+// longer text). A blank English text is no translation: readers get the French one.
+func (t TextInput) validate(p string, check func(string, int) error, max int, fe *fieldErrors) Text {
 	var out Text
 	if t.FR == nil || blank(*t.FR) {
 		fe.add(p+".fr", "required")

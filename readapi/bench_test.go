@@ -76,8 +76,10 @@ func benchConfig() Config {
 	return Config{KeyQuota: hugeQuota, IPQuota: hugeQuota, RedirectQuota: hugeQuota}
 }
 
-func benchmarkPath(b *testing.B, target string, header http.Header, status int) {
-	benchmarkServer(b, newTestServer(b, fixtureSource(b), benchConfig()).Handler(), target, header, status)
+// benchmarkHotPath measures hotPaths[i] on a server whose quotas never refuse.
+func benchmarkHotPath(b *testing.B, i int) {
+	p := hotPaths[i]
+	benchmarkServer(b, newTestServer(b, fixtureSource(b), benchConfig()).Handler(), p.target, p.header, p.status)
 }
 
 func benchmarkServer(b *testing.B, h http.Handler, target string, header http.Header, status int) {
@@ -98,28 +100,23 @@ func benchmarkServer(b *testing.B, h http.Handler, target string, header http.He
 }
 
 func BenchmarkGetEstablishment(b *testing.B) {
-	p := hotPaths[0]
-	benchmarkPath(b, p.target, p.header, p.status)
+	benchmarkHotPath(b, 0)
 }
 
 func BenchmarkGetMenuDetail(b *testing.B) {
-	p := hotPaths[1]
-	benchmarkPath(b, p.target, p.header, p.status)
+	benchmarkHotPath(b, 1)
 }
 
 func BenchmarkNotModified(b *testing.B) {
-	p := hotPaths[2]
-	benchmarkPath(b, p.target, p.header, p.status)
+	benchmarkHotPath(b, 2)
 }
 
 func BenchmarkRedirectMenus(b *testing.B) {
-	p := hotPaths[3]
-	benchmarkPath(b, p.target, p.header, p.status)
+	benchmarkHotPath(b, 3)
 }
 
 func BenchmarkUnauthorized(b *testing.B) {
-	p := hotPaths[4]
-	benchmarkPath(b, p.target, p.header, p.status)
+	benchmarkHotPath(b, 4)
 }
 
 // BenchmarkTooManyRequests measures a refused request: the per-IP quota of one request is spent.

@@ -193,11 +193,7 @@ func TestLargeBacklogIsReadOverSeveralWindows(t *testing.T) {
 	rcv := newReceiver(t, nil)
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {
-		nc := connect(t, startNATS(t, dir))
-		d := openDispatcher(t, nc, testConfig(t, rcv))
-		register(t, d, "chez-marcel", "wh_a", rcv.url("/"), secretA)
-		sigs := openSignals(t, nc)
-		run(t, d)
+		_, sigs := runWithEndpoint(t, dir, testConfig(t, rcv), rcv)
 		start := time.Now()
 		for i := 1; i <= 7; i++ {
 			publish(t, sigs, "chez-marcel", int64(i), "menus/m"+strconv.Itoa(i))
@@ -236,11 +232,7 @@ func TestFailingDeliveryIsRetriedFiveTimesWithGrowingGaps(t *testing.T) {
 	rcv := newReceiver(t, status(http.StatusInternalServerError))
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {
-		nc := connect(t, startNATS(t, dir))
-		d := openDispatcher(t, nc, testConfig(t, rcv))
-		register(t, d, "chez-marcel", "wh_a", rcv.url("/"), secretA)
-		sigs := openSignals(t, nc)
-		run(t, d)
+		d, sigs := runWithEndpoint(t, dir, testConfig(t, rcv), rcv)
 		start := time.Now()
 
 		publish(t, sigs, "chez-marcel", 1, "hours")
@@ -323,13 +315,9 @@ func TestNextDeliveryCarriesGivenUpResources(t *testing.T) {
 	})
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {
-		nc := connect(t, startNATS(t, dir))
 		cfg := testConfig(t, rcv)
 		cfg.MaxAttempts = 2
-		d := openDispatcher(t, nc, cfg)
-		register(t, d, "chez-marcel", "wh_a", rcv.url("/"), secretA)
-		sigs := openSignals(t, nc)
-		run(t, d)
+		d, sigs := runWithEndpoint(t, dir, cfg, rcv)
 		start := time.Now()
 
 		publish(t, sigs, "chez-marcel", 1, "hours", "menus/carte")
@@ -373,14 +361,10 @@ func TestRetryAfterIsHonouredWithinBounds(t *testing.T) {
 	})
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {
-		nc := connect(t, startNATS(t, dir))
 		cfg := testConfig(t, rcv)
 		cfg.MaxRetryAfter = 15 * time.Minute
 		cfg.Jitter = -1
-		d := openDispatcher(t, nc, cfg)
-		register(t, d, "chez-marcel", "wh_a", rcv.url("/"), secretA)
-		sigs := openSignals(t, nc)
-		run(t, d)
+		d, sigs := runWithEndpoint(t, dir, cfg, rcv)
 		start := time.Now()
 
 		publish(t, sigs, "chez-marcel", 1, "hours")
@@ -414,14 +398,10 @@ func TestNewerRevisionSupersedesRetryingDelivery(t *testing.T) {
 	})
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {
-		nc := connect(t, startNATS(t, dir))
 		cfg := testConfig(t, rcv)
 		cfg.Backoff = []time.Duration{time.Minute, 2 * time.Minute}
 		cfg.Jitter = -1
-		d := openDispatcher(t, nc, cfg)
-		register(t, d, "chez-marcel", "wh_a", rcv.url("/"), secretA)
-		sigs := openSignals(t, nc)
-		run(t, d)
+		d, sigs := runWithEndpoint(t, dir, cfg, rcv)
 		start := time.Now()
 
 		publish(t, sigs, "chez-marcel", 1, "hours")
@@ -465,11 +445,7 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 	rcv := newReceiver(t, status(http.StatusGone))
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {
-		nc := connect(t, startNATS(t, dir))
-		d := openDispatcher(t, nc, testConfig(t, rcv))
-		register(t, d, "chez-marcel", "wh_a", rcv.url("/"), secretA)
-		sigs := openSignals(t, nc)
-		run(t, d)
+		d, sigs := runWithEndpoint(t, dir, testConfig(t, rcv), rcv)
 		start := time.Now()
 
 		publish(t, sigs, "chez-marcel", 1, "hours")
@@ -535,11 +511,7 @@ func TestRemovedEndpointGetsNoMoreAttempts(t *testing.T) {
 	rcv := newReceiver(t, status(http.StatusInternalServerError))
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {
-		nc := connect(t, startNATS(t, dir))
-		d := openDispatcher(t, nc, testConfig(t, rcv))
-		register(t, d, "chez-marcel", "wh_a", rcv.url("/"), secretA)
-		sigs := openSignals(t, nc)
-		run(t, d)
+		d, sigs := runWithEndpoint(t, dir, testConfig(t, rcv), rcv)
 		start := time.Now()
 
 		publish(t, sigs, "chez-marcel", 1, "hours", "menus/ancienne-carte")

@@ -230,3 +230,16 @@ func sleepUntil(start time.Time, d time.Duration) {
 	time.Sleep(time.Until(start.Add(d)))
 	synctest.Wait()
 }
+
+// runWithEndpoint starts a NATS server storing in dir and a dispatcher with cfg on it, registers
+// rcv's root as endpoint "wh_a" of chez-marcel, and runs the dispatcher until the test ends. It
+// returns the dispatcher and the signal stream to publish changes on.
+func runWithEndpoint(t *testing.T, dir string, cfg webhook.Config, rcv *receiver) (*webhook.Dispatcher, *events.Signals) {
+	t.Helper()
+	nc := connect(t, startNATS(t, dir))
+	d := openDispatcher(t, nc, cfg)
+	register(t, d, "chez-marcel", "wh_a", rcv.url("/"), secretA)
+	sigs := openSignals(t, nc)
+	run(t, d)
+	return d, sigs
+}

@@ -155,13 +155,9 @@ func TestPingRedeliverAndLog(t *testing.T) {
 	})
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {
-		nc := connect(t, startNATS(t, dir))
 		cfg := testConfig(t, rcv)
 		cfg.Jitter = -1
-		d := openDispatcher(t, nc, cfg)
-		register(t, d, "chez-marcel", "wh_a", rcv.url("/"), secretA)
-		sigs := openSignals(t, nc)
-		run(t, d)
+		d, sigs := runWithEndpoint(t, dir, cfg, rcv)
 		start := time.Now()
 
 		a, err := d.Ping(t.Context(), "chez-marcel", "wh_a")

@@ -96,19 +96,16 @@ func (d *Dispatcher) closeWindow(ctx context.Context, w window) (window, uint64,
 	if err != nil {
 		return w, 0, fmt.Errorf("read signals %s: %w", subject, err)
 	}
-	read := uint64(0)
-	for seq, n := uint64(1), 0; seq <= last.Sequence && n < maxWindowSignals; seq, n = seq+1, n+1 {
-		m, err := d.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
+	var read uint64 // sequence of the last signal read
+	for n := 0; n < maxWindowSignals && read < last.Sequence; n++ {
+		m, err := d.stream.GetMsg(ctx, read+1, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && m.Sequence > last.Sequence {
 			break
 		}
 		if err != nil {
-			return w, 0, fmt.Errorf("read signals %s from %d: %w", subject, seq, err)
+			return w, 0, fmt.Errorf("read signals %s after %d: %w", subject, read, err)
 		}
-		if m.Sequence > last.Sequence {
-			break
-		}
-		seq, read = m.Sequence, m.Sequence
+		read = m.Sequence
 		sig, err := events.DecodeSignal(m.Data)
 		if err != nil {
 			d.logger.Warn("webhook: skip undecodable signal", "subject", subject, "seq", m.Sequence, "err", err)
