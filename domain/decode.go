@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -35,6 +36,18 @@ func DecodeStrict(r io.Reader, v any) error {
 		if t.Elem().Kind() == reflect.Struct && bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 			return &FieldError{Field: "body", Reason: "want a JSON object, got null"}
 		}
+		// The walk costs several times the decoding itself. A well-formed document, the common
+		// case, is decoded directly and its keys checked by a quick scan; anything the scan cannot
+		// vouch for is decoded again from scratch after the complete walk.
+		rv := reflect.ValueOf(v)
+		if !rv.IsNil() {
+			saved := reflect.New(t.Elem()).Elem()
+			saved.Set(rv.Elem())
+			if decodeFast(data, v, t.Elem()) {
+				return nil
+			}
+			rv.Elem().Set(saved)
+		}
 		if err := checkShape(data, t.Elem()); err != nil {
 			return err
 		}
@@ -48,6 +61,126 @@ func DecodeStrict(r io.Reader, v any) error {
 		return &FieldError{Field: "body", Reason: "unexpected data after the JSON value"}
 	}
 	return nil
+}
+
+// decodeFast decodes data into v with encoding/json, then checks what encoding/json lets pass
+// and the walk would not: keys that match a field only without regard to case, and keys given
+// twice in one object. It reports false, with v in an unspecified state, unless data is exactly
+// what the walk accepts; the walk then runs and names every problem.
+func decodeFast(data []byte, v any, t reflect.Type) bool {
+	names, ok := fieldNames(t)
+	if !ok {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return false
+	}
+	return keysExact(data, names)
+}
+
+// fieldNameSets caches, by Go type, the JSON member names of every struct reachable from it.
+var fieldNameSets sync.Map // reflect.Type → fieldNameSet
+
+type fieldNameSet struct {
+	names map[string]bool
+	ok    bool // false: the type holds a value the fast path cannot check (map, interface, ...)
+}
+
+// fieldNames returns the exact JSON member names of every struct type reachable from t, and
+// whether every object a value of t can hold is such a struct.
+func fieldNames(t reflect.Type) (map[string]bool, bool) {
+	if s, ok := fieldNameSets.Load(t); ok {
+		return s.(fieldNameSet).names, s.(fieldNameSet).ok
+	}
+	set := fieldNameSet{names: map[string]bool{}, ok: true}
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			t = t.Elem()
+		}
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		switch {
+		case t.Implements(jsonUnmarshalerType), reflect.PointerTo(t).Implements(jsonUnmarshalerType),
+			reflect.PointerTo(t).Implements(textUnmarshalerType), t == jsonNumberType:
+			set.ok = false
+		case t.Kind() == reflect.Map || t.Kind() == reflect.Interface:
+			set.ok = false
+		case t.Kind() == reflect.Struct:
+			for _, f := range structFields(t) {
+				set.names[f.name] = true
+				if f.quoted {
+					set.ok = false
+				}
+				walk(f.typ)
+			}
+		}
+	}
+	walk(t)
+	fieldNameSets.Store(t, set)
+	return set.names, set.ok
+}
+
+// keysExact scans the valid JSON in data and reports whether every object key is one of names,
+// byte for byte and without escapes, and appears once in its object.
+func keysExact(data []byte, names map[string]bool) bool {
+	type frame struct {
+		object bool
+		keys   int // index in keys where this object's keys start
+	}
+	var stack []frame
+	var keys [][]byte
+	for i := 0; i < len(data); {
+		switch c := data[i]; c {
+		case '{', '[':
+			stack = append(stack, frame{object: c == '{', keys: len(keys)})
+			i++
+		case '}', ']':
+			if len(stack) == 0 {
+				return false
+			}
+			keys = keys[:stack[len(stack)-1].keys]
+			stack = stack[:len(stack)-1]
+			i++
+		case '"':
+			j, escaped := i+1, false
+			for ; j < len(data) && data[j] != '"'; j++ {
+				if data[j] == '\\' {
+					escaped = true
+					j++
+				}
+			}
+			s := data[i+1 : min(j, len(data))]
+			i = j + 1
+			k := i
+			for k < len(data) && (data[k] == ' ' || data[k] == '\t' || data[k] == '\n' || data[k] == '\r') {
+				k++
+			}
+			if k >= len(data) || data[k] != ':' || len(stack) == 0 || !stack[len(stack)-1].object {
+				continue // a string value
+			}
+			if escaped || !names[string(s)] {
+				return false
+			}
+			for _, prev := range keys[stack[len(stack)-1].keys:] {
+				if bytes.Equal(prev, s) {
+					return false
+				}
+			}
+			keys = append(keys, s)
+		default:
+			i++
+		}
+	}
+	return true
 }
 
 func describeJSONError(err error) error {
