@@ -1,6 +1,7 @@
 // Package events stores the event log: it appends the events of each accepted command to NATS
-// JetStream and reads them back, for one establishment (History, LastSequence) or for the whole
-// log (Replay, Follow).
+// JetStream and reads them back, for one establishment (Last, Range, History, LastSequence), for
+// the whole log (Replay, Follow), or as the headers of every record (FollowNotes). It also keeps
+// aggregate snapshots (Snapshots), a cache of the log in a KV bucket.
 //
 // # What it owns
 //
@@ -51,13 +52,34 @@
 //     (10158), Append waits briefly and tries again, so the caller learns the stored sequence.
 //   - The Duplicates window defaults to one hour (DefaultDuplicates) instead of JetStream's two
 //     minutes, so that a client retrying after an outage is still recognised.
-//   - Reads go to the stream leader (no direct get from replicas), so LastSequence and History
-//     see every acknowledged append.
-//   - Reads use ephemeral ordered consumers that the server removes 10 seconds after their last
-//     use. History and Replay stop at the last record stored when they are called; Follow goes on.
+//   - Reading one establishment never creates a consumer: Last and LastSequence are one direct get
+//     of the subject's last message, Range and History batched direct gets (up to 256 records a
+//     request) of the subject's messages, and so is the search for a command after a conflict.
+//     Their number is not bounded by the server's consumer limit, and they skip the JetStream API
+//     queue. On a cluster any replica may answer a direct get, and one just behind after a leader
+//     change answers with an older history: a writer then fails its expected sequence and
+//     retries, a reader sees a state a few records old. A batch that ends before the sequence it
+//     was asked to reach is an error, never a shorter history.
+//   - Replay and Follow read the whole log with one ordered consumer each, which the server removes
+//     10 seconds after its last use; FollowNotes reads headers only through one durable consumer
+//     shared by every process that names it. History and Replay stop at the last record stored
+//     when they are called; Follow and FollowNotes go on.
 //   - Decode ignores unknown fields, so that records written by a newer version remain readable,
 //     and returns payloads compacted; Encode writes them without HTML escaping. Decode(Encode(r))
 //     is r. A null payload is refused, as it usually means an event lost its body.
+//
+// # Record headers
+//
+// A writer may attach small facts to a record as message headers (WithHeader); FollowNotes reads
+// them without the record's body, so that a derived index of every establishment can be kept at
+// the cost of a few bytes a record.
+//
+// # Snapshots
+//
+// The KV bucket AGGREGATES holds, per establishment, a state folded from its records up to one
+// of them, with that record's sequence and command id and the format of the state. This package
+// stores it as opaque bytes; the writer decides what a state is and when one is usable. The
+// bucket compresses values at rest and drops nothing but what a newer snapshot replaces.
 //
 // # Change signals
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
 // consumerInactiveThreshold is how long the server keeps a reader's consumer once nobody pulls
@@ -17,23 +18,110 @@ const consumerInactiveThreshold = 10 * time.Second
 // History returns every record of one establishment, oldest first, as of the call. It returns no
 // records, and no error, for an establishment without any.
 func (s *Store) History(ctx context.Context, slug string) ([]Record, error) {
-	subject, err := Subject(slug)
+	recs, err := s.Range(ctx, slug, 1, 0)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	last, err := s.lastSequence(ctx, subject)
+	return recs, nil
+}
+
+// Last returns the last record of one establishment; ok is false when it has none.
+func (s *Store) Last(ctx context.Context, slug string) (rec Record, ok bool, err error) {
+	subject, err := Subject(slug)
 	if err != nil {
-		return nil, fmt.Errorf("history %s: %w", subject, err)
+		return Record{}, false, fmt.Errorf("last record: %w", err)
 	}
-	var records []Record
-	_, err = s.consume(ctx, subject, 1, last, false, func(r Record) error {
-		records = append(records, r)
-		return nil
+	msg, err := s.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Record{}, false, nil
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("last record %s: %w", subject, err)
+	}
+	rec, err = decodeRaw(msg)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("last record: %w", err)
+	}
+	return rec, true, nil
+}
+
+// Range returns the records of one establishment whose sequences lie from from through to (0: up
+// to its last record), oldest first, as of the call. It reads them with batched direct gets of
+// the establishment's subject: no consumer, so any number of establishments can be read at once,
+// and one request for up to readBatch records.
+func (s *Store) Range(ctx context.Context, slug string, from, to uint64) ([]Record, error) {
+	subject, err := Subject(slug)
+	if err != nil {
+		return nil, fmt.Errorf("read records: %w", err)
+	}
+	var recs []Record
+	err = s.walk(ctx, subject, jetstreamext.GetBatchSeq(max(from, 1)), to, func(msg *jetstream.RawStreamMsg) (bool, error) {
+		rec, err := decodeRaw(msg)
+		if err != nil {
+			return true, err
+		}
+		recs = append(recs, rec)
+		return false, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("history %s: %w", subject, err)
+		return nil, fmt.Errorf("read records %s: %w", subject, err)
 	}
-	return records, nil
+	return recs, nil
+}
+
+// readBatch is how many messages one direct get request returns at most.
+const readBatch = 256
+
+// errIncompleteRead reports a batch of direct gets that ended before the sequence it was to reach:
+// a request that timed out, or a connection lost, part way.
+var errIncompleteRead = errors.New("read ended early")
+
+// walk passes to fn, in order, the messages on subject from the start that start gives (a
+// sequence or a time) up to sequence to, until fn asks to stop or fails. to is the sequence of a
+// message on subject, or 0 for the last message on subject when walk is called: since the log
+// never loses a message, a walk that does not reach it was cut short, and is an error.
+func (s *Store) walk(ctx context.Context, subject string, start jetstreamext.GetBatchOpt, to uint64, fn func(*jetstream.RawStreamMsg) (stop bool, err error)) error {
+	if to == 0 {
+		last, err := s.lastSequence(ctx, subject)
+		if err != nil || last == 0 {
+			return err
+		}
+		to = last
+	}
+	var seen uint64
+	for {
+		msgs, err := jetstreamext.GetBatch(ctx, s.js, StreamName, readBatch, start, jetstreamext.GetBatchSubject(subject))
+		if err != nil {
+			return err
+		}
+		n := 0
+		for msg, err := range msgs {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				return nil // nothing on subject from start on
+			}
+			if err != nil {
+				return err
+			}
+			if msg.Sequence > to {
+				return nil
+			}
+			if stop, err := fn(msg); err != nil || stop {
+				return err
+			}
+			n, seen = n+1, msg.Sequence
+			if seen == to {
+				return nil
+			}
+		}
+		if n < readBatch {
+			// The batch ended before its size without reaching to: the request was cut short.
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: at sequence %d of %d", errIncompleteRead, seen, to)
+		}
+		start = jetstreamext.GetBatchSeq(seen + 1)
+	}
 }
 
 // Replay calls fn, in order, for every record of the log whose sequence is at least from, up to
@@ -48,7 +136,7 @@ func (s *Store) Replay(ctx context.Context, from uint64, fn func(Record) error) 
 	if err != nil {
 		return from - 1, fmt.Errorf("replay %s: %w", StreamName, err)
 	}
-	last, err = s.consume(ctx, "", from, info.State.LastSeq, false, fn)
+	last, err = s.consume(ctx, from, info.State.LastSeq, false, fn)
 	if err != nil {
 		return last, fmt.Errorf("replay %s: %w", StreamName, err)
 	}
@@ -59,7 +147,7 @@ func (s *Store) Replay(ctx context.Context, from uint64, fn func(Record) error) 
 // for each new record as it is stored, until ctx is done or fn fails. It returns ctx.Err() or
 // fn's error wrapped.
 func (s *Store) Follow(ctx context.Context, from uint64, fn func(Record) error) error {
-	_, err := s.consume(ctx, "", max(from, 1), 0, true, fn)
+	_, err := s.consume(ctx, max(from, 1), 0, true, fn)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -69,10 +157,10 @@ func (s *Store) Follow(ctx context.Context, from uint64, fn func(Record) error) 
 	return nil
 }
 
-// consume passes to fn the records on subject (the whole stream when empty) from sequence from
-// up to sequence last, or, when follow is set, until ctx is done. It returns the sequence of the
-// last record fn accepted, or from-1.
-func (s *Store) consume(ctx context.Context, subject string, from, last uint64, follow bool, fn func(Record) error) (uint64, error) {
+// consume passes to fn the records of the log from sequence from up to sequence last, or, when
+// follow is set, until ctx is done. It returns the sequence of the last record fn accepted, or
+// from-1.
+func (s *Store) consume(ctx context.Context, from, last uint64, follow bool, fn func(Record) error) (uint64, error) {
 	done := from - 1
 	if !follow && last < from {
 		return done, nil
@@ -80,9 +168,6 @@ func (s *Store) consume(ctx context.Context, subject string, from, last uint64, 
 	cfg := jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:   from,
-	}
-	if subject != "" {
-		cfg.FilterSubjects = []string{subject}
 	}
 	err := s.each(ctx, cfg, follow, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
 		rec, err := decodeMsg(msg, meta)
@@ -141,16 +226,25 @@ func (s *Store) each(ctx context.Context, cfg jetstream.OrderedConsumerConfig, f
 	}
 }
 
+// decodeRaw returns the record in a message read by a direct get, with its sequence.
+func decodeRaw(msg *jetstream.RawStreamMsg) (Record, error) {
+	return decodeData(msg.Subject, msg.Sequence, msg.Data)
+}
+
 // decodeMsg returns the record in msg, with its sequence.
 func decodeMsg(msg jetstream.Msg, meta *jetstream.MsgMetadata) (Record, error) {
-	seq := meta.Sequence.Stream
-	rec, err := Decode(msg.Data())
+	return decodeData(msg.Subject(), meta.Sequence.Stream, msg.Data())
+}
+
+// decodeData decodes the record stored at sequence seq on subject.
+func decodeData(subject string, seq uint64, data []byte) (Record, error) {
+	rec, err := Decode(data)
 	if err != nil {
-		return Record{}, fmt.Errorf("%s seq %d: %w", msg.Subject(), seq, err)
+		return Record{}, fmt.Errorf("%s seq %d: %w", subject, seq, err)
 	}
-	if slug := strings.TrimPrefix(msg.Subject(), subjectPrefix); rec.Establishment != slug {
+	if slug := strings.TrimPrefix(subject, subjectPrefix); rec.Establishment != slug {
 		return Record{}, fmt.Errorf("%s seq %d: %w: establishment %q does not match the subject",
-			msg.Subject(), seq, ErrInvalidRecord, rec.Establishment)
+			subject, seq, ErrInvalidRecord, rec.Establishment)
 	}
 	rec.Sequence = seq
 	return rec, nil

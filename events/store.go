@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
 // StreamName is the JetStream stream that holds the event log.
@@ -88,6 +89,9 @@ func (c Config) stream() jetstream.StreamConfig {
 		Duplicates:  c.Duplicates,
 		DenyDelete:  true,
 		DenyPurge:   true,
+		// Reading one establishment's records is a direct get per record, answered without
+		// the JetStream API queue and without creating a consumer.
+		AllowDirect: true,
 	}
 	if sc.Duplicates == 0 {
 		sc.Duplicates = DefaultDuplicates
@@ -125,6 +129,25 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 	return &Store{nc: nc, js: js, stream: stream}, nil
 }
 
+// AppendOption sets an optional part of an appended record.
+type AppendOption func(*appendOptions)
+
+type appendOptions struct {
+	headers map[string]string
+}
+
+// WithHeader attaches a header to the record's message: a small fact about the record that a
+// reader of headers only (FollowHeaders) can use without reading the record. name must not start
+// with "Nats-", which JetStream reserves; value is one line of visible text.
+func WithHeader(name, value string) AppendOption {
+	return func(o *appendOptions) {
+		if o.headers == nil {
+			o.headers = map[string]string{}
+		}
+		o.headers[name] = value
+	}
+}
+
 // recordHeaderRoom is what Append keeps of the connection's maximum payload for the headers of
 // a record message (message id, expected sequence).
 const recordHeaderRoom = 1 << 10
@@ -143,7 +166,7 @@ const recordHeaderRoom = 1 << 10
 // input matches ErrInvalidSlug or ErrInvalidRecord, and a record over the connection's maximum
 // payload ErrRecordTooLarge. Any other error leaves the outcome unknown:
 // retrying with the same command id is safe.
-func (s *Store) Append(ctx context.Context, slug string, expected uint64, commandID string, events []Envelope) (uint64, error) {
+func (s *Store) Append(ctx context.Context, slug string, expected uint64, commandID string, events []Envelope, opts ...AppendOption) (uint64, error) {
 	subject, err := Subject(slug)
 	if err != nil {
 		return 0, fmt.Errorf("append: %w", err)
@@ -166,7 +189,11 @@ func (s *Store) Append(ctx context.Context, slug string, expected uint64, comman
 		return 0, fmt.Errorf("append %s: %w: %d bytes, at most %d", subject, ErrRecordTooLarge, len(data), limit)
 	}
 
-	ack, err := s.publish(ctx, subject, data, commandID, expected)
+	var o appendOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ack, err := s.publish(ctx, subject, data, commandID, expected, o.headers)
 	switch {
 	case err == nil && ack.Duplicate:
 		return ack.Sequence, fmt.Errorf("append %s: command %s: %w", subject, commandID, ErrDuplicate)
@@ -192,10 +219,13 @@ func (s *Store) Append(ctx context.Context, slug string, expected uint64, comman
 // publish sends one record with its command id and expectation. While a replicated stream is
 // still storing another copy of the same command, it waits and tries again, so that the caller
 // learns the copy's sequence.
-func (s *Store) publish(ctx context.Context, subject string, data []byte, commandID string, expected uint64) (*jetstream.PubAck, error) {
+func (s *Store) publish(ctx context.Context, subject string, data []byte, commandID string, expected uint64, headers map[string]string) (*jetstream.PubAck, error) {
 	wait := inProcessFirstWait
 	for attempt := 1; ; attempt++ {
 		msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+		for k, v := range headers {
+			msg.Header.Set(k, v)
+		}
 		ack, err := s.js.PublishMsg(ctx, msg,
 			jetstream.WithMsgID(commandID),
 			jetstream.WithExpectLastSequencePerSubject(expected),
@@ -214,28 +244,30 @@ func (s *Store) publish(ctx context.Context, subject string, data []byte, comman
 	}
 }
 
+// maxDuplicateScan bounds the records Append reads after a conflict to look for its command.
+const maxDuplicateScan = 4 * readBatch
+
 // findCommand looks for the record of commandID among the records on subject that JetStream
 // may still deduplicate: those stored within the stream's Duplicates window, plus a margin for
-// clock skew between this process and the server. It reads message headers only.
+// clock skew between this process and the server, read with batched direct gets from the first
+// one stored since then. It reads at most maxDuplicateScan records: a command further back is
+// not found, Append reports a conflict, and the caller's retry on fresh state is recognised by
+// JetStream itself, whose expectation check then passes before its duplicate check.
 func (s *Store) findCommand(ctx context.Context, subject, commandID string) (uint64, bool, error) {
 	window := DefaultDuplicates
 	if info := s.stream.CachedInfo(); info != nil && info.Config.Duplicates > 0 {
 		window = info.Config.Duplicates
 	}
-	start := time.Now().Add(-window - clockSkewMargin)
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &start,
-		HeadersOnly:    true,
-	}
+	since := time.Now().Add(-window - clockSkewMargin)
 	var seq uint64
-	err := s.each(ctx, cfg, false, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
-		if msg.Headers().Get(jetstream.MsgIDHeader) != commandID {
-			return false, nil
+	read := 0
+	err := s.walk(ctx, subject, jetstreamext.GetBatchStartTime(since), 0, func(msg *jetstream.RawStreamMsg) (bool, error) {
+		read++
+		if msg.Header.Get(jetstream.MsgIDHeader) == commandID {
+			seq = msg.Sequence
+			return true, nil
 		}
-		seq = meta.Sequence.Stream
-		return true, nil
+		return read >= maxDuplicateScan, nil
 	})
 	return seq, seq != 0, err
 }
@@ -263,6 +295,15 @@ func (s *Store) lastSequence(ctx context.Context, subject string) (uint64, error
 		return 0, err
 	}
 	return msg.Sequence, nil
+}
+
+// LastStreamSequence returns the sequence of the last record of the whole log, 0 when empty.
+func (s *Store) LastStreamSequence(ctx context.Context) (uint64, error) {
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream info %s: %w", StreamName, err)
+	}
+	return info.State.LastSeq, nil
 }
 
 // Slugs returns, sorted, the establishments that have at least one record.

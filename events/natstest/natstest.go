@@ -53,6 +53,16 @@ func StartWith(tb testing.TB, opts *server.Options) *server.Server {
 	return s
 }
 
+// StartLimited runs a JetStream server, as Start does, on which a stream accepts at most
+// maxConsumers consumers: code that opens a consumer per establishment or per request fails on
+// it as soon as it handles more than that.
+func StartLimited(tb testing.TB, maxConsumers int) *server.Server {
+	tb.Helper()
+	opts := Options(tb.TempDir())
+	opts.JetStreamLimits.DefaultMaxConsumers = maxConsumers
+	return StartWith(tb, opts)
+}
+
 // Connect opens a client connection to s and closes it when the test ends.
 func Connect(tb testing.TB, s *server.Server) *nats.Conn {
 	tb.Helper()
