@@ -25,6 +25,10 @@ func TestDependencyDirection(t *testing.T) {
 		{"projections/dockey", []string{"domain", "events", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
 		{"readapi", []string{"domain", "events", "webhook", "cmd", "projections"}, []string{"projections/dockey"}},
 		{"webhook", []string{"domain", "projections", "readapi", "cmd"}, nil},
+		// The write side's application layer knows no transport and no role.
+		{"cmd/publisher/app", []string{"projections", "readapi", "webhook", "cmd"}, nil},
+		{"cmd/publisher/clock", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
+		{"cmd/publisher/admin", []string{"projections", "readapi", "cmd"}, []string{"cmd/publisher/app"}},
 	}
 	all := goList(t, "./...")
 	checked := 0

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/opencarte/publisher/cmd/publisher/admin"
+	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/domain"
 )
 
@@ -41,24 +41,17 @@ func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
 			snap.MenuTypes[i].Versions[j].ID, snap.MenuTypes[i].Versions[j].ReferenceDate = d, &d
 		}
 	}
-	var key domain.APIKey
-	res, err := m.Service.Execute(ctx, demoSlug, "", func(e *domain.Establishment) ([]domain.Event, error) {
-		r, err := e.Import(snap, admin.NewAPIKey())
-		key = r.APIKey
-		return r.Events, err
-	})
+	res, err := m.Commands.Import(ctx, app.Request{Slug: demoSlug}, snap)
 	if err != nil {
 		return err
 	}
-	if key == "" {
+	if res.APIKey == "" {
 		// Already imported by an earlier run: keys are shown once, so issue a new one.
-		key = admin.NewAPIKey()
-		if res, err = m.Service.Execute(ctx, demoSlug, "", func(e *domain.Establishment) ([]domain.Event, error) {
-			return e.RegenerateAPIKey(key)
-		}); err != nil {
+		if res, err = m.Commands.RegenerateKey(ctx, app.Request{Slug: demoSlug}); err != nil {
 			return err
 		}
 	}
+	key := res.APIKey
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := m.Served(wctx, demoSlug, res.Version); err != nil {

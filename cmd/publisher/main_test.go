@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/readapi/openapi/openapitest"
 )
@@ -248,11 +249,11 @@ func TestEndToEnd(t *testing.T) {
 
 	// The date crosses midnight: the daily menu rotates and the revision rises.
 	m.Clock.Set(domain.LocalDate{Year: 2026, Month: 11, Day: 23})
-	if err := m.Service.Tick(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	var rotated reply
 	eventually(t, "daily menu rotated", func() bool {
+		if _, err := m.ClockRole.Tick(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		rotated = m.get(t, est+"/menus/menu-du-jour", newKey)
 		return bytes.Contains(rotated.body, []byte("Céleri rémoulade"))
 	})
@@ -262,7 +263,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	// A second tick on the same day appends nothing.
 	pos := m.Projector.Position()
-	if err := m.Service.Tick(context.Background()); err != nil {
+	if _, err := m.ClockRole.Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if last, _ := m.Store.LastSequence(context.Background(), "chez-marcel"); last > pos {
@@ -361,9 +362,7 @@ func BenchmarkCommandToServed(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		res, err := m.Service.Execute(ctx, "chez-marcel", "", func(e *domain.Establishment) ([]domain.Event, error) {
-			return e.PublishMenuVersion("la-carte", in)
-		})
+		res, err := m.Commands.PublishVersion(ctx, app.Request{Slug: "chez-marcel"}, "la-carte", in)
 		if err != nil {
 			b.Fatal(err)
 		}

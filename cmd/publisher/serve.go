@@ -24,6 +24,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
+	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/cmd/publisher/clock"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
@@ -58,6 +60,8 @@ type Config struct {
 	ClockEvery   time.Duration
 	Demo         bool
 	PublicURL    string // base URL printed in the demo's examples
+	CacheSize    int    // aggregates the write side keeps in memory
+	SnapshotEach int    // records folded before an aggregate snapshot is written
 	LogLevel     string
 	DuplicateTTL time.Duration
 
@@ -93,6 +97,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Today, "today", "", "fix the local date of every establishment (YYYY-MM-DD), for demos and tests")
 	fs.DurationVar(&c.ClockEvery, "clock-interval", 15*time.Second, "how often the clock role checks for a new local day")
 	fs.BoolVar(&c.Demo, "demo", false, "load the sample establishment and print its key and example requests")
+	fs.IntVar(&c.CacheSize, "aggregate-cache", app.DefaultCacheSize, "establishments the admin and clock roles keep in memory (least recently used first out)")
+	fs.IntVar(&c.SnapshotEach, "snapshot-every", app.DefaultSnapshotEvery, "records folded into an establishment before its snapshot is written again")
 	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of the read API shown in the demo (default from --http)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.DuplicateTTL, "dedupe-window", time.Hour, "how long a command id is remembered for idempotent retries")
@@ -164,13 +170,15 @@ type Main struct {
 	Conn       *nats.Conn
 	Store      *events.Store
 	Docs       jetstream.KeyValue // the documents bucket
-	Service    *admin.Service
+	Snapshots  *events.Snapshots
+	Commands   *app.Commands
 	Projector  *projections.Projector
 	Mirror     *readapi.Mirror
 	HTTPURL    string // base URL of the read API, when the api role runs
 	AdminURL   string // base URL of the admin API, when the admin role runs
 	AdminToken string
 	Clock      *settableClock
+	ClockRole  *clock.Clock // nil unless the clock role runs
 	Signals    *events.Signals
 	Webhooks   *webhook.Dispatcher // nil unless the webhook or admin role runs
 
@@ -222,20 +230,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("open documents bucket: %w", err)
 	}
 	m.Docs = docs
-	m.Service = admin.NewService(m.Store, m.Clock.Today, m.Logger)
-	// A change is refused when the establishment's documents would not fit the bucket: accepted,
-	// it could never be served.
-	maxBundle := int(min(m.Conn.MaxPayload(), projections.MaxBundleSize))
-	m.Service.CheckState(func(e *domain.Establishment) error {
-		n, err := projections.EncodedSize(e)
-		if err != nil {
-			return err
-		}
-		if n > maxBundle {
-			return fmt.Errorf("%w: the published documents would take %d bytes, at most %d", admin.ErrTooLarge, n, maxBundle)
-		}
-		return nil
-	})
+	if m.Snapshots, err = events.OpenSnapshots(ctx, m.Conn, c.Replicas); err != nil {
+		return fmt.Errorf("open snapshots: %w", err)
+	}
 	if m.Signals, err = events.OpenSignals(ctx, m.Conn, c.Replicas); err != nil {
 		return fmt.Errorf("open change signals: %w", err)
 	}
@@ -252,6 +249,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if c.has(roleWebhook) {
 		m.run(runCtx, roleWebhook, m.Webhooks.Run)
 	}
+	if err := m.openCommands(); err != nil {
+		return err
+	}
 
 	if c.has(roleProjector) {
 		m.Projector, err = projections.New(projections.Config{
@@ -259,7 +259,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			// A change signal goes out once every document of the new revision is stored.
 			Notifier: signalNotifier{m.Signals},
 			// A bundle larger than the server accepts is refused at once rather than retried.
-			MaxValueSize: maxBundle,
+			MaxValueSize: m.maxBundle(),
 		})
 		if err != nil {
 			return err
@@ -277,13 +277,52 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}
 	if c.has(roleClock) {
-		m.run(runCtx, roleClock, func(ctx context.Context) error {
-			m.Service.RunClock(ctx, c.ClockEvery)
-			return nil
+		index, err := clock.OpenIndex(ctx, m.Conn, c.Replicas)
+		if err != nil {
+			return fmt.Errorf("open calendar index: %w", err)
+		}
+		m.ClockRole, err = clock.New(clock.Config{
+			Days: m.Commands, Log: m.Store, Index: index, Today: m.Clock.Today,
+			Interval: c.ClockEvery, Logger: m.Logger.With("role", roleClock),
 		})
+		if err != nil {
+			return err
+		}
+		m.run(runCtx, roleClock, m.ClockRole.Run)
 	}
 	return nil
 }
+
+// openCommands sets up the write side's application layer.
+func (m *Main) openCommands() error {
+	cfg := app.Config{
+		Log: m.Store, Snapshots: m.Snapshots, Clock: m.Clock.Today, Logger: m.Logger,
+		CacheSize: m.Config.CacheSize, SnapshotEvery: m.Config.SnapshotEach,
+	}
+	if m.Webhooks != nil {
+		cfg.Webhooks = m.Webhooks.Registry()
+	}
+	// A change is refused when the establishment's documents would not fit the bucket: accepted,
+	// it could never be served.
+	maxBundle := m.maxBundle()
+	cfg.CheckContent = func(e *domain.Establishment) error {
+		n, err := projections.EncodedSize(e)
+		if err != nil {
+			return err
+		}
+		if n > maxBundle {
+			return fmt.Errorf("%w: the published documents would take %d bytes, at most %d", app.ErrTooLarge, n, maxBundle)
+		}
+		return nil
+	}
+	var err error
+	m.Commands, err = app.New(cfg)
+	return err
+}
+
+// maxBundle is the largest bundle of documents this deployment stores: the bucket's limit, or the
+// connection's maximum payload when lower.
+func (m *Main) maxBundle() int { return int(min(m.Conn.MaxPayload(), projections.MaxBundleSize)) }
 
 // connect starts the embedded NATS server unless a URL is configured, and connects to NATS.
 func (m *Main) connect() error {
@@ -379,7 +418,7 @@ func (m *Main) startAdmin() error {
 	m.AdminToken = token
 	hooks := webhookAdmin{Registry: m.Webhooks.Registry(), d: m.Webhooks}
 	cfg := admin.Config{
-		Service: m.Service, Token: token, Webhooks: hooks, WebhookOps: hooks,
+		Commands: m.Commands, Token: token, WebhookOps: hooks,
 		Logger: m.Logger.With("role", roleAdmin), Status: m.status,
 	}
 	if m.Projector != nil {
@@ -409,7 +448,7 @@ func (m *Main) adminToken() (string, error) {
 	if err := os.MkdirAll(m.Config.DataDir, 0o700); err != nil {
 		return "", fmt.Errorf("data dir: %w", err)
 	}
-	token := admin.NewID("adm")
+	token := app.NewID("adm")
 	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("write admin token: %w", err)
 	}
@@ -420,6 +459,12 @@ func (m *Main) status(ctx context.Context) map[string]any {
 	out := map[string]any{"roles": rolesOf(m.Config)}
 	if m.Projector != nil {
 		out["projected_sequence"] = m.Projector.Position()
+	}
+	if seq, err := m.Store.LastStreamSequence(ctx); err == nil {
+		out["log_sequence"] = seq
+	}
+	if m.ClockRole != nil {
+		out["clock"] = m.ClockRole.Status()
 	}
 	if m.Webhooks != nil {
 		if st, err := m.Webhooks.Stats(ctx); err == nil {
@@ -501,14 +546,14 @@ func (c *settableClock) Set(d domain.LocalDate) {
 	c.fixed = d
 }
 
-// Today is an admin.Clock.
+// Today is an app.Clock.
 func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.fixed.IsZero() {
 		return c.fixed
 	}
-	return admin.WallClock(loc)
+	return app.WallClock(loc)
 }
 
 // Served returns once the record at sequence seq of establishment slug is projected and, when

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/events/natstest"
@@ -41,9 +43,16 @@ func (s *memSecrets) Remove(_ context.Context, _, id string) error {
 	return nil
 }
 
+func (s *memSecrets) RotateSecret(_ context.Context, _, id, secret string, _ time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[id] = secret
+	return nil
+}
+
 type fixture struct {
 	store   *events.Store
-	service *Service
+	service *app.Commands
 	secrets *memSecrets
 	srv     *httptest.Server
 	today   atomic.Pointer[domain.LocalDate] // the service's local date, everywhere
@@ -59,9 +68,15 @@ func newFixture(tb testing.TB) *fixture {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := &fixture{store: store}
 	f.today.Store(&domain.LocalDate{Year: 2026, Month: 11, Day: 22})
-	svc := NewService(store, func(*time.Location) domain.LocalDate { return *f.today.Load() }, logger)
 	secrets := &memSecrets{m: map[string]string{}}
-	api, err := NewAPI(Config{Service: svc, Token: testToken, Webhooks: secrets, Logger: logger})
+	svc, err := app.New(app.Config{
+		Log: store, Webhooks: secrets, Logger: logger,
+		Clock: func(*time.Location) domain.LocalDate { return *f.today.Load() },
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	api, err := NewAPI(Config{Commands: svc, Token: testToken, Logger: logger})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -378,51 +393,26 @@ func TestIdempotencyKeyScope(t *testing.T) {
 	}
 }
 
-// A clock tick on a new day records one day-started event per establishment whose content
-// depends on the date, and a second tick that day records nothing.
-func TestTickStartsEachDayOnce(t *testing.T) {
-	f := newFixture(t)
-	f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demoBody(t)) // a daily menu
-	n := f.records(t, "chez-marcel")
-	f.today.Store(&domain.LocalDate{Year: 2026, Month: 11, Day: 23})
-	for range 2 {
-		if err := f.service.Tick(t.Context()); err != nil {
-			t.Fatalf("Tick: %v", err)
-		}
-	}
-	recs, err := f.store.History(t.Context(), "chez-marcel")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != n+1 {
-		t.Fatalf("got %d records after two ticks, want %d", len(recs), n+1)
-	}
-	last := recs[len(recs)-1].Events
-	if len(last) != 1 || last[0].Type != (domain.DayStarted{}).EventType() || !strings.Contains(string(last[0].Payload), "2026-11-23") {
-		t.Errorf("tick record: got %+v, want one day-started event for 2026-11-23", last)
-	}
-}
-
 func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
 	f := newFixture(t)
 	f.call(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demoBody(t))
 	// Two services share one log, each with its own cache: every write of one makes the other's
 	// cache stale, so they race on the expected sequence.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	other := NewService(f.store, nil, logger)
+	other, err := app.New(app.Config{Log: f.store, Webhooks: f.secrets, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
 	const perWriter = 10
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*perWriter)
-	for w, svc := range []*Service{f.service, other} {
+	for w, svc := range []*app.Commands{f.service, other} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perWriter; i++ {
-				id := NewID("wh")
-				url := "https://hooks.example.com/" + string(rune('a'+w)) + "/" + id
-				if _, err := svc.Execute(context.Background(), "chez-marcel", "", func(e *domain.Establishment) ([]domain.Event, error) {
-					return e.RegisterWebhook(id, url)
-				}); err != nil {
+				url := fmt.Sprintf("https://hooks.example.com/%c/%d", 'a'+w, i)
+				if _, err := svc.RegisterWebhook(context.Background(), app.Request{Slug: "chez-marcel"}, url); err != nil {
 					errs <- err
 				}
 			}

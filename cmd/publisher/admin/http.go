@@ -3,9 +3,7 @@ package admin
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +15,8 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/webhook"
 )
@@ -24,18 +24,11 @@ import (
 // MaxBodyBytes bounds an admin request body.
 const MaxBodyBytes = 4 << 20
 
-// webhookRegistry keeps webhook endpoints with their signing secrets, outside the event log.
-type webhookRegistry interface {
-	Register(ctx context.Context, establishment, id, url, secret string) error
-	Remove(ctx context.Context, establishment, id string) error
-}
-
 // webhookOperations are the operator's views and actions on deliveries. Optional: without them
 // the routes that need them answer 404.
 type webhookOperations interface {
 	Endpoints(ctx context.Context, establishment string) ([]webhook.Endpoint, error)
 	Endpoint(ctx context.Context, establishment, id string) (webhook.Endpoint, error)
-	RotateSecret(ctx context.Context, establishment, id, newSecret string, grace time.Duration) error
 	Enable(ctx context.Context, establishment, id string) error
 	Ping(ctx context.Context, establishment, id string) (webhook.Attempt, error)
 	DeliveryLog(ctx context.Context, endpointID string, limit int) ([]webhook.Delivery, error)
@@ -50,9 +43,8 @@ type projection interface {
 
 // Config wires an admin API.
 type Config struct {
-	Service  *Service
+	Commands *app.Commands
 	Token    string // bearer token every request must carry
-	Webhooks webhookRegistry
 	// WebhookOps is optional; it serves the endpoint, delivery log, ping and redelivery routes.
 	WebhookOps webhookOperations
 	// Projection is optional; with it, ?wait=true on a write answers once the change is served.
@@ -60,6 +52,9 @@ type Config struct {
 	Logger     *slog.Logger
 	// Status is optional extra status reported by GET /admin/v1/status.
 	Status func(ctx context.Context) map[string]any
+	// BatchWorkers is how many documents of a batch import are imported at once; 0 is
+	// DefaultBatchWorkers.
+	BatchWorkers int
 }
 
 // API is the admin HTTP API: the back office's way to change content.
@@ -69,8 +64,8 @@ type API struct {
 
 // NewAPI validates cfg and returns the API.
 func NewAPI(cfg Config) (*API, error) {
-	if cfg.Service == nil || cfg.Logger == nil || cfg.Webhooks == nil {
-		return nil, errors.New("admin: service, webhook registry and logger are required")
+	if cfg.Commands == nil || cfg.Logger == nil {
+		return nil, errors.New("admin: commands and logger are required")
 	}
 	if len(cfg.Token) < 16 {
 		return nil, errors.New("admin: token must be at least 16 characters")
@@ -98,6 +93,7 @@ func (a *API) Handler() http.Handler {
 	const est = "/admin/v1/establishments/:slug"
 	r.GET("/admin/v1/status", a.getStatus)
 	r.GET("/admin/v1/establishments", a.listEstablishments)
+	r.POST(importPath, a.importBatch)
 	r.GET(est, a.getEstablishment)
 	r.PUT(est, a.putEstablishment)
 	r.POST(est+"/activate", a.activate)
@@ -146,7 +142,7 @@ func (a *API) getStatus(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 }
 
 func (a *API) listEstablishments(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	slugs, err := a.cfg.Service.List(r.Context())
+	slugs, err := a.cfg.Commands.List(r.Context())
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -162,7 +158,7 @@ func (a *API) getEstablishment(w http.ResponseWriter, r *http.Request, ps httpro
 	if !ok {
 		return
 	}
-	st, err := a.cfg.Service.Get(r.Context(), slug)
+	st, err := a.cfg.Commands.Get(r.Context(), slug)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -171,7 +167,7 @@ func (a *API) getEstablishment(w http.ResponseWriter, r *http.Request, ps httpro
 }
 
 func (a *API) putEstablishment(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	slug, ok := pathSlug(w, ps, "slug")
+	req, ok := request(w, r, ps)
 	if !ok {
 		return
 	}
@@ -179,81 +175,69 @@ func (a *API) putEstablishment(w http.ResponseWriter, r *http.Request, ps httpro
 	if !decodeBody(w, r, &snap) {
 		return
 	}
-	if snap.Slug == "" {
-		snap.Slug = string(slug)
-	}
-	var key domain.APIKey
-	res, err := a.cfg.Service.Execute(r.Context(), slug, commandID(r), func(e *domain.Establishment) ([]domain.Event, error) {
-		out, err := e.Import(snap, NewAPIKey())
-		key = out.APIKey
-		return out.Events, err
-	})
+	res, err := a.cfg.Commands.Import(r.Context(), req, snap)
 	if err != nil {
 		a.fail(w, r, err)
 		return
-	}
-	body := map[string]any{"result": res}
-	if key != "" && !res.Duplicate {
-		body["api_key"] = key
 	}
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
 	}
-	a.respond(w, r, status, res, body)
+	a.respond(w, r, status, res.Result, withKey(res))
+}
+
+// withKey is the answer to a command that may show an API key, once.
+func withKey(res app.KeyResult) map[string]any {
+	body := map[string]any{"result": res.Result}
+	if res.APIKey != "" {
+		body["api_key"] = res.APIKey
+	}
+	return body
 }
 
 func (a *API) activate(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	a.simple(w, r, ps, func(e *domain.Establishment) ([]domain.Event, error) { return e.Activate() })
+	if req, ok := request(w, r, ps); ok {
+		res, err := a.cfg.Commands.Activate(r.Context(), req)
+		a.answer(w, r, res, err)
+	}
 }
 
 func (a *API) disableAPI(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	a.simple(w, r, ps, func(e *domain.Establishment) ([]domain.Event, error) { return e.DisableAPI() })
+	if req, ok := request(w, r, ps); ok {
+		res, err := a.cfg.Commands.DisableAPI(r.Context(), req)
+		a.answer(w, r, res, err)
+	}
 }
 
 func (a *API) enableAPI(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	key := NewAPIKey()
-	a.withKey(w, r, ps, key, func(e *domain.Establishment) ([]domain.Event, error) { return e.EnableAPI(key) })
+	if req, ok := request(w, r, ps); ok {
+		res, err := a.cfg.Commands.EnableAPI(r.Context(), req)
+		a.answerWithKey(w, r, res, err)
+	}
 }
 
 func (a *API) regenerateKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	key := NewAPIKey()
-	a.withKey(w, r, ps, key, func(e *domain.Establishment) ([]domain.Event, error) { return e.RegenerateAPIKey(key) })
-}
-
-// withKey runs a command that installs key and shows the key once.
-func (a *API) withKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key domain.APIKey, d decision) {
-	slug, ok := pathSlug(w, ps, "slug")
-	if !ok {
-		return
+	if req, ok := request(w, r, ps); ok {
+		res, err := a.cfg.Commands.RegenerateKey(r.Context(), req)
+		a.answerWithKey(w, r, res, err)
 	}
-	res, err := a.cfg.Service.Execute(r.Context(), slug, commandID(r), d)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	body := map[string]any{"result": res}
-	if !res.Duplicate {
-		body["api_key"] = key
-	}
-	a.respond(w, r, http.StatusOK, res, body)
 }
 
 func (a *API) setMenuRedirect(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	var in struct {
 		Enabled *bool `json:"enabled"`
 	}
-	if _, ok := pathSlug(w, ps, "slug"); !ok {
-		return
-	}
-	if !decodeBody(w, r, &in) {
+	req, ok := request(w, r, ps)
+	if !ok || !decodeBody(w, r, &in) {
 		return
 	}
 	if in.Enabled == nil {
-		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"enabled: required"})
+		a.fail(w, r, &domain.FieldError{Field: "enabled", Reason: "required"})
 		return
 	}
-	a.simple(w, r, ps, func(e *domain.Establishment) ([]domain.Event, error) { return e.SetMenuRedirect(*in.Enabled) })
+	res, err := a.cfg.Commands.SetMenuRedirect(r.Context(), req, *in.Enabled)
+	a.answer(w, r, res, err)
 }
 
 func (a *API) publishVersion(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -265,7 +249,8 @@ func (a *API) publishVersion(w http.ResponseWriter, r *http.Request, ps httprout
 	if !ok {
 		return
 	}
-	if _, ok := pathSlug(w, ps, "slug"); !ok {
+	req, ok := request(w, r, ps)
+	if !ok {
 		return
 	}
 	var in domain.VersionInput
@@ -276,10 +261,11 @@ func (a *API) publishVersion(w http.ResponseWriter, r *http.Request, ps httprout
 		in.ID = string(version)
 	}
 	if in.ID != string(version) {
-		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{fmt.Sprintf("id: %q does not match the path's version %q", in.ID, version)})
+		a.fail(w, r, &domain.FieldError{Field: "id", Reason: fmt.Sprintf("%q does not match the path's version %q", in.ID, version)})
 		return
 	}
-	a.simple(w, r, ps, func(e *domain.Establishment) ([]domain.Event, error) { return e.PublishMenuVersion(typ, in) })
+	res, err := a.cfg.Commands.PublishVersion(r.Context(), req, typ, in)
+	a.answer(w, r, res, err)
 }
 
 func (a *API) withdrawVersion(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -291,11 +277,14 @@ func (a *API) withdrawVersion(w http.ResponseWriter, r *http.Request, ps httprou
 	if !ok {
 		return
 	}
-	a.simple(w, r, ps, func(e *domain.Establishment) ([]domain.Event, error) { return e.WithdrawMenuVersion(typ, version) })
+	if req, ok := request(w, r, ps); ok {
+		res, err := a.cfg.Commands.WithdrawVersion(r.Context(), req, typ, version)
+		a.answer(w, r, res, err)
+	}
 }
 
 func (a *API) registerWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	slug, ok := pathSlug(w, ps, "slug")
+	req, ok := request(w, r, ps)
 	if !ok {
 		return
 	}
@@ -305,74 +294,52 @@ func (a *API) registerWebhook(w http.ResponseWriter, r *http.Request, ps httprou
 	if !decodeBody(w, r, &in) {
 		return
 	}
-	if err := domain.ValidateHTTPSURL(in.URL); err != nil {
-		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"url: " + err.Error()})
-		return
-	}
-	id := NewID("wh")
-	secret := NewWebhookSecret()
-	// The endpoint and its secret are stored before the endpoint exists in the log, so no delivery
-	// ever lacks its secret; a failed append removes them again.
-	if err := a.cfg.Webhooks.Register(r.Context(), string(slug), id, in.URL, secret); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	res, err := a.cfg.Service.Execute(r.Context(), slug, commandID(r), func(e *domain.Establishment) ([]domain.Event, error) {
-		return e.RegisterWebhook(id, in.URL)
-	})
-	if err != nil || res.Duplicate {
-		if derr := a.cfg.Webhooks.Remove(context.WithoutCancel(r.Context()), string(slug), id); derr != nil {
-			a.cfg.Logger.Error("remove unregistered webhook endpoint", "id", id, "err", derr)
-		}
-	}
+	res, err := a.cfg.Commands.RegisterWebhook(r.Context(), req, in.URL)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	body := map[string]any{"result": res}
+	body := map[string]any{"result": res.Result}
 	if !res.Duplicate {
-		body["endpoint"] = map[string]string{"id": id, "url": in.URL, "secret": secret}
+		body["endpoint"] = res.Endpoint
 	}
-	a.respond(w, r, http.StatusCreated, res, body)
+	a.respond(w, r, http.StatusCreated, res.Result, body)
 }
 
 func (a *API) removeWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	slug, ok := pathSlug(w, ps, "slug")
-	if !ok {
-		return
+	if req, ok := request(w, r, ps); ok {
+		res, err := a.cfg.Commands.RemoveWebhook(r.Context(), req, ps.ByName("id"))
+		a.answer(w, r, res, err)
 	}
-	id := ps.ByName("id")
-	res, err := a.cfg.Service.Execute(r.Context(), slug, commandID(r), func(e *domain.Establishment) ([]domain.Event, error) {
-		return e.RemoveWebhook(id)
-	})
+}
+
+// answer writes the result of a command, or its error.
+func (a *API) answer(w http.ResponseWriter, r *http.Request, res app.Result, err error) {
 	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	// The log says the endpoint is gone; stop deliveries to it.
-	if err := a.cfg.Webhooks.Remove(r.Context(), string(slug), id); err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	a.respond(w, r, http.StatusOK, res, map[string]any{"result": res})
 }
 
-// simple runs a command whose answer is its result only.
-func (a *API) simple(w http.ResponseWriter, r *http.Request, ps httprouter.Params, d decision) {
-	slug, ok := pathSlug(w, ps, "slug")
-	if !ok {
-		return
-	}
-	res, err := a.cfg.Service.Execute(r.Context(), slug, commandID(r), d)
+// answerWithKey writes the result of a command that issues an API key, or its error.
+func (a *API) answerWithKey(w http.ResponseWriter, r *http.Request, res app.KeyResult, err error) {
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	a.respond(w, r, http.StatusOK, res, map[string]any{"result": res})
+	a.respond(w, r, http.StatusOK, res.Result, withKey(res))
+}
+
+// request reads the establishment of a command from the path and its command id from the
+// request; on failure it has answered.
+func request(w http.ResponseWriter, r *http.Request, ps httprouter.Params) (app.Request, bool) {
+	slug, ok := pathSlug(w, ps, "slug")
+	return app.Request{Slug: slug, CommandID: commandID(r)}, ok
 }
 
 // respond writes body, after waiting for the projection when the caller asked with ?wait=true.
-func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, res Result, body any) {
+func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, res app.Result, body any) {
 	if a.cfg.Projection != nil && r.URL.Query().Get("wait") == "true" && res.Version > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
@@ -383,40 +350,58 @@ func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, res Re
 	writeJSON(w, status, body)
 }
 
-// fail maps an error to its status and the spec's error body.
+// webhookKinds are the kinds of the webhook registry's refusals.
+var webhookKinds = []app.KindRule{
+	{Target: webhook.ErrInvalidEndpoint, Kind: app.KindInvalid},
+	{Target: webhook.ErrRefusedAddress, Kind: app.KindInvalid},
+	{Target: webhook.ErrInvalidSecret, Kind: app.KindInvalid},
+	{Target: webhook.ErrResolverUnavailable, Kind: app.KindUnavailable},
+	{Target: webhook.ErrEndpointNotFound, Kind: app.KindNotFound},
+	{Target: webhook.ErrDeliveryNotFound, Kind: app.KindNotFound},
+	{Target: webhook.ErrDeliveryInProgress, Kind: app.KindConflict},
+	{Target: webhook.ErrEndpointDisabled, Kind: app.KindConflict},
+}
+
+// statuses maps each kind of refusal to its status and error text.
+var statuses = map[app.Kind]struct {
+	code int
+	text string
+}{
+	app.KindInvalid:     {http.StatusUnprocessableEntity, "Unprocessable entity"},
+	app.KindNotFound:    {http.StatusNotFound, "Not found"},
+	app.KindConflict:    {http.StatusConflict, "Conflict"},
+	app.KindTooLarge:    {http.StatusRequestEntityTooLarge, "Content too large"},
+	app.KindUnavailable: {http.StatusServiceUnavailable, "Service unavailable"},
+	app.KindInternal:    {http.StatusInternalServerError, "Internal server error"},
+}
+
+// fail answers err with the status of its kind and the spec's error body.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if fes := domain.FieldErrors(err); len(fes) > 0 {
-		details := make([]string, len(fes))
-		for i, fe := range fes {
-			details[i] = fe.Error()
+	status, text, details := a.refusal(r, err)
+	writeError(w, status, text, details)
+}
+
+// refusal returns the status of err's kind, its error text and its details: every bad field
+// named for invalid input, the refusal's text otherwise, nothing of a fault of this service's
+// own (which is logged).
+func (a *API) refusal(r *http.Request, err error) (status int, text string, details []string) {
+	kind := app.KindOf(err, webhookKinds...)
+	st := statuses[kind]
+	switch fes := domain.FieldErrors(err); {
+	case len(fes) > 0:
+		for _, fe := range fes {
+			details = append(details, fe.Error())
 		}
-		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", details)
-		return
-	}
-	switch {
-	case errors.Is(err, webhook.ErrInvalidEndpoint), errors.Is(err, webhook.ErrRefusedAddress), errors.Is(err, webhook.ErrInvalidSecret):
-		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"url: " + err.Error()})
-	case errors.Is(err, webhook.ErrResolverUnavailable):
-		writeError(w, http.StatusServiceUnavailable, "Service unavailable", []string{err.Error()})
-	case errors.Is(err, webhook.ErrEndpointNotFound), errors.Is(err, webhook.ErrDeliveryNotFound):
-		writeError(w, http.StatusNotFound, "Not found", []string{err.Error()})
-	case errors.Is(err, webhook.ErrDeliveryInProgress), errors.Is(err, webhook.ErrEndpointDisabled):
-		writeError(w, http.StatusConflict, "Conflict", []string{err.Error()})
-	case errors.Is(err, domain.ErrNotFound), errors.Is(err, domain.ErrMenuTypeNotFound),
-		errors.Is(err, domain.ErrMenuVersionNotFound), errors.Is(err, domain.ErrWebhookNotFound):
-		writeError(w, http.StatusNotFound, "Not found", []string{err.Error()})
-	case errors.Is(err, ErrTooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, "Content too large", []string{"body: " + err.Error()})
-	case errors.Is(err, ErrIdempotencyKeyReused):
-		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"Idempotency-Key: " + err.Error()})
-	case errors.Is(err, domain.ErrInvalidTransition), errors.Is(err, domain.ErrAPIDisabled), errors.Is(err, ErrConflict):
-		writeError(w, http.StatusConflict, "Conflict", []string{err.Error()})
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		writeError(w, http.StatusServiceUnavailable, "Service unavailable", []string{"the event log did not answer in time"})
-	default:
+	case kind == app.KindInternal:
 		a.cfg.Logger.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, "Internal server error", nil)
+	case kind == app.KindUnavailable && !errors.Is(err, webhook.ErrResolverUnavailable):
+		// The cause is this service's own (the event log, a store): say what, not how.
+		a.cfg.Logger.Warn("admin request not served", "method", r.Method, "path", r.URL.Path, "err", err)
+		details = []string{app.ErrUnavailable.Error()}
+	default:
+		details = []string{err.Error()}
 	}
+	return st.code, st.text, details
 }
 
 // decodeBody reads a JSON body strictly; on failure it has answered 400, 413 or 415.
@@ -485,6 +470,11 @@ func idempotency(next http.Handler) http.Handler {
 			writeError(w, http.StatusBadRequest, "Bad request", []string{"Idempotency-Key: " + err.Error()})
 			return
 		}
+		if r.URL.Path == importPath {
+			// A batch is read line by line, and its key names each line's command.
+			next.ServeHTTP(w, r)
+			return
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 		if err != nil {
 			var tooLarge *http.MaxBytesError
@@ -496,9 +486,7 @@ func idempotency(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		scope := sha256.Sum256([]byte(r.Method + "\x00" + r.URL.Path + "\x00" + keys[0]))
-		digest := sha256.Sum256(body)
-		id := idempotentPrefix + hex.EncodeToString(scope[:16]) + "." + hex.EncodeToString(digest[:8])
+		id := app.KeyedCommandID(r.Method+"\x00"+r.URL.Path+"\x00"+keys[0], body)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), commandIDKey{}, id)))
 	})
 }

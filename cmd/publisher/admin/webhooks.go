@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
-)
 
-// maxRotationGrace bounds how long a rotated-out secret keeps signing.
-const maxRotationGrace = 30 * 24 * time.Hour
+	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/domain"
+)
 
 func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	slug, ok := pathSlug(w, ps, "slug")
@@ -23,7 +23,7 @@ func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request, ps httprouter
 	}
 	if len(eps) == 0 {
 		// No endpoint: an establishment without any, or none at all (404).
-		if _, err := a.cfg.Service.Get(r.Context(), slug); err != nil {
+		if _, err := a.cfg.Commands.Get(r.Context(), slug); err != nil {
 			a.fail(w, r, err)
 			return
 		}
@@ -47,14 +47,14 @@ func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request, ps httprouter
 	grace := 24 * time.Hour
 	if in.Grace != "" {
 		d, err := time.ParseDuration(in.Grace)
-		if err != nil || d < 0 || d > maxRotationGrace {
-			writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"grace: want a duration from 0s to 720h, such as 24h"})
+		if err != nil || d < 0 || d > app.MaxRotationGrace {
+			a.fail(w, r, &domain.FieldError{Field: "grace", Reason: "want a duration from 0s to 720h, such as 24h"})
 			return
 		}
 		grace = d
 	}
-	secret := NewWebhookSecret()
-	if err := a.cfg.WebhookOps.RotateSecret(r.Context(), string(slug), ps.ByName("id"), secret, grace); err != nil {
+	secret, err := a.cfg.Commands.RotateWebhookSecret(r.Context(), slug, ps.ByName("id"), grace)
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}

@@ -1,0 +1,200 @@
+package admin
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/domain"
+)
+
+// importPath is the batch import: many import documents in one request.
+const importPath = "/admin/v1/import"
+
+// Limits of a batch import.
+const (
+	// MaxBatchItems is the most documents one batch request may hold.
+	MaxBatchItems = 1000
+	// MaxBatchBytes bounds the body of a batch request.
+	MaxBatchBytes = 64 << 20
+	// DefaultBatchWorkers is how many documents of one batch are imported at once.
+	DefaultBatchWorkers = 8
+)
+
+// batchItem is the answer for one document of a batch: what a PUT of it alone would have
+// answered, with its line number in the request body.
+type batchItem struct {
+	Line    int           `json:"line"`
+	Slug    string        `json:"slug,omitempty"`
+	Status  int           `json:"status"`
+	Result  *app.Result   `json:"result,omitempty"`
+	APIKey  domain.APIKey `json:"api_key,omitempty"`
+	Error   string        `json:"error,omitempty"`
+	Details []string      `json:"details,omitempty"`
+}
+
+// batchAnswer is the body of a batch import's answer.
+type batchAnswer struct {
+	Results  []*batchItem `json:"results"`
+	Accepted int          `json:"accepted"`
+	Refused  int          `json:"refused"`
+}
+
+// importBatch imports the documents of an NDJSON body, one per line (blank lines are skipped but
+// counted), and answers 200 with one result per document, in line order, whether or not it was
+// accepted: a bad line never stops the others. Under an Idempotency-Key, each line's command id
+// derives from the key, the line number and the line, so a batch sent again is applied once.
+func (a *API) importBatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/x-ndjson" && mt != "application/jsonl" && mt != "application/json") {
+			writeError(w, http.StatusUnsupportedMediaType, "Unsupported media type", []string{"Content-Type: want application/x-ndjson"})
+			return
+		}
+	}
+	key := r.Header.Get("Idempotency-Key")
+	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, MaxBatchBytes), 64<<10)
+
+	var (
+		mu      sync.Mutex
+		answer  batchAnswer
+		wg      sync.WaitGroup
+		jobs    = make(chan func())
+		workers = a.cfg.BatchWorkers
+	)
+	if workers <= 0 {
+		workers = DefaultBatchWorkers
+	}
+	for range workers {
+		wg.Go(func() {
+			for job := range jobs {
+				job()
+			}
+		})
+	}
+	lines := map[string]int{} // slug → line that gave it
+	var readErr error
+	for line := 1; ; line++ {
+		data, tooLong, err := readLine(body, MaxBodyBytes)
+		if err != nil && !errors.Is(err, io.EOF) {
+			readErr = err
+			break
+		}
+		if len(bytes.TrimSpace(data)) > 0 || tooLong {
+			if len(answer.Results) == MaxBatchItems {
+				readErr = errTooManyItems
+				break
+			}
+			item := &batchItem{Line: line}
+			answer.Results = append(answer.Results, item)
+			if job := a.batchJob(r, item, data, tooLong, key, lines, &mu); job != nil {
+				jobs <- job
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+	}
+	close(jobs)
+	wg.Wait()
+
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.Is(readErr, errTooManyItems):
+		writeError(w, http.StatusRequestEntityTooLarge, "Request body too large", []string{fmt.Sprintf("body: at most %d documents per request, the first %d were imported", MaxBatchItems, MaxBatchItems)})
+		return
+	case errors.As(readErr, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "Request body too large", []string{fmt.Sprintf("body: at most %d bytes per request, the complete lines before were imported", MaxBatchBytes)})
+		return
+	case readErr != nil:
+		writeError(w, http.StatusBadRequest, "Bad request", []string{"body: " + readErr.Error()})
+		return
+	}
+	if answer.Results == nil {
+		answer.Results = []*batchItem{}
+	}
+	for _, it := range answer.Results {
+		if it.Status < 300 {
+			answer.Accepted++
+		} else {
+			answer.Refused++
+		}
+	}
+	writeJSON(w, http.StatusOK, answer)
+}
+
+var errTooManyItems = errors.New("too many documents")
+
+// batchJob decodes one line into item and returns the import to run, or nil when the line was
+// refused before any command (item then says why).
+func (a *API) batchJob(r *http.Request, item *batchItem, data []byte, tooLong bool, key string, lines map[string]int, mu *sync.Mutex) func() {
+	refuse := func(status int, text string, details ...string) func() {
+		item.Status, item.Error, item.Details = status, text, details
+		return nil
+	}
+	if tooLong {
+		return refuse(http.StatusRequestEntityTooLarge, "Request body too large", fmt.Sprintf("line: at most %d bytes", MaxBodyBytes))
+	}
+	var snap domain.Snapshot
+	if err := domain.DecodeStrict(bytes.NewReader(data), &snap); err != nil {
+		var details []string
+		for _, fe := range domain.FieldErrors(err) {
+			details = append(details, fe.Error())
+		}
+		return refuse(http.StatusBadRequest, "Bad request", details...)
+	}
+	item.Slug = snap.Slug
+	slug, err := domain.ParseSlug(snap.Slug)
+	if err != nil {
+		return refuse(http.StatusUnprocessableEntity, "Unprocessable entity", "slug: "+err.Error())
+	}
+	if first, seen := lines[snap.Slug]; seen {
+		return refuse(http.StatusUnprocessableEntity, "Unprocessable entity", fmt.Sprintf("slug: %q is already given on line %d of this request", snap.Slug, first))
+	}
+	lines[snap.Slug] = item.Line
+	req := app.Request{Slug: slug}
+	if key != "" {
+		req.CommandID = app.KeyedCommandID(r.Method+"\x00"+r.URL.Path+"\x00"+key+"\x00"+strconv.Itoa(item.Line), data)
+	}
+	return func() {
+		res, err := a.cfg.Commands.Import(r.Context(), req, snap)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			item.Status, item.Error, item.Details = a.refusal(r, err)
+			return
+		}
+		item.Status, item.Result, item.APIKey = http.StatusOK, &res.Result, res.APIKey
+		if res.Created {
+			item.Status = http.StatusCreated
+		}
+	}
+}
+
+// readLine reads one line of at most limit bytes, without its end. A longer line is read to its
+// end and dropped: tooLong is then true and data empty.
+func readLine(r *bufio.Reader, limit int) (data []byte, tooLong bool, err error) {
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(data)+len(bytes.TrimSuffix(chunk, []byte("\n"))) > limit {
+				tooLong, data = true, nil
+			} else {
+				data = append(data, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSuffix(data, []byte("\n")), tooLong, err
+	}
+}

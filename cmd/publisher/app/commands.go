@@ -1,0 +1,278 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+)
+
+// Defaults of Config.
+const (
+	DefaultCacheSize     = 2000
+	DefaultSnapshotEvery = 8
+	DefaultMaxLoads      = 64
+)
+
+// maxAttempts bounds the retries of a command that lost an optimistic-concurrency race.
+const maxAttempts = 5
+
+// Clock gives the local date in a time zone. Tests and demos fix it; serve uses the wall clock.
+type Clock func(loc *time.Location) domain.LocalDate
+
+// WallClock is the Clock of the real calendar.
+func WallClock(loc *time.Location) domain.LocalDate { return domain.DateOf(time.Now().In(loc)) }
+
+// Config wires Commands.
+type Config struct {
+	// Log is the event log, normally an *events.Store. Required.
+	Log eventLog
+	// Snapshots keeps aggregate snapshots, normally an *events.Snapshots; nil folds every
+	// establishment's whole history on each load.
+	Snapshots snapshotStore
+	// Webhooks stores webhook endpoints with their secrets; required for the webhook commands.
+	Webhooks webhookRegistry
+	// Clock gives each establishment's local date; nil is the wall clock.
+	Clock Clock
+	// Logger is required.
+	Logger *slog.Logger
+	// CheckContent, optional, checks the state a user command leads to before it is appended, and
+	// refuses the command with its error (the documents would not fit the bucket, say). The clock's
+	// day changes are not checked: the calendar moves whatever the content.
+	CheckContent func(*domain.Establishment) error
+	// CacheSize is how many aggregates are kept in memory; 0 is DefaultCacheSize.
+	CacheSize int
+	// SnapshotEvery is how many records are folded before a snapshot is written; 0 is
+	// DefaultSnapshotEvery.
+	SnapshotEvery int
+	// MaxLoads bounds the loads from the log running at once; 0 is DefaultMaxLoads.
+	MaxLoads int
+	// Now is the time of new events; nil is time.Now.
+	Now func() time.Time
+}
+
+// Validate reports a missing dependency or a bad setting.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Log == nil {
+		errs = append(errs, errors.New("app: config: log is required"))
+	}
+	if c.Logger == nil {
+		errs = append(errs, errors.New("app: config: logger is required"))
+	}
+	if c.CacheSize < 0 || c.SnapshotEvery < 0 || c.MaxLoads < 0 {
+		errs = append(errs, fmt.Errorf("app: config: cache size %d, snapshot interval %d and load limit %d must not be negative", c.CacheSize, c.SnapshotEvery, c.MaxLoads))
+	}
+	return errors.Join(errs...)
+}
+
+// Commands runs the commands of the write side. It is safe for concurrent use.
+type Commands struct {
+	log      eventLog
+	webhooks webhookRegistry
+	clock    Clock
+	logger   *slog.Logger
+	check    func(*domain.Establishment) error
+	now      func() time.Time
+	locks    locks
+	repo     *repository
+}
+
+// New returns the commands of cfg.
+func New(cfg Config) (*Commands, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Commands{log: cfg.Log, webhooks: cfg.Webhooks, clock: cfg.Clock, logger: cfg.Logger, check: cfg.CheckContent, now: cfg.Now}
+	if c.clock == nil {
+		c.clock = WallClock
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	size := cmpOr(cfg.CacheSize, DefaultCacheSize)
+	cache, err := lru.New[domain.Slug, *aggregate](size)
+	if err != nil {
+		return nil, fmt.Errorf("app: cache: %w", err)
+	}
+	c.repo = &repository{
+		log: cfg.Log, snapshots: cfg.Snapshots, cache: cache,
+		loads: make(chan struct{}, cmpOr(cfg.MaxLoads, DefaultMaxLoads)),
+		every: cmpOr(cfg.SnapshotEvery, DefaultSnapshotEvery), c: c,
+	}
+	if cfg.Snapshots == nil {
+		c.repo.snapshots = nil // a typed nil would look set
+	}
+	return c, nil
+}
+
+func cmpOr(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Request names the establishment a command is for and, optionally, the id it is deduplicated
+// by: an empty CommandID gets a random one, so the command is applied once per call.
+type Request struct {
+	Slug      domain.Slug
+	CommandID string
+}
+
+// Result is the outcome of an accepted command.
+type Result struct {
+	Slug      domain.Slug `json:"slug"`
+	Version   uint64      `json:"version"`           // stream sequence of the establishment after the command
+	Events    int         `json:"events"`            // events appended; 0 when the command changed nothing
+	Duplicate bool        `json:"duplicate"`         // the command id had already been applied
+	Created   bool        `json:"created,omitempty"` // the command created the establishment
+}
+
+// decision is a command bound to its arguments.
+type decision func(e *domain.Establishment) ([]domain.Event, error)
+
+// commandKind says how a command relates to the calendar and to content checks.
+type commandKind int
+
+const (
+	userCommand  commandKind = iota // checked, and recording a day change first if one is due
+	clockCommand                    // moves the calendar itself; never refused for its content
+)
+
+// execute runs decide on the current state of the request's establishment and appends its events.
+func (c *Commands) execute(ctx context.Context, req Request, kind commandKind, decide decision) (Result, error) {
+	if req.CommandID == "" {
+		req.CommandID = NewID("cmd")
+	}
+	slug := req.Slug
+	defer c.locks.lock(slug)()
+	for attempt := 1; ; attempt++ {
+		a, err := c.repo.get(ctx, slug)
+		if err != nil {
+			return Result{}, unavailable(err)
+		}
+		// A retry is answered from the log before it is decided again on a state it changed.
+		if res, ok, err := a.replayed(slug, req.CommandID, c.now()); ok {
+			return res, err
+		}
+		evs, err := decide(a.est)
+		if err != nil {
+			return Result{}, err
+		}
+		res := Result{Slug: slug, Version: a.version}
+		if len(evs) == 0 {
+			return res, nil
+		}
+		res.Created = !a.est.Created
+		if kind == userCommand {
+			evs = c.withDay(a.est, evs)
+		}
+		envs, err := c.envelopes(slug, evs)
+		if err != nil {
+			return Result{}, err
+		}
+		// The cached state runs ahead of the log until the append succeeds: any way out before
+		// that forgets it, and the next use reloads it from the log.
+		for _, ev := range evs {
+			a.est.Apply(ev)
+		}
+		if kind == userCommand && c.check != nil {
+			if err := c.check(a.est); err != nil {
+				c.repo.cache.Remove(slug)
+				return Result{}, err
+			}
+		}
+		seq, err := c.log.Append(ctx, string(slug), a.version, req.CommandID, envs,
+			events.WithHeader(CalendarHeader, CalendarOf(a.est).String()))
+		if err != nil {
+			c.repo.cache.Remove(slug)
+		}
+		switch {
+		case errors.Is(err, events.ErrRecordTooLarge):
+			return Result{}, fmt.Errorf("%w: %w", ErrTooLarge, err)
+		case errors.Is(err, events.ErrDuplicate):
+			return Result{Slug: slug, Version: seq, Duplicate: true}, nil // the log holds the first application
+		case errors.Is(err, events.ErrConflict):
+			if attempt >= maxAttempts {
+				return Result{}, fmt.Errorf("%s: %w", slug, ErrConflict)
+			}
+			continue
+		case err != nil:
+			return Result{}, unavailable(err)
+		}
+		a.version, a.commandID = seq, req.CommandID
+		a.folded++
+		a.remember(req.CommandID, seq, len(evs), envs[0].Time, c.now())
+		if a.folded >= c.repo.every {
+			c.repo.save(ctx, a)
+		}
+		c.repo.cache.Add(slug, a)
+		res.Version, res.Events = seq, len(evs)
+		return res, nil
+	}
+}
+
+// withDay puts a day-started event before the events of a user command when the calendar moved
+// since the establishment's last event, so that they render against today; a new establishment
+// records its first day after its creation.
+func (c *Commands) withDay(e *domain.Establishment, evs []domain.Event) []domain.Event {
+	if slices.ContainsFunc(evs, func(ev domain.Event) bool { _, ok := ev.(domain.DayStarted); return ok }) {
+		return evs
+	}
+	if !e.Created {
+		return append(evs, domain.DayStarted{Date: c.clock(locationOf(evs))})
+	}
+	if today := c.clock(e.Location()); e.Today != today {
+		if day, _ := e.StartDay(today); len(day) > 0 {
+			return append(day, evs...)
+		}
+	}
+	return evs
+}
+
+// locationOf returns the time zone an establishment is created with.
+func locationOf(evs []domain.Event) *time.Location {
+	for _, ev := range evs {
+		if c, ok := ev.(domain.EstablishmentCreated); ok {
+			e := domain.Establishment{TimeZone: c.TimeZone}
+			return e.Location()
+		}
+	}
+	return (&domain.Establishment{}).Location()
+}
+
+func (c *Commands) envelopes(slug domain.Slug, evs []domain.Event) ([]events.Envelope, error) {
+	now := c.now().UTC()
+	envs := make([]events.Envelope, 0, len(evs))
+	for _, ev := range evs {
+		payload, err := domain.EncodeEvent(ev)
+		if err != nil {
+			return nil, err
+		}
+		envs = append(envs, events.Envelope{
+			Type: ev.EventType(), Establishment: string(slug), Time: now,
+			SchemaVersion: domain.SchemaVersion, Payload: payload,
+		})
+	}
+	return envs, nil
+}
+
+// unavailable marks a failure to reach the log or a store as such, unless it is already a
+// refusal of another kind.
+func unavailable(err error) error {
+	if KindOf(err) != KindInternal {
+		return err
+	}
+	if errors.Is(err, events.ErrInvalidRecord) {
+		return err // a damaged record is a fault to look at, not a passing one
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}

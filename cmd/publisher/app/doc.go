@@ -1,0 +1,44 @@
+// Package app is the write side's application layer: one type, Commands, with one typed method per
+// command an administrator, the back office or the clock can give. Each method loads the
+// establishment, lets package domain decide, and appends the events to the log with optimistic
+// concurrency and idempotency. Keys, ids and secrets are minted here, never by a transport: the
+// admin HTTP API, the command line, the demo, bulk import and the clock all call these methods,
+// and a transport only decodes, calls and maps the error's Kind to its own status.
+//
+// It imports domain and events, and declares the small interfaces it needs of the webhook
+// registry; it never imports a transport.
+//
+// # Loading an establishment
+//
+// An establishment is loaded with a bounded number of reads, never a consumer: the last record of
+// its subject (one direct get), then, unless the aggregate is in the cache at that record, its
+// snapshot (one key-value get) and the records after it (one batched direct get). Without a
+// usable snapshot the whole history is read, in batches of direct gets, and a snapshot is written.
+// A snapshot is written again once SnapshotEvery records have been folded since the last one, so
+// a load reads at most that many records.
+//
+// A snapshot is a cache of the log. It records the sequence and command id of the last record it
+// folds: it is used only while the log still holds that record there, and only when its format
+// (domain.StateFormat and this package's own fields) is the one this code writes. Anything else
+// is ignored and the state is folded from the log. Deleting every snapshot loses nothing.
+//
+// # Memory
+//
+// At most CacheSize aggregates are kept in memory, least recently used first out; an
+// establishment being changed is locked, and its lock is forgotten once nobody waits on it. At
+// most MaxLoads loads run at once; the others wait.
+//
+// # Concurrency and idempotency
+//
+// Commands on one establishment run one at a time in a process; across processes, the append's
+// expected sequence decides, and the loser reloads and decides again (up to maxAttempts times).
+// A command id derived from an Idempotency-Key is remembered for IdempotencyWindow, in the
+// aggregate's cached state and its snapshot: a retry is answered from the log before it is decided
+// again, and the same key with another request is refused.
+//
+// # The calendar
+//
+// Every record carries a CalendarHeader with the establishment's time zone, whether its public
+// documents depend on the date, and its recorded local date, as they are after the record: the
+// clock keeps its index of establishments to wake up at midnight from these headers alone.
+package app

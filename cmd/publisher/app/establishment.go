@@ -1,0 +1,106 @@
+package app
+
+import (
+	"context"
+
+	"github.com/opencarte/publisher/domain"
+)
+
+// KeyResult is the outcome of a command that may issue an API key. The key is shown once: it is
+// empty when the command issued none, or when it was a duplicate of one already applied.
+type KeyResult struct {
+	Result
+	APIKey domain.APIKey
+}
+
+// Import brings the establishment to the content of snap, creating it if needed. The result
+// holds a new API key when the import turned the public API on.
+func (c *Commands) Import(ctx context.Context, req Request, snap domain.Snapshot) (KeyResult, error) {
+	if snap.Slug == "" {
+		snap.Slug = string(req.Slug)
+	}
+	var key domain.APIKey
+	res, err := c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) {
+		out, err := e.Import(snap, newAPIKey())
+		key = out.APIKey
+		return out.Events, err
+	})
+	return keyResult(res, key), err
+}
+
+// keyResult shows key unless the command was a duplicate.
+func keyResult(res Result, key domain.APIKey) KeyResult {
+	if res.Duplicate {
+		key = ""
+	}
+	return KeyResult{Result: res, APIKey: key}
+}
+
+// Activate moves a draft establishment to active.
+func (c *Commands) Activate(ctx context.Context, req Request) (Result, error) {
+	return c.execute(ctx, req, userCommand, (*domain.Establishment).Activate)
+}
+
+// EnableAPI turns the public API on and issues its key.
+func (c *Commands) EnableAPI(ctx context.Context, req Request) (KeyResult, error) {
+	key := newAPIKey()
+	res, err := c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.EnableAPI(key) })
+	return keyResult(res, key), err
+}
+
+// DisableAPI turns the public API off; its key stops working.
+func (c *Commands) DisableAPI(ctx context.Context, req Request) (Result, error) {
+	return c.execute(ctx, req, userCommand, (*domain.Establishment).DisableAPI)
+}
+
+// RegenerateKey issues a new API key; the previous one stops working.
+func (c *Commands) RegenerateKey(ctx context.Context, req Request) (KeyResult, error) {
+	key := newAPIKey()
+	res, err := c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.RegenerateAPIKey(key) })
+	return keyResult(res, key), err
+}
+
+// SetMenuRedirect sets menu_redirect_enabled.
+func (c *Commands) SetMenuRedirect(ctx context.Context, req Request, enabled bool) (Result, error) {
+	return c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.SetMenuRedirect(enabled) })
+}
+
+// PublishVersion publishes version v of menu type typ, or replaces the version with its id.
+func (c *Commands) PublishVersion(ctx context.Context, req Request, typ domain.Slug, v domain.VersionInput) (Result, error) {
+	return c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.PublishMenuVersion(typ, v) })
+}
+
+// WithdrawVersion removes version id of menu type typ.
+func (c *Commands) WithdrawVersion(ctx context.Context, req Request, typ, id domain.Slug) (Result, error) {
+	return c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.WithdrawMenuVersion(typ, id) })
+}
+
+// DayResult is the outcome of StartDay.
+type DayResult struct {
+	Result
+	// Calendar is the establishment's calendar after the command; Result.Version is the record it
+	// is as of.
+	Calendar Calendar
+}
+
+// StartDay records the establishment's local date, per the clock, when its public documents
+// depend on the date and the date moved since it last recorded one: it appends one day-started
+// event, or nothing. Its content is not checked: the calendar moves whatever it holds.
+func (c *Commands) StartDay(ctx context.Context, slug domain.Slug) (DayResult, error) {
+	var cal Calendar
+	res, err := c.execute(ctx, Request{Slug: slug}, clockCommand, func(e *domain.Establishment) ([]domain.Event, error) {
+		if !e.Created {
+			return nil, domain.ErrNotFound
+		}
+		cal = CalendarOf(e)
+		if !cal.Dependent {
+			return nil, nil
+		}
+		evs, err := e.StartDay(c.clock(e.Location()))
+		if len(evs) > 0 {
+			cal.Today = evs[0].(domain.DayStarted).Date
+		}
+		return evs, err
+	})
+	return DayResult{Result: res, Calendar: cal}, err
+}

@@ -1,0 +1,470 @@
+// Package clock is the clock role: it puts the calendar into the event log. When the local date of
+// an establishment whose public documents depend on the date (exceptional hours, a menu rotating
+// by day, week or month) moves on, the clock appends one day-started event to it, through the
+// write side's application layer; the projection then renders the new day like any other change.
+//
+// # Finding who to wake up
+//
+// The clock keeps an index, in the KV bucket CALENDAR, of every establishment's time zone, date
+// dependence and recorded day. The index is derived from the log: each record carries the
+// establishment's calendar in a header (app.CalendarHeader), and the clock follows the log's
+// headers (no bodies) with one durable consumer, shared by every clock process. A new or emptied
+// index is rebuilt once from every establishment's state (a sweep), then kept by the headers.
+//
+// A pass reads the index (one stream of small values, whatever the number of establishments)
+// and starts the day of each date-dependent establishment whose recorded day is behind its local
+// date, through a bounded pool of workers. Passes run at the first tick, whenever a local date
+// moves (time zones change date on quarter hours), and after a pass that left failures: what
+// failed is retried on the next tick. A failure on one establishment never stops the others, nor
+// the process. Each pass logs one summary line with counts and at most a few examples.
+//
+// Several clock processes can run: each day is appended once, because the write side appends
+// with optimistic concurrency and a day already started is no change.
+package clock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+)
+
+// ReaderName is the durable consumer through which clocks follow the log's calendar headers.
+const ReaderName = "clock-calendar"
+
+// Defaults of Config.
+const (
+	DefaultInterval = 15 * time.Second
+	DefaultWorkers  = 16
+)
+
+// maxExamples bounds the failures a pass summary names; maxReason bounds each one's text.
+const (
+	maxExamples = 5
+	maxReason   = 200
+)
+
+// maxRetries bounds the establishments a sweep remembers to retry; past it, the next sweep
+// goes over every establishment again.
+const maxRetries = 10_000
+
+// dayStarter starts an establishment's day; *app.Commands satisfies it.
+type dayStarter interface {
+	StartDay(ctx context.Context, slug domain.Slug) (app.DayResult, error)
+}
+
+// noteLog is what the clock reads of the event log; *events.Store satisfies it.
+type noteLog interface {
+	OpenNoteReader(ctx context.Context, name string) (bool, error)
+	FollowNotes(ctx context.Context, name string, fn func(events.Note) error) error
+	Slugs(ctx context.Context) ([]string, error)
+}
+
+// Config wires a Clock.
+type Config struct {
+	Days   dayStarter
+	Log    noteLog
+	Index  *Index
+	Today  app.Clock // each time zone's local date; nil is the wall clock
+	Logger *slog.Logger
+	// Interval is the time between two ticks; 0 is DefaultInterval.
+	Interval time.Duration
+	// Workers bounds the day changes in flight; 0 is DefaultWorkers.
+	Workers int
+	// Now is the wall clock of the quarter-hour schedule; nil is time.Now.
+	Now func() time.Time
+}
+
+// Validate reports a missing dependency.
+func (c Config) Validate() error {
+	if c.Days == nil || c.Log == nil || c.Index == nil || c.Logger == nil {
+		return errors.New("clock: config: days, log, index and logger are required")
+	}
+	if c.Interval < 0 || c.Workers < 0 {
+		return errors.New("clock: config: interval and workers must not be negative")
+	}
+	return nil
+}
+
+// Pass is the outcome of one pass over the index, or of a sweep over every establishment.
+type Pass struct {
+	Kind     string    `json:"kind"` // "scan" or "sweep"
+	Started  time.Time `json:"started"`
+	Took     string    `json:"took"`
+	Examined int       `json:"examined"` // establishments looked at
+	Due      int       `json:"due"`      // establishments whose day was to start
+	Appended int       `json:"appended"` // days started by this pass
+	Failed   int       `json:"failed"`
+	Examples []string  `json:"examples,omitempty"` // a few failures
+}
+
+// Status is what the clock tells of itself.
+type Status struct {
+	Passes   int64 `json:"passes"`
+	LastPass *Pass `json:"last_pass,omitempty"`
+	Notes    int64 `json:"notes"` // record headers followed since start
+}
+
+// Clock is the clock role.
+type Clock struct {
+	cfg   Config
+	locs  locations
+	notes atomic.Int64
+
+	mu       sync.Mutex
+	zones    map[string]domain.LocalDate // each zone's date at the last complete pass
+	scanned  time.Time                   // when the last complete pass started
+	retry    bool                        // the last pass left failures
+	retries  []string                    // a sweep's failed establishments, unless too many
+	passes   int64
+	lastPass *Pass
+}
+
+// New returns the clock of cfg.
+func New(cfg Config) (*Clock, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Today == nil {
+		cfg.Today = app.WallClock
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	return &Clock{cfg: cfg, zones: map[string]domain.LocalDate{}}, nil
+}
+
+// Status returns the clock's counters and its last pass.
+func (c *Clock) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Status{Passes: c.passes, LastPass: c.lastPass, Notes: c.notes.Load()}
+}
+
+// Run follows the log's calendar headers and ticks every interval until ctx ends. Nothing an
+// establishment does stops it; it returns only ctx's error.
+func (c *Clock) Run(ctx context.Context) error {
+	for {
+		created, err := c.cfg.Log.OpenNoteReader(ctx, ReaderName)
+		if err == nil && created {
+			// Records before the reader's creation are not in its stream: rebuild the index.
+			err = c.cfg.Index.setComplete(ctx, false)
+		}
+		if err == nil {
+			break
+		}
+		c.cfg.Logger.Warn("clock: open the log's calendar headers, retrying", "err", err)
+		if !sleep(ctx, c.cfg.Interval) {
+			return ctx.Err()
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.follow(ctx) })
+
+	t := time.NewTicker(c.cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := c.Tick(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("clock tick", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// follow keeps the index up to date with the calendar header of every record.
+func (c *Clock) follow(ctx context.Context) {
+	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		err := c.cfg.Log.FollowNotes(ctx, ReaderName, func(n events.Note) error { return c.note(ctx, n) })
+		if ctx.Err() != nil {
+			return
+		}
+		c.cfg.Logger.Warn("clock: following the log's calendar headers failed, resuming", "retry_in", wait, "err", err)
+		if !sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// note records the calendar of one record in the index. A record without a readable calendar
+// (written by older code) has its establishment's calendar read from its state instead. An
+// establishment whose day is behind right after a record, one appended as its zone changed date
+// while a pass was reading the index, has its day started now.
+func (c *Clock) note(ctx context.Context, n events.Note) error {
+	c.notes.Add(1)
+	slug, err := domain.ParseSlug(n.Establishment)
+	if err != nil {
+		return nil // not an establishment of this service: nothing to index
+	}
+	cal, err := app.ParseCalendar(n.Header[app.CalendarHeader])
+	if err != nil {
+		_, err := c.startDay(ctx, slug)
+		if errors.Is(err, domain.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if err := c.cfg.Index.Put(ctx, string(slug), Entry{Calendar: cal, Sequence: n.Sequence}); err != nil {
+		return err
+	}
+	if c.due(cal) && c.cfg.Now().Sub(n.Time) < 2*c.cfg.Interval {
+		_, err := c.startDay(ctx, slug)
+		return err
+	}
+	return nil
+}
+
+// due reports whether an establishment with calendar cal needs its day started.
+func (c *Clock) due(cal app.Calendar) bool {
+	return cal.Dependent && (cal.Today.IsZero() || cal.Today.Before(c.today(cal.Zone)))
+}
+
+func (c *Clock) today(zone string) domain.LocalDate { return c.cfg.Today(c.locs.get(zone)) }
+
+// startDay starts the day of slug and records its calendar in the index. It reports whether a
+// day-started event was appended.
+func (c *Clock) startDay(ctx context.Context, slug domain.Slug) (bool, error) {
+	res, err := c.cfg.Days.StartDay(ctx, slug)
+	if err != nil {
+		return false, err
+	}
+	if err := c.cfg.Index.Put(ctx, string(slug), Entry{Calendar: res.Calendar, Sequence: res.Version}); err != nil {
+		return res.Events > 0, err
+	}
+	return res.Events > 0, nil
+}
+
+// Tick runs a pass if one is due: a sweep over every establishment while the index is not
+// complete, else a pass over the index when this is the first tick, a local date moved, or the
+// last pass left failures. It returns the pass, or nil when none was due.
+func (c *Clock) Tick(ctx context.Context) (*Pass, error) {
+	complete, err := c.cfg.Index.Complete(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var p *Pass
+	if !complete {
+		p = c.sweep(ctx)
+	} else if c.scanDue() {
+		p, err = c.scan(ctx)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if p == nil {
+		return nil, nil
+	}
+	c.mu.Lock()
+	c.passes++
+	c.lastPass = p
+	c.mu.Unlock()
+	level := slog.LevelDebug
+	if p.Due > 0 || p.Failed > 0 || p.Kind == "sweep" {
+		level = slog.LevelInfo
+	}
+	c.cfg.Logger.Log(ctx, level, "clock pass", "kind", p.Kind, "examined", p.Examined, "due", p.Due,
+		"appended", p.Appended, "failed", p.Failed, "took", p.Took, "examples", p.Examples)
+	return p, nil
+}
+
+// scanDue reports whether a pass over the index is due.
+func (c *Clock) scanDue() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.cfg.Now()
+	if c.scanned.IsZero() || c.retry || now.Truncate(15*time.Minute).After(c.scanned.Truncate(15*time.Minute)) {
+		return true
+	}
+	for zone, date := range c.zones {
+		if c.today(zone) != date {
+			return true
+		}
+	}
+	return false
+}
+
+// scan passes over the index and starts the day of every establishment that is due.
+func (c *Clock) scan(ctx context.Context) (*Pass, error) {
+	started := c.cfg.Now()
+	zones := map[string]domain.LocalDate{}
+	p := &Pass{Kind: "scan", Started: started.UTC()}
+	run := c.workers(ctx, p)
+	err := c.cfg.Index.Scan(ctx, func(slug string, e Entry) error {
+		p.Examined++
+		if _, ok := zones[e.Calendar.Zone]; !ok {
+			zones[e.Calendar.Zone] = c.today(e.Calendar.Zone)
+		}
+		if c.due(e.Calendar) {
+			p.Due++
+			run(slug)
+		}
+		return nil
+	})
+	run("")
+	p.Took = c.cfg.Now().Sub(started).Round(time.Millisecond).String()
+	if err != nil {
+		return nil, fmt.Errorf("clock pass: %w", err)
+	}
+	c.mu.Lock()
+	c.zones, c.scanned, c.retry = zones, started, p.Failed > 0
+	c.mu.Unlock()
+	return p, nil
+}
+
+// sweep starts the day of every establishment of the log and records each one's calendar in the
+// index, or of those a previous sweep failed on; the index is complete once a sweep leaves no
+// failure.
+func (c *Clock) sweep(ctx context.Context) *Pass {
+	started := c.cfg.Now()
+	p := &Pass{Kind: "sweep", Started: started.UTC()}
+	c.mu.Lock()
+	slugs := c.retries
+	c.mu.Unlock()
+	if slugs == nil {
+		all, err := c.cfg.Log.Slugs(ctx)
+		if err != nil {
+			p.Failed, p.Examples = 1, []string{clip("list establishments: " + err.Error())}
+			p.Took = c.cfg.Now().Sub(started).Round(time.Millisecond).String()
+			return p
+		}
+		// Several clocks sweeping at once start in different places.
+		rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+		slugs = all
+	}
+	var failed []string
+	var mu sync.Mutex
+	run := c.workersWith(ctx, p, func(slug string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(failed) <= maxRetries {
+			failed = append(failed, slug)
+		}
+	})
+	for _, slug := range slugs {
+		p.Examined++
+		run(slug)
+	}
+	run("")
+	p.Took = c.cfg.Now().Sub(started).Round(time.Millisecond).String()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case p.Failed == 0:
+		c.retries = nil
+		if err := c.cfg.Index.setComplete(ctx, true); err != nil {
+			p.Failed, p.Examples = 1, []string{clip(err.Error())}
+		}
+	case len(failed) > maxRetries:
+		c.retries = nil // too many to remember: the next sweep goes over everything
+	default:
+		c.retries = failed
+	}
+	return p
+}
+
+// workers returns the function that hands one establishment to a bounded pool starting days for
+// pass p; an empty slug waits for them all.
+func (c *Clock) workers(ctx context.Context, p *Pass) func(slug string) {
+	return c.workersWith(ctx, p, nil)
+}
+
+func (c *Clock) workersWith(ctx context.Context, p *Pass, onFail func(slug string, err error)) func(string) {
+	jobs := make(chan string)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for slug := range jobs {
+				s, err := domain.ParseSlug(slug)
+				var appended bool
+				if err == nil {
+					appended, err = c.startDay(ctx, s)
+				}
+				if errors.Is(err, domain.ErrNotFound) {
+					err = nil // records without an establishment: nothing to start
+				}
+				mu.Lock()
+				if appended {
+					p.Appended++
+				}
+				if err != nil {
+					p.Failed++
+					if len(p.Examples) < maxExamples {
+						p.Examples = append(p.Examples, clip(slug+": "+err.Error()))
+					}
+				}
+				mu.Unlock()
+				if err != nil && onFail != nil {
+					onFail(slug, err)
+				}
+			}
+		})
+	}
+	return func(slug string) {
+		if slug == "" {
+			close(jobs)
+			wg.Wait()
+			return
+		}
+		jobs <- slug
+	}
+}
+
+// clip bounds the text of one example.
+func clip(s string) string {
+	if len(s) <= maxReason {
+		return s
+	}
+	return s[:maxReason] + "…"
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// maxZones bounds the time zones cached: there are fewer than 600 of them.
+const maxZones = 1024
+
+// locations caches time zones by name; an unknown name is the default zone.
+type locations struct {
+	m sync.Map // string → *time.Location
+	n atomic.Int32
+}
+
+func (l *locations) get(zone string) *time.Location {
+	if loc, ok := l.m.Load(zone); ok {
+		return loc.(*time.Location)
+	}
+	loc := (&domain.Establishment{TimeZone: zone}).Location()
+	if l.n.Load() < maxZones {
+		if _, loaded := l.m.LoadOrStore(zone, loc); !loaded {
+			l.n.Add(1)
+		}
+	}
+	return loc
+}
