@@ -2,11 +2,18 @@ package projections
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"maps"
+	"log/slog"
 	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections/dockey"
 )
 
 // Difference is one establishment whose stored bundle is not what the log renders.
@@ -17,60 +24,208 @@ type Difference struct {
 
 // Report is the outcome of Verify.
 type Report struct {
-	Position    uint64       `json:"position"`    // last stream sequence replayed
+	Position    uint64       `json:"position"`    // last sequence of the log when the check began
 	Checked     int          `json:"checked"`     // establishments compared
 	Differences []Difference `json:"differences"` // empty when the bucket is exactly the log's rendering
 }
 
-// Verify replays the whole log in memory, as a rebuild into an empty bucket would, and compares
-// the result with the bundles stored in the bucket: revision, access fields and every document
-// body. It writes nothing, so it can run against a live bucket. Records appended while it runs
-// are not compared; a difference on an establishment changed meanwhile can be a race.
-func (p *Projector) Verify(ctx context.Context) (Report, error) {
-	stored, err := loadBundles(ctx, p.cfg.KV, p.logger)
+// VerifyLog is what Verify reads of the event log; *events.Store satisfies it.
+type VerifyLog interface {
+	// Slugs lists the establishments with at least one record.
+	Slugs(ctx context.Context) ([]string, error)
+	// History returns one establishment's records, oldest first.
+	History(ctx context.Context, slug string) ([]events.Record, error)
+	// LastStreamSequence returns the sequence of the log's last record.
+	LastStreamSequence(ctx context.Context) (uint64, error)
+}
+
+// VerifyBucket is what Verify reads of the bucket of bundles; jetstream.KeyValue satisfies it.
+type VerifyBucket interface {
+	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
+	ListKeysFiltered(ctx context.Context, filters ...string) (jetstream.KeyLister, error)
+}
+
+// DefaultVerifyWorkers is how many establishments Verify checks at once unless told otherwise.
+const DefaultVerifyWorkers = 8
+
+// VerifyConfig is what Verify needs.
+type VerifyConfig struct {
+	Log VerifyLog
+	KV  VerifyBucket
+	// Workers bounds the establishments checked at once; 0 is DefaultVerifyWorkers.
+	Workers int
+	// Progress, optional, is called now and then with the establishments checked so far and
+	// their total.
+	Progress func(done, total int)
+	// Logger receives skipped events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Verify rebuilds, for every establishment of the log and of the bucket, the bundle a replay of
+// its records into an empty bucket would store, and compares it with the stored one: revision,
+// access fields and every document body. It writes nothing, so it can run against a live bucket.
+//
+// It reads one establishment at a time per worker (its history by direct gets, its bundle by a
+// key get), so its memory is bounded by the number of workers and it opens no consumer but the
+// one that lists the bucket's keys. Records appended while it runs are not ignored: an
+// establishment changed meanwhile can differ from a bundle not yet written, which is a race, not
+// a fault.
+func Verify(ctx context.Context, cfg VerifyConfig) (Report, error) {
+	if cfg.Log == nil || cfg.KV == nil {
+		return Report{}, errors.New("projections: verify: log and bucket are required")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = DefaultVerifyWorkers
+	}
+	position, err := cfg.Log.LastStreamSequence(ctx)
 	if err != nil {
 		return Report{}, fmt.Errorf("projections: verify: %w", err)
 	}
-	m := newModel(p.logger)
-	last, err := p.read(ctx, 1, false, func(rec events.Record) error {
+	slugs, err := verifySlugs(ctx, cfg)
+	if err != nil {
+		return Report{}, fmt.Errorf("projections: verify: %w", err)
+	}
+
+	r := Report{Position: position, Differences: []Difference{}}
+	var (
+		mu   sync.Mutex
+		done atomic.Int64
+		wg   sync.WaitGroup
+		errc = make(chan error, 1)
+		jobs = make(chan string)
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range workers {
+		wg.Go(func() {
+			for slug := range jobs {
+				checked, diff, err := verifyOne(ctx, cfg, logger, slug)
+				if err != nil {
+					select {
+					case errc <- fmt.Errorf("projections: verify %s: %w", slug, err):
+					default:
+					}
+					cancel()
+					continue
+				}
+				mu.Lock()
+				if checked {
+					r.Checked++
+				}
+				if diff != "" {
+					r.Differences = append(r.Differences, Difference{Slug: slug, Reason: diff})
+				}
+				mu.Unlock()
+				if n := int(done.Add(1)); cfg.Progress != nil && (n%1000 == 0 || n == len(slugs)) {
+					cfg.Progress(n, len(slugs))
+				}
+			}
+		})
+	}
+feed:
+	for _, slug := range slugs {
+		select {
+		case jobs <- slug:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return Report{}, err
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return Report{}, fmt.Errorf("projections: verify: %w", err)
+	}
+	slices.SortFunc(r.Differences, func(a, b Difference) int {
+		if a.Slug < b.Slug {
+			return -1
+		}
+		if a.Slug > b.Slug {
+			return 1
+		}
+		return 0
+	})
+	return r, nil
+}
+
+// verifySlugs returns, sorted and once each, the establishments of the log and of the bucket.
+func verifySlugs(ctx context.Context, cfg VerifyConfig) ([]string, error) {
+	slugs, err := cfg.Log.Slugs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := cfg.KV.ListKeysFiltered(ctx, dockey.Watch)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		keys = nil
+	} else if err != nil {
+		return nil, fmt.Errorf("list bundles: %w", err)
+	}
+	if keys != nil {
+		defer func() { _ = keys.Stop() }()
+		for key := range keys.Keys() {
+			if slug, ok := dockey.SlugOf(key); ok {
+				slugs = append(slugs, slug)
+			}
+		}
+	}
+	slices.Sort(slugs)
+	return slices.Compact(slugs), nil
+}
+
+// verifyOne compares the stored bundle of slug with the one its history renders. checked is false
+// when the log holds no creation of slug and no bundle is stored for it; diff is empty when the
+// two agree.
+func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug string) (checked bool, diff string, err error) {
+	recs, err := cfg.Log.History(ctx, slug)
+	if err != nil {
+		return false, "", err
+	}
+	m := newModel(logger)
+	var want *dockey.Bundle
+	for _, rec := range recs {
 		if t := m.apply(rec); t != nil {
 			if u, ok := t.project(rec.Sequence); ok && u.write {
 				t.stored = &u.bundle
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return Report{}, fmt.Errorf("projections: verify: replay: %w", err)
-	}
-	r := Report{Position: last, Differences: []Difference{}}
-	diff := func(slug, format string, args ...any) {
-		r.Differences = append(r.Differences, Difference{Slug: slug, Reason: fmt.Sprintf(format, args...)})
-	}
-	for _, slug := range slices.Sorted(maps.Keys(m.byslug)) {
-		want := m.byslug[slug].stored
-		if want == nil {
-			continue
-		}
-		r.Checked++
-		got, ok := stored[slug]
-		switch {
-		case !ok:
-			diff(slug, "no bundle stored")
-		case got.Revision != want.Revision:
-			diff(slug, "content_revision %d stored, %d replayed", got.Revision, want.Revision)
-		case !sameAccess(&got, want):
-			diff(slug, "access fields differ (status, api, key, redirects)")
-		default:
-			if changed := changedResources(&got, want); len(changed) > 0 {
-				diff(slug, "documents differ: %v", changed)
+				want = t.stored
 			}
 		}
 	}
-	for _, slug := range slices.Sorted(maps.Keys(stored)) {
-		if t := m.byslug[slug]; t == nil || t.stored == nil {
-			diff(slug, "stored bundle of an establishment absent from the log")
+	var got *dockey.Bundle
+	e, err := cfg.KV.Get(ctx, dockey.Key(slug))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return false, "", fmt.Errorf("get bundle: %w", err)
+	default:
+		var b dockey.Bundle
+		if err := json.Unmarshal(e.Value(), &b); err != nil {
+			return true, fmt.Sprintf("stored bundle cannot be decoded: %v", err), nil
 		}
+		got = &b
 	}
-	return r, nil
+	switch {
+	case want == nil && got == nil:
+		return false, "", nil
+	case want == nil:
+		return false, "stored bundle of an establishment absent from the log", nil
+	case got == nil:
+		return true, "no bundle stored", nil
+	case got.Revision != want.Revision:
+		return true, fmt.Sprintf("content_revision %d stored, %d replayed", got.Revision, want.Revision), nil
+	case !sameAccess(got, want):
+		return true, "access fields differ (status, api, key, redirects)", nil
+	}
+	if changed := changedResources(got, want); len(changed) > 0 {
+		return true, fmt.Sprintf("documents differ: %v", changed), nil
+	}
+	return true, "", nil
 }

@@ -14,11 +14,8 @@ func TestVerifyComparesTheBucketWithTheLog(t *testing.T) {
 	seq = n.append(t, "chez-marcel", domain.MenuRedirectChanged{Enabled: false})
 	r.waitFor(t, seq)
 
-	p, err := New(Config{Store: n.store, KV: n.kv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := p.Verify(testContext(t))
+	cfg := VerifyConfig{Log: n.store, KV: n.kv}
+	rep, err := Verify(testContext(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +34,7 @@ func TestVerifyComparesTheBucketWithTheLog(t *testing.T) {
 	if _, err := n.kv.Put(testContext(t), "est.chez-marcel", value); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = p.Verify(testContext(t))
+	rep, err = Verify(testContext(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,12 +16,14 @@ import (
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
-// verify replays the event log in memory and compares it with the live documents bucket.
+// verify rebuilds every establishment's documents from the event log and compares them with the
+// live documents bucket, one establishment at a time per worker.
 func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS to read from (a running serve's embedded server listens there)")
-	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
+	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
+	workers := fs.Int("workers", projections.DefaultVerifyWorkers, "establishments checked at once")
 	fs.Usage = usageWithEnv(fs, "publisher verify [flags]")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
@@ -45,11 +47,10 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	if err != nil {
 		return fmt.Errorf("documents bucket: %w", err)
 	}
-	p, err := projections.New(projections.Config{Store: store, KV: kv})
-	if err != nil {
-		return err
-	}
-	rep, err := p.Verify(ctx)
+	rep, err := projections.Verify(ctx, projections.VerifyConfig{
+		Log: store, KV: kv, Workers: *workers,
+		Progress: func(done, total int) { fmt.Fprintf(stderr, "verified %d of %d establishments\n", done, total) },
+	})
 	if err != nil {
 		return err
 	}

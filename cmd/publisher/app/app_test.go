@@ -1,0 +1,326 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/cmd/internal/sample"
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/events/natstest"
+)
+
+var testToday = domain.LocalDate{Year: 2026, Month: 11, Day: 24}
+
+// env is a real JetStream server with the event log and the snapshot bucket.
+type env struct {
+	srv   *server.Server
+	store *events.Store
+	snaps *events.Snapshots
+	today atomic.Pointer[domain.LocalDate]
+}
+
+func newEnv(tb testing.TB, srv *server.Server) *env {
+	tb.Helper()
+	nc := natstest.Connect(tb, srv)
+	store, err := events.Open(tb.Context(), nc, events.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	snaps, err := events.OpenSnapshots(tb.Context(), nc, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &env{srv: srv, store: store, snaps: snaps}
+	e.today.Store(&testToday)
+	return e
+}
+
+// reads counts the records the commands read from the log.
+type reads struct {
+	eventLog
+	records atomic.Int64
+}
+
+func (r *reads) Range(ctx context.Context, slug string, from, to uint64) ([]events.Record, error) {
+	recs, err := r.eventLog.Range(ctx, slug, from, to)
+	r.records.Add(int64(len(recs)))
+	return recs, err
+}
+
+// commands returns fresh commands over e, with an empty cache, counting the records they read.
+func (e *env) commands(tb testing.TB, cfg Config) (*Commands, *reads) {
+	tb.Helper()
+	r := &reads{eventLog: e.store}
+	cfg.Log = r
+	if cfg.Snapshots == nil {
+		cfg.Snapshots = e.snaps
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Clock = func(*time.Location) domain.LocalDate { return *e.today.Load() }
+	c, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, r
+}
+
+// establishment returns generated establishment i: varied, valid, active unless drawn as a draft.
+func establishment(i int) domain.Snapshot { return sample.Establishment(1, i, testToday) }
+
+// dependentEstablishment returns the first generated establishment from i on whose documents
+// depend on the date.
+func dependentEstablishment(i int) domain.Snapshot {
+	for ; ; i++ {
+		if s := establishment(i); sample.DateDependent(s) {
+			return s
+		}
+	}
+}
+
+func mustImport(tb testing.TB, c *Commands, s domain.Snapshot) KeyResult {
+	tb.Helper()
+	res, err := c.Import(tb.Context(), Request{Slug: domain.Slug(s.Slug)}, s)
+	if err != nil {
+		tb.Fatalf("import %s: %v", s.Slug, err)
+	}
+	return res
+}
+
+// Loading an establishment reads at most SnapshotEvery records, however long its history: the
+// rest comes from its snapshot.
+func TestLoadIsBoundedBySnapshots(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	writer, _ := e.commands(t, Config{SnapshotEvery: 4})
+	s := establishment(1)
+	slug := domain.Slug(s.Slug)
+	mustImport(t, writer, s)
+	for i := range 40 {
+		if _, err := writer.SetMenuRedirect(t.Context(), Request{Slug: slug}, i%2 == 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := writer.Get(t.Context(), slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	reader, counted := e.commands(t, Config{SnapshotEvery: 4})
+	got, err := reader.Get(t.Context(), slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != want.Version || *got.Establishment.Settings.MenuRedirectEnabled != *want.Establishment.Settings.MenuRedirectEnabled {
+		t.Errorf("state from the snapshot: got version %d, want %d", got.Version, want.Version)
+	}
+	if n := counted.records.Load(); n > 4 {
+		t.Errorf("loading a 41-record history read %d records, want at most 4", n)
+	}
+}
+
+// A snapshot is a cache: one of another format, or one that does not match the log at its
+// sequence, is ignored and the state is folded from the log; deleting them all loses nothing.
+func TestSnapshotsNeverDecide(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	writer, _ := e.commands(t, Config{SnapshotEvery: 1})
+	s := establishment(2)
+	slug := domain.Slug(s.Slug)
+	mustImport(t, writer, s)
+	if _, err := writer.SetMenuRedirect(t.Context(), Request{Slug: slug}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.SetMenuRedirect(t.Context(), Request{Slug: slug}, false); err != nil {
+		t.Fatal(err)
+	}
+	truth, err := writer.Get(t.Context(), slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, ok, err := e.snaps.Get(t.Context(), s.Slug)
+	if err != nil || !ok {
+		t.Fatalf("no snapshot written: %v", err)
+	}
+	forged := func(edit func(*events.Snapshot)) events.Snapshot {
+		snap := good
+		a, _ := fromSnapshot(slug, good)
+		a.est.Identity.Name = "Forged"
+		snap, _ = a.snapshot()
+		edit(&snap)
+		return snap
+	}
+	cases := []struct {
+		name string
+		snap *events.Snapshot
+	}{
+		{"written by code of another format", ptr(forged(func(s *events.Snapshot) { s.Format = "app/0+establishment/0/0" }))},
+		{"of another record at the same sequence", ptr(forged(func(s *events.Snapshot) { s.CommandID = "cmd_other" }))},
+		{"older, of a record the log does not hold", ptr(forged(func(s *events.Snapshot) { s.Sequence--; s.CommandID = "cmd_gone" }))},
+		{"ahead of the log", ptr(forged(func(s *events.Snapshot) { s.Sequence += 100 }))},
+		{"unreadable", ptr(forged(func(s *events.Snapshot) { s.State = []byte("{") }))},
+		{"deleted", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.snap == nil {
+				if err := e.snaps.Delete(t.Context(), s.Slug); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := e.snaps.Put(t.Context(), *tc.snap); err != nil {
+				t.Fatal(err)
+			}
+			reader, _ := e.commands(t, Config{SnapshotEvery: 1})
+			got, err := reader.Get(t.Context(), slug)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Establishment.Name != truth.Establishment.Name || got.Version != truth.Version {
+				t.Errorf("got %q at version %d, want %q at %d", got.Establishment.Name, got.Version, truth.Establishment.Name, truth.Version)
+			}
+			// The load wrote a snapshot of the log's truth in its place.
+			if snap, ok, _ := e.snaps.Get(t.Context(), s.Slug); !ok || snap.CommandID != good.CommandID || snap.Format != snapshotFormat() {
+				t.Errorf("snapshot after the load: got sequence %d, command %s, format %s (found %t), want the log's %d, %s, %s",
+					snap.Sequence, snap.CommandID, snap.Format, ok, good.Sequence, good.CommandID, snapshotFormat())
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// The cache holds at most CacheSize aggregates, whatever the number of establishments used.
+func TestCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	c, _ := e.commands(t, Config{CacheSize: 5})
+	for i := range 40 {
+		mustImport(t, c, establishment(100+i))
+	}
+	if n := c.repo.cache.Len(); n > 5 {
+		t.Errorf("cache holds %d aggregates, want at most 5", n)
+	}
+	if n := len(c.locks.slugs); n != 0 {
+		t.Errorf("%d establishment locks remain with no command in flight, want 0", n)
+	}
+}
+
+// Many establishments written and read at once, by two processes, on a server that allows a
+// handful of consumers per stream: every command succeeds and no consumer is left.
+func TestManyEstablishmentsUnderAConsumerLimit(t *testing.T) {
+	t.Parallel()
+	srv := natstest.StartLimited(t, 20)
+	e := newEnv(t, srv)
+	a, _ := e.commands(t, Config{CacheSize: 10})
+	b, _ := e.commands(t, Config{CacheSize: 10})
+	const n = 120
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*n)
+	for i := range n {
+		s := establishment(200 + i)
+		wg.Go(func() {
+			if _, err := a.Import(t.Context(), Request{Slug: domain.Slug(s.Slug)}, s); err != nil {
+				errs <- fmt.Errorf("import %s: %w", s.Slug, err)
+				return
+			}
+			if _, err := b.Get(t.Context(), domain.Slug(s.Slug)); err != nil {
+				errs <- fmt.Errorf("get %s: %w", s.Slug, err)
+			}
+			if _, err := b.SetMenuRedirect(t.Context(), Request{Slug: domain.Slug(s.Slug)}, true); err != nil {
+				errs <- fmt.Errorf("set redirect %s: %w", s.Slug, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	js, err := jetstream.New(natstest.Connect(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{events.StreamName, "KV_" + events.SnapshotBucket} {
+		st, err := js.Stream(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Consumers != 0 {
+			t.Errorf("stream %s: %d consumers left, want 0", name, info.State.Consumers)
+		}
+	}
+}
+
+// StartDay appends a day only to an establishment whose documents depend on the date, once per
+// day, and refuses an unknown establishment.
+func TestStartDay(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	c, _ := e.commands(t, Config{})
+	dep := dependentEstablishment(10)
+	mustImport(t, c, dep)
+	still := establishment(0)
+	still.SpecialHours, still.MenuTypes = nil, nil
+	still.Slug = "no-calendar"
+	mustImport(t, c, still)
+
+	tomorrow := testToday.AddDays(1)
+	e.today.Store(&tomorrow)
+	for round := range 2 {
+		res, err := c.StartDay(t.Context(), domain.Slug(dep.Slug))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantEvents := 1 - round; res.Events != wantEvents || res.Calendar.Today != tomorrow || !res.Calendar.Dependent || res.Calendar.Zone != dep.TimeZone {
+			t.Errorf("round %d: got %+v, want %d event, calendar %s dependent on %s", round, res, wantEvents, dep.TimeZone, tomorrow)
+		}
+	}
+	res, err := c.StartDay(t.Context(), "no-calendar")
+	if err != nil || res.Events != 0 || res.Calendar.Dependent {
+		t.Errorf("establishment without date-dependent content: got %+v %v, want no event and not dependent", res, err)
+	}
+	if _, err := c.StartDay(t.Context(), "nowhere"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("unknown establishment: got %v, want %v", err, domain.ErrNotFound)
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	t.Parallel()
+	other := errors.New("other")
+	tests := []struct {
+		err  error
+		want Kind
+	}{
+		{&domain.FieldError{Field: "name", Reason: "required"}, KindInvalid},
+		{fmt.Errorf("x: %w", domain.ErrNotFound), KindNotFound},
+		{fmt.Errorf("x: %w", domain.ErrMenuVersionNotFound), KindNotFound},
+		{domain.ErrInvalidTransition, KindConflict},
+		{ErrConflict, KindConflict},
+		{fmt.Errorf("%w: big", ErrTooLarge), KindTooLarge},
+		{context.DeadlineExceeded, KindUnavailable},
+		{fmt.Errorf("Idempotency-Key: %w", ErrIdempotencyKeyReused), KindInvalid},
+		{other, KindInternal},
+	}
+	for _, tt := range tests {
+		if got := KindOf(tt.err); got != tt.want {
+			t.Errorf("KindOf(%v): got %d, want %d", tt.err, got, tt.want)
+		}
+	}
+	if got := KindOf(other, KindRule{Target: other, Kind: KindNotFound}); got != KindNotFound {
+		t.Errorf("KindOf with a rule: got %d, want %d", got, KindNotFound)
+	}
+}
