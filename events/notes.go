@@ -30,6 +30,10 @@ const (
 // notePending bounds the notes delivered to a reader and not yet handled.
 const notePending = 256
 
+// noteMaxDeliver bounds the deliveries of a note whose handler keeps failing: past it, the note
+// is dropped, and the reader relies on its own retries (the clock's passes) for that record.
+const noteMaxDeliver = 20
+
 // OpenNoteReader makes sure the durable reader name exists. A reader created now starts after
 // the last record stored: created is then true, and the caller is to catch up on the state of
 // everything before by other means. An existing reader resumes where it stopped.
@@ -51,6 +55,7 @@ func (s *Store) OpenNoteReader(ctx context.Context, name string) (created bool, 
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       noteAckWait,
 		MaxAckPending: notePending,
+		MaxDeliver:    noteMaxDeliver,
 		HeadersOnly:   true,
 		FilterSubject: subjectPrefix + "*",
 	})
@@ -65,7 +70,7 @@ func (s *Store) OpenNoteReader(ctx context.Context, name string) (created bool, 
 
 // FollowNotes calls fn with the note of every record the durable reader name has not yet seen,
 // those stored and those to come, in log order, until ctx is done. A note fn fails on is given
-// again a second later; several processes reading with the same name share the notes, each note
+// again a second later, up to noteMaxDeliver times; several processes reading with the same name share the notes, each note
 // going to one of them. It returns ctx's error, or the error of reading the log.
 func (s *Store) FollowNotes(ctx context.Context, name string, fn func(Note) error) error {
 	cons, err := s.stream.Consumer(ctx, name)
