@@ -3,6 +3,7 @@ package projections
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,12 +48,40 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jets
 
 // EncodedSize returns the size in bytes of the bundle the projector would store for e, with a
 // revision as long as any it can have: what a write side checks against the bucket's maximum
-// value size before accepting a change, so that no accepted change is left unserved.
+// value size before accepting a change, so that no accepted change is left unserved. It
+// compresses every document, which costs far more than rendering it: FitsIn avoids that.
 func EncodedSize(e *domain.Establishment) (int, error) {
 	b := Render(e, math.MaxInt64)
 	compress(&b)
 	data, err := EncodeBundle(&b)
 	return len(data), err
+}
+
+// FitsIn reports whether the bundle the projector would store for e takes at most limit bytes,
+// and its size when it had to be measured. It first bounds the size from the rendered documents
+// alone (a gzip coding is never much larger than what it codes), and compresses only when that
+// bound is over the limit, which only very large establishments approach.
+func FitsIn(e *domain.Establishment, limit int) (fits bool, size int, err error) {
+	bound, err := sizeBound(Render(e, math.MaxInt64))
+	if err != nil || bound <= limit {
+		return err == nil, 0, err
+	}
+	size, err = EncodedSize(e)
+	return size <= limit, size, err
+}
+
+// sizeBound returns a size the stored form of b, once compressed, cannot exceed.
+func sizeBound(b dockey.Bundle) (int, error) {
+	bound := 0
+	eachDocument(&b, func(d *dockey.Document) {
+		// The body as it is, its tag escaped, and a base64 gzip coding of at most the body plus
+		// its block and stream overheads; then the member names and punctuation.
+		n := len(d.Body)
+		bound += n + 2*len(d.ETag) + base64.StdEncoding.EncodedLen(n+5*(n/16384+1)+18) + 64
+		d.Body, d.ETag = nil, ""
+	})
+	rest, err := EncodeBundle(&b) // the access fields and the document skeletons
+	return bound + len(rest), err
 }
 
 // EncodeBundle returns the stored form of b: compact JSON in which the document bodies appear

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -590,5 +591,35 @@ func BenchmarkCompressDemo(b *testing.B) {
 			c.MenuDetails[k] = v
 		}
 		compress(&c)
+	}
+}
+
+// FitsIn agrees with the exact encoded size on every side of it, whether it bounded the size or
+// had to measure it.
+func TestFitsInAgreesWithEncodedSize(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"demo", "dated", "uploaded-only"} {
+		dir := filepath.Join("testdata", name)
+		snapshot := filepath.Join(dir, "snapshot.json")
+		if name == "demo" {
+			snapshot = "../cmd/publisher/demo.json"
+		}
+		e := fixture(t, snapshot, readToday(t, dir))
+		exact, err := EncodedSize(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{exact - 1, exact, exact + 1, 2 * exact, 10 * exact} {
+			fits, size, err := FitsIn(e, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := exact <= limit; fits != want {
+				t.Errorf("%s: FitsIn(%d) with an exact size of %d: got %t, want %t", name, limit, exact, fits, want)
+			}
+			if !fits && size != exact {
+				t.Errorf("%s: FitsIn(%d) measured %d, want %d", name, limit, size, exact)
+			}
+		}
 	}
 }

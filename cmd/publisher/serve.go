@@ -306,11 +306,11 @@ func (m *Main) openCommands() error {
 	// it could never be served.
 	maxBundle := m.maxBundle()
 	cfg.CheckContent = func(e *domain.Establishment) error {
-		n, err := projections.EncodedSize(e)
+		fits, n, err := projections.FitsIn(e, maxBundle)
 		if err != nil {
 			return err
 		}
-		if n > maxBundle {
+		if !fits {
 			return fmt.Errorf("%w: the published documents would take %d bytes, at most %d", app.ErrTooLarge, n, maxBundle)
 		}
 		return nil
