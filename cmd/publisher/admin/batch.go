@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -28,6 +29,8 @@ const (
 	MaxBatchBytes = 64 << 20
 	// DefaultBatchWorkers is how many documents of one batch are imported at once.
 	DefaultBatchWorkers = 8
+	// batchTimeout bounds the time to read and answer one batch.
+	batchTimeout = 10 * time.Minute
 )
 
 // batchItem is the answer for one document of a batch: what a PUT of it alone would have
@@ -61,6 +64,11 @@ func (a *API) importBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 			return
 		}
 	}
+	// The body is read as its documents are imported, which takes longer than the server's
+	// timeouts allow a plain request.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(batchTimeout))
+	_ = rc.SetWriteDeadline(time.Now().Add(batchTimeout))
 	key := r.Header.Get("Idempotency-Key")
 	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, MaxBatchBytes), 64<<10)
 

@@ -1,0 +1,17 @@
+// Package admin is the admin HTTP API: the back office's way to change content. It is a transport
+// only: each handler decodes its request strictly, calls one method of the write side's
+// application layer (package app), and maps the error's kind to a status through one table
+// (statuses); keys, ids and secrets are minted by app, never here.
+//
+// Every request carries the bearer token. Writes may carry an Idempotency-Key, which names one
+// request (method, path, body): its command id derives from them, so a retry is applied once and
+// the same key with another body is refused.
+//
+// POST /admin/v1/import takes many import documents at once, one per line (NDJSON): the
+// documents are imported by a bounded pool of workers, and the answer lists, in line order, what
+// a PUT of each would have answered, so that one bad line never stops the others. It bounds the
+// documents (MaxBatchItems) and bytes (MaxBatchBytes) of a request and the bytes of a line
+// (MaxBodyBytes), and reads the body as it comes: a batch costs memory for the documents being
+// imported, not for the whole body. Under an Idempotency-Key, each line's command id derives from
+// the key, its line number and its bytes.
+package admin
