@@ -66,7 +66,7 @@ func TestImportAndAdminCommands(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	err := run(ctx, []string{"import", "demo.json", bad}, &out, &errOut, env)
-	if err == nil || !strings.Contains(err.Error(), "1 of 2 files failed") {
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 documents refused") {
 		t.Errorf("import: got %v, want one failure", err)
 	}
 	if !strings.Contains(out.String(), `"api_key":"pk_`) {

@@ -42,6 +42,31 @@ func newClient(url, token, dataDir string) (*client, error) {
 
 // do sends a request and returns the response body; a non-2xx status is an error carrying it.
 func (c *client) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	var header http.Header
+	if body != nil {
+		header = http.Header{"Content-Type": {"application/json"}}
+	}
+	resp, err := c.send(ctx, method, path, header, body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.status/100 != 2 {
+		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.statusText, strings.TrimSpace(string(resp.body)))
+	}
+	return resp.body, nil
+}
+
+// response is an answer of the admin API, read whole.
+type response struct {
+	status     int
+	statusText string // such as "503 Service Unavailable"
+	header     http.Header
+	body       []byte
+}
+
+// send sends one request and returns the answer whatever its status; only a failure to get an
+// answer is an error.
+func (c *client) send(ctx context.Context, method, path string, header http.Header, body []byte) (*response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -50,10 +75,15 @@ func (c *client) do(ctx context.Context, method, path string, body []byte) ([]by
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	// Without GetBody the transport never sends the request again on its own, as it otherwise
+	// would for one with an Idempotency-Key on a reused connection that broke: such a replay
+	// could apply the request, answer a duplicate and so hide an API key, unseen by the caller,
+	// who retries itself and can say so.
+	req.GetBody = nil
+	for k, v := range header {
+		req.Header[k] = v
 	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, err
@@ -63,60 +93,7 @@ func (c *client) do(ctx context.Context, method, path string, body []byte) ([]by
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(out)))
-	}
-	return out, nil
-}
-
-func importFiles(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url, token, dataDir := clientFlags(fs)
-	fs.Usage = usageWithEnv(fs, "publisher import [flags] FILE...")
-	if err := parseFlags(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("import: no file given")
-	}
-	c, err := newClient(*url, *token, *dataDir)
-	if err != nil {
-		return err
-	}
-	failed := 0
-	for _, name := range fs.Args() {
-		if err := c.importFile(ctx, name, stdout); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			failed++
-		}
-	}
-	if failed > 0 {
-		return fmt.Errorf("import: %d of %d files failed", failed, fs.NArg())
-	}
-	return nil
-}
-
-func (c *client) importFile(ctx context.Context, name string, stdout io.Writer) error {
-	body, err := os.ReadFile(name)
-	if err != nil {
-		return err
-	}
-	var head struct {
-		Slug string `json:"slug"`
-	}
-	if err := json.Unmarshal(body, &head); err != nil {
-		return fmt.Errorf("not a JSON object: %w", err)
-	}
-	if head.Slug == "" {
-		return fmt.Errorf("slug: required")
-	}
-	out, err := c.do(ctx, http.MethodPut, "/admin/v1/establishments/"+neturl.PathEscape(head.Slug), body)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s: %s", head.Slug, out)
-	return nil
+	return &response{status: resp.StatusCode, statusText: resp.Status, header: resp.Header, body: out}, nil
 }
 
 const adminUsage = `usage: publisher admin [flags] <command> [args]

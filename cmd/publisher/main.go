@@ -32,7 +32,8 @@ const usage = `usage: publisher <command> [flags]
 
 commands:
   serve     run the service (embedded NATS unless --nats-url is given); --demo loads a sample
-  import    import establishment snapshots (JSON files) through the admin API
+  import    import establishments (NDJSON files, JSON files, directories, stdin) in batches
+            through the admin API; prints each API key issued
   admin     drive the admin API: get, list, activate, enable-api, disable-api, regenerate-key,
             set-redirect, publish-version, withdraw-version, add-webhook, remove-webhook, status
   verify    replay the event log in memory and compare it with the live documents, byte for byte
@@ -113,5 +114,5 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	return slog.New(boundedHandler{slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})}), nil
 }
