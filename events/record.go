@@ -112,7 +112,7 @@ func writeString(buf *bytes.Buffer, s string) {
 	}
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
+	_ = enc.Encode(s)           // a string always encodes
 	buf.Truncate(buf.Len() - 1) // the newline Encode adds
 }
 
