@@ -246,9 +246,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return fmt.Errorf("open webhook dispatcher: %w", err)
 		}
 	}
-	if c.has(roleWebhook) {
-		m.run(runCtx, roleWebhook, m.Webhooks.Run)
-	}
 	if err := m.openCommands(); err != nil {
 		return err
 	}
@@ -275,6 +272,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err := m.startAdmin(); err != nil {
 			return err
 		}
+	}
+	// Deliveries start last: after a stop, the windows that fell due meanwhile all close at
+	// once, and the read API's mirror should not wait behind them.
+	if c.has(roleWebhook) {
+		m.run(runCtx, roleWebhook, m.Webhooks.Run)
 	}
 	if c.has(roleClock) {
 		index, err := clock.OpenIndex(ctx, m.Conn, c.Replicas)
@@ -320,6 +322,18 @@ func (m *Main) openCommands() error {
 	return err
 }
 
+// natsErrors logs the connection's asynchronous errors (a subscription falling behind, say)
+// through the service's logger rather than the client's own printing to standard error.
+func (m *Main) natsErrors() nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subject := ""
+		if sub != nil {
+			subject = sub.Subject
+		}
+		m.Logger.Warn("nats: asynchronous error", "subject", subject, "err", err)
+	})
+}
+
 // maxBundle is the largest bundle of documents this deployment stores: the bucket's limit, or the
 // connection's maximum payload when lower.
 func (m *Main) maxBundle() int { return int(min(m.Conn.MaxPayload(), projections.MaxBundleSize)) }
@@ -328,7 +342,7 @@ func (m *Main) maxBundle() int { return int(min(m.Conn.MaxPayload(), projections
 func (m *Main) connect() error {
 	c := &m.Config
 	if c.NATSURL != "" {
-		nc, err := nats.Connect(c.NATSURL, nats.Name("publisher"), nats.MaxReconnects(-1),
+		nc, err := nats.Connect(c.NATSURL, nats.Name("publisher"), nats.MaxReconnects(-1), m.natsErrors(),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.Logger.Warn("nats disconnected", "err", err) }),
 			nats.ReconnectHandler(func(nc *nats.Conn) { m.Logger.Info("nats reconnected", "url", nc.ConnectedUrl()) }))
 		if err != nil {
@@ -372,7 +386,7 @@ func (m *Main) connect() error {
 		return errors.New("embedded nats did not start within 30s")
 	}
 	m.NATS = s
-	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name("publisher"))
+	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name("publisher"), m.natsErrors())
 	if err != nil {
 		return fmt.Errorf("connect to embedded nats: %w", err)
 	}
