@@ -1,0 +1,705 @@
+// Command scalebench measures the publisher at its users' size on this machine: it generates N
+// realistic, varied establishments from a seed, measures the raw JetStream ceilings for messages
+// of their size, runs a fresh service (one process with every role on embedded NATS, built from
+// this tree), imports them with `publisher import`, and reports each step's figure and its ratio
+// to the ceiling it is bound by:
+//
+//   - import rate (establishments acknowledged per second, end to end) against appends with
+//     per-subject optimistic concurrency;
+//   - projection lag after the last acknowledgement, and projection throughput against replay;
+//   - peak memory of the service, and of an admin-only process serving 5,000 concurrent reads;
+//   - data size on disk;
+//   - restart-to-ready, and a restart across a day change: time until every date-dependent
+//     establishment has started its new local day, and until its documents are served;
+//   - `publisher verify` duration and outcome.
+//
+// Usage (from the repository root):
+//
+//	go run ./cmd/scalebench -n 100000
+//
+// It needs several gigabytes of memory and disk at 100,000 establishments, and about as many
+// minutes; -n 5000 gives a quick look. Nothing it starts outlives it.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/opencarte/publisher/cmd/internal/sample"
+	"github.com/opencarte/publisher/domain"
+)
+
+type options struct {
+	n          int
+	seed       uint64
+	today      domain.LocalDate
+	dir        string
+	keep       bool
+	adminReads int
+	rawN       int
+}
+
+func main() {
+	var o options
+	var today string
+	flag.IntVar(&o.n, "n", 100_000, "establishments to generate and import")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the generated establishments")
+	flag.StringVar(&today, "today", "2026-11-24", "local date of the first run (the day change moves to the next)")
+	flag.StringVar(&o.dir, "dir", "", "working directory (default: a new temporary one)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the working directory")
+	flag.IntVar(&o.adminReads, "admin-reads", 5000, "concurrent admin reads of the read check")
+	flag.IntVar(&o.rawN, "raw", 20_000, "messages of each raw JetStream measure")
+	flag.Parse()
+	d, err := domain.ParseLocalDate(today)
+	if err != nil {
+		fatal(err)
+	}
+	o.today = d
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "scalebench:", err)
+	os.Exit(1)
+}
+
+// report collects the figures, printed as they come and summed up at the end.
+type report struct {
+	lines []string
+}
+
+func (r *report) add(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	r.lines = append(r.lines, line)
+	fmt.Println(line)
+}
+
+func run(ctx context.Context, o options) error {
+	if o.dir == "" {
+		dir, err := os.MkdirTemp("", "scalebench-")
+		if err != nil {
+			return err
+		}
+		o.dir = dir
+	}
+	if !o.keep {
+		defer os.RemoveAll(o.dir)
+	}
+	var r report
+	r.add("scalebench: %d establishments, seed %d, first day %s, in %s", o.n, o.seed, o.today, o.dir)
+	r.add("machine: %d CPUs, %s", cpus(), memTotal())
+
+	bin := filepath.Join(o.dir, "publisher")
+	step("building the publisher")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/publisher").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/publisher (run from the repository root): %v\n%s", err, out)
+	}
+
+	step("generating establishments")
+	file := filepath.Join(o.dir, "establishments.ndjson")
+	gen, err := generate(o, file)
+	if err != nil {
+		return err
+	}
+	r.add("generated: %d establishments, %s, %d bytes on average (%d to %d), %d date-dependent, %d drafts, %d with the API disabled, zones %v",
+		o.n, bytesText(gen.bytes), gen.bytes/int64(o.n), gen.minSize, gen.maxSize, gen.dependent, gen.drafts, gen.apiOff, gen.zones)
+
+	step("measuring raw JetStream")
+	raw, err := measureRaw(ctx, filepath.Join(o.dir, "raw"), min(o.rawN, o.n), int(gen.bytes/int64(o.n)))
+	if err != nil {
+		return err
+	}
+	r.add("raw JetStream, %d messages of %d bytes, file storage, in process:", raw.n, raw.size)
+	r.add("  append, one subject each, expected last sequence, 16 at a time: %8.0f msg/s", raw.cas)
+	r.add("  append, asynchronous:                                           %8.0f msg/s", raw.async)
+	r.add("  replay, ordered consumer:                                       %8.0f msg/s", raw.replay)
+
+	svc := &service{bin: bin, dir: filepath.Join(o.dir, "data"), token: "scalebench-admin-token-0123456789"}
+	if err := svc.ports(); err != nil {
+		return err
+	}
+	defer svc.stop()
+
+	step("starting the service")
+	start := time.Now()
+	if err := svc.start(ctx, o.today, "first"); err != nil {
+		return err
+	}
+	r.add("service: ready in %s (empty)", time.Since(start).Round(time.Millisecond))
+
+	step("importing")
+	imp, err := svc.importFile(ctx, file)
+	if err != nil {
+		return err
+	}
+	rate := float64(o.n) / imp.took.Seconds()
+	r.add("import: %d establishments in %s: %.0f/s (%.2f of raw appends); %s", o.n, imp.took.Round(time.Millisecond), rate, rate/raw.cas, imp.summary)
+
+	caught, err := svc.waitProjected(ctx, 30*time.Minute)
+	if err != nil {
+		return err
+	}
+	lag := caught.Sub(imp.end)
+	projRate := float64(o.n) / caught.Sub(imp.start).Seconds()
+	r.add("projection: caught up %s after the last acknowledgement; %.0f establishments/s from the first import (%.3f of raw replay)",
+		lag.Round(time.Millisecond), projRate, projRate/raw.replay)
+	rss := svc.peakRSS()
+	r.add("memory: service peak RSS %s after the import (%s per establishment)", bytesText(rss), bytesText(rss/int64(o.n)))
+	r.add("data: %s on disk (%s per establishment)", bytesText(dirSize(svc.dir)), bytesText(dirSize(svc.dir)/int64(o.n)))
+
+	step("admin role alone: concurrent reads")
+	reads, err := svc.adminReads(ctx, gen.slugs, o.adminReads)
+	if err != nil {
+		return err
+	}
+	r.add("admin reads: %d concurrent GET /admin/v1/establishments/{slug} on an admin-only process: %v in %s (p50 %s, p99 %s); its peak RSS %s",
+		o.adminReads, reads.statuses, reads.took.Round(time.Millisecond), reads.p50, reads.p99, bytesText(reads.rss))
+
+	step("restart, same day")
+	svc.stop()
+	start = time.Now()
+	if err := svc.start(ctx, o.today, "restart"); err != nil {
+		return err
+	}
+	ready := time.Since(start)
+	if _, err := svc.waitProjected(ctx, 30*time.Minute); err != nil {
+		return err
+	}
+	r.add("restart: ready (mirror caught up, every role running) in %s; projector caught up in %s", ready.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+
+	step("restart across a day change")
+	svc.stop()
+	next := o.today.AddDays(1)
+	start = time.Now()
+	if err := svc.start(ctx, next, "next-day"); err != nil {
+		return err
+	}
+	day, err := svc.waitDay(ctx, start, gen.dependent, 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	if _, err := svc.waitProjected(ctx, 30*time.Minute); err != nil {
+		return err
+	}
+	served := time.Since(start)
+	r.add("day change: restart on %s: every date-dependent establishment's day started %s after the restart (%d days started, pass: %s); documents served %s after it; the process stayed up: %t",
+		next, day.took.Round(time.Millisecond), day.started, day.pass, served.Round(time.Millisecond), svc.alive())
+
+	step("verify")
+	start = time.Now()
+	ver, verr := svc.verify(ctx)
+	took := time.Since(start)
+	r.add("verify: exit %s in %s (%.0f establishments/s, %.3f of raw replay); %s", ver.exit, took.Round(time.Millisecond),
+		float64(o.n)/took.Seconds(), float64(o.n)/took.Seconds()/raw.replay, ver.summary)
+	rss = svc.peakRSS()
+	r.add("memory: service peak RSS %s over the whole run", bytesText(rss))
+	r.add("log: longest line of the service %d bytes", svc.longestLogLine())
+	svc.stop()
+
+	fmt.Println()
+	fmt.Println("summary")
+	for _, l := range r.lines {
+		fmt.Println("  " + l)
+	}
+	return verr
+}
+
+func step(s string) { fmt.Fprintf(os.Stderr, "--- %s (%s)\n", s, time.Now().Format(time.TimeOnly)) }
+
+// generated describes the generated file.
+type generated struct {
+	bytes                     int64
+	minSize, maxSize          int
+	dependent, drafts, apiOff int
+	zones                     map[string]int
+	slugs                     []string
+}
+
+func generate(o options, path string) (generated, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return generated{}, err
+	}
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 1<<20)
+	g := generated{minSize: 1 << 30, zones: map[string]int{}}
+	for i := range o.n {
+		s := sample.Establishment(o.seed, i, o.today)
+		b, err := json.Marshal(s)
+		if err != nil {
+			return g, err
+		}
+		g.bytes += int64(len(b))
+		g.minSize, g.maxSize = min(g.minSize, len(b)), max(g.maxSize, len(b))
+		if sample.DateDependent(s) {
+			g.dependent++
+		}
+		if s.Status == "draft" {
+			g.drafts++
+		}
+		if s.Settings != nil && s.Settings.PublicAPIEnabled != nil && !*s.Settings.PublicAPIEnabled {
+			g.apiOff++
+		}
+		g.zones[s.TimeZone]++
+		g.slugs = append(g.slugs, s.Slug)
+		w.Write(b)
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		return g, err
+	}
+	return g, f.Close()
+}
+
+// service is the publisher under test: one process with every role on embedded NATS.
+type service struct {
+	bin, dir, token        string
+	natsPort, http, admin  int
+	cmd                    *exec.Cmd
+	logFile                *os.File
+	exited                 chan struct{}
+	peak                   atomic.Int64
+	stopSampling           chan struct{}
+	samplingDone           sync.WaitGroup
+	natsURL, adminURL, api string
+}
+
+func (s *service) ports() error {
+	for _, p := range []*int{&s.natsPort, &s.http, &s.admin} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		*p = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	s.natsURL = fmt.Sprintf("nats://127.0.0.1:%d", s.natsPort)
+	s.adminURL = fmt.Sprintf("http://127.0.0.1:%d", s.admin)
+	s.api = fmt.Sprintf("http://127.0.0.1:%d", s.http)
+	return nil
+}
+
+// start runs the service with every role and waits until its read API is ready.
+func (s *service) start(ctx context.Context, today domain.LocalDate, name string) error {
+	logFile, err := os.Create(filepath.Join(filepath.Dir(s.dir), "service-"+name+".log"))
+	if err != nil {
+		return err
+	}
+	s.logFile = logFile
+	s.cmd = exec.Command(s.bin, "serve",
+		"--data-dir", s.dir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", s.natsPort),
+		"--http", fmt.Sprintf("127.0.0.1:%d", s.http), "--admin", fmt.Sprintf("127.0.0.1:%d", s.admin),
+		"--admin-token", s.token, "--today", today.String(), "--clock-interval", "1s")
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	if err := s.cmd.Start(); err != nil {
+		return err
+	}
+	s.exited = make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
+	s.sample()
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		if resp, err := http.Get(s.api + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("service exited while starting; see %s", logFile.Name())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return errors.New("service not ready within 10 minutes")
+		}
+	}
+}
+
+// sample records the process's peak resident memory.
+func (s *service) sample() {
+	s.stopSampling = make(chan struct{})
+	pid := s.cmd.Process.Pid
+	s.samplingDone.Add(1)
+	go func() {
+		defer s.samplingDone.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if hwm := readHWM(pid); hwm > s.peak.Load() {
+				s.peak.Store(hwm)
+			}
+			select {
+			case <-s.stopSampling:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+func (s *service) peakRSS() int64 {
+	if s.cmd != nil && s.alive() {
+		if hwm := readHWM(s.cmd.Process.Pid); hwm > s.peak.Load() {
+			s.peak.Store(hwm)
+		}
+	}
+	return s.peak.Load()
+}
+
+func (s *service) alive() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop ends the service with SIGTERM, as an operator would.
+func (s *service) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(2 * time.Minute):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	close(s.stopSampling)
+	s.samplingDone.Wait()
+	s.logFile.Close()
+	s.cmd = nil
+}
+
+// status reads the admin status.
+func (s *service) status(ctx context.Context) (map[string]any, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.adminURL+"/admin/v1/status", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var st map[string]any
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// waitProjected waits until the projector has stored every record of the log, and returns when.
+func (s *service) waitProjected(ctx context.Context, within time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		st, err := s.status(ctx)
+		if err == nil {
+			proj, _ := st["projected_sequence"].(float64)
+			last, _ := st["log_sequence"].(float64)
+			if proj >= last && last > 0 {
+				return time.Now(), nil
+			}
+		}
+		if !s.alive() {
+			return time.Time{}, errors.New("service exited")
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return time.Time{}, fmt.Errorf("projection not caught up within %s", within)
+}
+
+type imported struct {
+	start, end time.Time
+	took       time.Duration
+	summary    string
+}
+
+// importFile runs `publisher import` on the file and reports its own summary line.
+func (s *service) importFile(ctx context.Context, file string) (imported, error) {
+	cmd := exec.CommandContext(ctx, s.bin, "import", "--admin-url", s.adminURL, "--admin-token", s.token, "--progress", "plain", file)
+	keys, err := os.Create(file + ".results")
+	if err != nil {
+		return imported{}, err
+	}
+	defer keys.Close()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return imported{}, err
+	}
+	cmd.Stdout = keys
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return imported{}, err
+	}
+	var last string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		fmt.Fprintln(os.Stderr, "    "+sc.Text())
+		last = sc.Text()
+	}
+	err = cmd.Wait()
+	end := time.Now()
+	if err != nil {
+		return imported{}, fmt.Errorf("publisher import: %v (last line: %s)", err, last)
+	}
+	return imported{start: start, end: end, took: end.Sub(start), summary: strings.TrimSpace(last)}, nil
+}
+
+type readResult struct {
+	statuses map[int]int
+	took     time.Duration
+	p50, p99 time.Duration
+	rss      int64
+}
+
+// adminReads starts an admin-only process on the service's NATS and reads n random
+// establishments from it at once.
+func (s *service) adminReads(ctx context.Context, slugs []string, n int) (readResult, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return readResult{}, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	logFile, err := os.Create(filepath.Join(filepath.Dir(s.dir), "admin-only.log"))
+	if err != nil {
+		return readResult{}, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(s.bin, "serve", "--roles", "admin", "--nats-url", s.natsURL,
+		"--admin", fmt.Sprintf("127.0.0.1:%d", port), "--admin-token", s.token, "--data-dir", filepath.Join(filepath.Dir(s.dir), "admin-only"))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return readResult{}, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(time.Minute); ; {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/admin/v1/status", nil)
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return readResult{}, errors.New("admin-only process not up within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: 0}}
+	var mu sync.Mutex
+	res := readResult{statuses: map[int]int{}}
+	lat := make([]time.Duration, 0, n)
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	start := time.Now()
+	for i := range n {
+		slug := slugs[rand.IntN(len(slugs))]
+		_ = i
+		wg.Go(func() {
+			<-gate
+			t0 := time.Now()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/admin/v1/establishments/"+slug, nil)
+			req.Header.Set("Authorization", "Bearer "+s.token)
+			status := 0
+			if resp, err := client.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				status = resp.StatusCode
+			}
+			mu.Lock()
+			res.statuses[status]++
+			lat = append(lat, time.Since(t0))
+			mu.Unlock()
+		})
+	}
+	start = time.Now()
+	close(gate)
+	wg.Wait()
+	res.took = time.Since(start)
+	slices.Sort(lat)
+	res.p50, res.p99 = lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond)
+	res.rss = readHWM(cmd.Process.Pid)
+	return res, nil
+}
+
+type dayResult struct {
+	took    time.Duration
+	started int
+	pass    string
+}
+
+// waitDay waits until the clock has started the new day of every date-dependent establishment:
+// the days started by its passes since the restart add up to their number.
+func (s *service) waitDay(ctx context.Context, since time.Time, dependent int, within time.Duration) (dayResult, error) {
+	deadline := time.Now().Add(within)
+	started, seen := 0, map[string]bool{}
+	var last string
+	for time.Now().Before(deadline) {
+		if !s.alive() {
+			return dayResult{}, errors.New("service exited during the day change")
+		}
+		if st, err := s.status(ctx); err == nil {
+			var clock struct {
+				LastPass *struct {
+					Kind     string `json:"kind"`
+					Started  string `json:"started"`
+					Appended int    `json:"appended"`
+				} `json:"last_pass"`
+			}
+			b, _ := json.Marshal(st["clock"])
+			if json.Unmarshal(b, &clock) == nil && clock.LastPass != nil && !seen[clock.LastPass.Started] {
+				seen[clock.LastPass.Started] = true
+				started += clock.LastPass.Appended
+				pass, _ := json.Marshal(st["clock"].(map[string]any)["last_pass"])
+				last = string(pass)
+				if started >= dependent {
+					return dayResult{took: time.Since(since), started: started, pass: last}, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return dayResult{}, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return dayResult{}, fmt.Errorf("day change not done within %s: %d of %d days started; last pass %s", within, started, dependent, last)
+}
+
+type verified struct {
+	exit    string
+	summary string
+}
+
+func (s *service) verify(ctx context.Context) (verified, error) {
+	cmd := exec.CommandContext(ctx, s.bin, "verify", "--nats-url", s.natsURL)
+	out, err := cmd.Output()
+	v := verified{exit: "0"}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		v.exit = strconv.Itoa(ee.ExitCode())
+	} else if err != nil {
+		return v, err
+	}
+	var rep struct {
+		Position    uint64            `json:"position"`
+		Checked     int               `json:"checked"`
+		Differences []json.RawMessage `json:"differences"`
+	}
+	if jerr := json.Unmarshal(out, &rep); jerr != nil {
+		v.summary = "unreadable report: " + jerr.Error()
+	} else {
+		v.summary = fmt.Sprintf("%d establishments checked up to sequence %d, %d differences", rep.Checked, rep.Position, len(rep.Differences))
+	}
+	if v.exit != "0" {
+		return v, fmt.Errorf("verify exited %s: %s", v.exit, v.summary)
+	}
+	return v, nil
+}
+
+func (s *service) longestLogLine() int {
+	longest := 0
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(s.dir), "*.log"))
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		r := bufio.NewReader(f)
+		for {
+			line, err := r.ReadString('\n')
+			longest = max(longest, len(strings.TrimSuffix(line, "\n")))
+			if err != nil {
+				break
+			}
+		}
+		f.Close()
+	}
+	return longest
+}
+
+// readHWM returns the peak resident set of a process, in bytes, from /proc.
+func readHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			n += info.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func cpus() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return strings.Count(string(b), "processor\t:")
+}
+
+func memTotal() string {
+	b, _ := os.ReadFile("/proc/meminfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return bytesText(kb<<10) + " of memory"
+		}
+	}
+	return "unknown memory"
+}
