@@ -97,9 +97,10 @@ func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// loadBundles reads every bundle stored in kv, by slug. A value that cannot be decoded is
+// loadSummaries reads every bundle stored in kv and returns their summaries, by slug; one bundle
+// at a time is decoded, so memory holds the summaries only. A value that cannot be decoded is
 // logged and left out: it will be replaced.
-func loadBundles(ctx context.Context, kv Bucket, logger *slog.Logger) (map[string]dockey.Bundle, error) {
+func loadSummaries(ctx context.Context, kv Bucket, logger *slog.Logger) (map[string]*summary, error) {
 	w, err := kv.Watch(ctx, dockey.Watch, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("read stored bundles: %w", err)
@@ -109,7 +110,7 @@ func loadBundles(ctx context.Context, kv Bucket, logger *slog.Logger) (map[strin
 			logger.Debug("stop bundle watcher", "err", err)
 		}
 	}()
-	out := make(map[string]dockey.Bundle)
+	out := make(map[string]*summary)
 	for {
 		select {
 		case <-ctx.Done():
@@ -130,7 +131,7 @@ func loadBundles(ctx context.Context, kv Bucket, logger *slog.Logger) (map[strin
 				logger.Warn("stored bundle cannot be decoded and will be replaced", "key", e.Key(), "err", err)
 				continue
 			}
-			out[slug] = b
+			out[slug] = summarize(&b)
 		}
 	}
 }

@@ -5,10 +5,12 @@
 // It owns two things. Render is a pure function from an establishment aggregate and a revision to
 // a bundle: no clock, no randomness, the same bytes for the same input. Projector is the thin
 // runner that rebuilds every aggregate from the log, renders, decides revisions and writes the
-// bundles to the KV bucket dockey.Bucket, then follows the log.
+// bundles to the KV bucket dockey.Bucket, then follows the log. Of a stored bundle it keeps only
+// a summary (revision, access fields, a digest and the entity tag of each document), which is all
+// deciding the next one takes: the documents themselves live in the bucket.
 //
 // It imports the standard library, domain, events, projections/dockey, the nats.go jetstream
-// package (only for the bucket) and xxhash. Nothing in it reads the time of day: the calendar
+// package (only for the bucket), xxhash and klauspost/compress. Nothing in it reads the time of day: the calendar
 // enters as domain.DayStarted events.
 //
 // # Invariants

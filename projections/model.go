@@ -6,20 +6,20 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
-	"github.com/opencarte/publisher/projections/dockey"
 )
 
-// model is the projector's memory: every establishment rebuilt from the log, with the bundle
-// stored for it. It is used by one goroutine at a time.
+// model is the projector's memory: every establishment rebuilt from the log, with the summary of
+// the bundle stored for it. It is used by one goroutine at a time.
 type model struct {
 	logger *slog.Logger
 	byslug map[string]*tracked
 }
 
-// tracked is one establishment: its aggregate and its stored bundle (nil when none is stored).
+// tracked is one establishment: its aggregate and the summary of its stored bundle (nil when none
+// is stored).
 type tracked struct {
 	agg    *domain.Establishment
-	stored *dockey.Bundle
+	stored *summary
 	// changed is the time of the record that last changed the replayed bundle.
 	changed time.Time
 }

@@ -183,7 +183,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	}
 	defer close(p.stopped)
 
-	stored, err := loadBundles(ctx, p.cfg.KV, p.logger)
+	stored, err := loadSummaries(ctx, p.cfg.KV, p.logger)
 	if err != nil {
 		return fmt.Errorf("projections: %w", err)
 	}
@@ -195,7 +195,7 @@ func (p *Projector) Run(ctx context.Context) error {
 			return nil
 		}
 		if u, ok := t.project(rec.Sequence); ok && u.write {
-			t.stored = &u.bundle
+			t.stored = summarize(&u.bundle)
 			if len(rec.Events) > 0 {
 				t.changed = rec.Events[0].Time
 			}
@@ -266,7 +266,7 @@ func (p *Projector) read(ctx context.Context, from uint64, follow bool, fn func(
 // reconcile stores, for every establishment of the replayed log, the bundle that follows the one
 // found in the bucket, and returns how many it wrote. Content equal to the stored content keeps
 // the stored revision; different content gets max(replayed revision, stored revision + 1).
-func (p *Projector) reconcile(ctx context.Context, m *model, stored map[string]dockey.Bundle) (int, error) {
+func (p *Projector) reconcile(ctx context.Context, m *model, stored map[string]*summary) (int, error) {
 	written := 0
 	for _, slug := range slices.Sorted(maps.Keys(m.byslug)) {
 		t := m.byslug[slug]
@@ -276,11 +276,12 @@ func (p *Projector) reconcile(ctx context.Context, m *model, stored map[string]d
 		}
 		var u update
 		if s, ok := stored[slug]; ok {
-			t.stored = &s
-			u = next(&s, render(t.agg), replayed.Revision)
+			t.stored = s
+			u = next(s, render(t.agg), replayed.revision)
 		} else {
+			// Nothing stored: the replayed bundle, rendered again from the final state.
 			t.stored = nil
-			u = update{bundle: *replayed, write: true, resources: changedResources(nil, replayed)}
+			u = next(nil, render(t.agg), replayed.revision)
 		}
 		if !u.write {
 			if err := p.reannounce(ctx, t); err != nil {
@@ -293,7 +294,7 @@ func (p *Projector) reconcile(ctx context.Context, m *model, stored map[string]d
 			return written, err
 		}
 		if ok {
-			t.stored = &u.bundle
+			t.stored = summarize(&u.bundle)
 			written++
 		}
 	}
@@ -317,7 +318,7 @@ func (p *Projector) handle(ctx context.Context, m *model, rec events.Record) err
 				return err
 			}
 			if stored {
-				t.stored = &u.bundle
+				t.stored = summarize(&u.bundle)
 			}
 		}
 	}
@@ -398,14 +399,15 @@ func (p *Projector) reannounce(ctx context.Context, t *tracked) error {
 	if !ok || t.stored == nil || time.Since(t.changed) > ReannounceWithin {
 		return nil
 	}
-	b := t.stored
-	last, err := n.Announced(ctx, b.Slug)
+	s := t.stored
+	slug := string(t.agg.Slug)
+	last, err := n.Announced(ctx, slug)
 	if err != nil {
-		return fmt.Errorf("last announcement of %s: %w", b.Slug, err)
+		return fmt.Errorf("last announcement of %s: %w", slug, err)
 	}
-	if last >= b.Revision {
+	if last >= s.revision {
 		return nil
 	}
-	p.logger.Info("announcing a stored revision whose announcement was lost", "slug", b.Slug, "revision", b.Revision, "announced", last)
-	return p.notify(ctx, Change{Slug: b.Slug, Revision: b.Revision, Resources: changedResources(nil, b)})
+	p.logger.Info("announcing a stored revision whose announcement was lost", "slug", slug, "revision", s.revision, "announced", last)
+	return p.notify(ctx, Change{Slug: slug, Revision: s.revision, Resources: s.resources()})
 }

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"bytes"
-	"maps"
 	"slices"
 
 	"github.com/opencarte/publisher/projections/dockey"
@@ -18,28 +17,26 @@ type update struct {
 	resources []string
 }
 
-// next decides the bundle that follows prev, the stored bundle (nil when none is stored), now that
-// the establishment's content is c. floor is the lowest revision a rise may take: the stream
-// sequence of the record that caused the change.
+// next decides the bundle that follows prev, the summary of the stored bundle (nil when none is
+// stored), now that the establishment's content is c. floor is the lowest revision a rise may
+// take: the stream sequence of the record that caused the change.
 //
-// The revision rises, to max(floor, prev.Revision+1), exactly when the bytes of at least one
+// The revision rises, to max(floor, prev.revision+1), exactly when the bytes of at least one
 // document differ once both are stamped with the same revision. When only access fields (or entity
 // tags) differ, the bundle is rewritten with the stored revision; when nothing differs, nothing is
 // written. A revision therefore never goes back, and replaying the same log over the same stored
 // bundles gives the same revisions.
-func next(prev *dockey.Bundle, c content, floor int64) update {
+func next(prev *summary, c content, floor int64) update {
 	if prev == nil {
 		b := c.bundle(max(floor, 1))
 		return update{bundle: b, write: true, resources: changedResources(nil, &b)}
 	}
-	same := c.bundle(prev.Revision)
-	changed := changedResources(prev, &same)
+	same := c.bundle(prev.revision)
+	changed := changedSince(prev, &same)
 	if len(changed) == 0 {
-		// Keep the stored codings: the bodies they compress are the same.
-		copyCodings(prev, &same)
-		return update{bundle: same, write: !sameAccess(prev, &same) || !sameETags(prev, &same)}
+		return update{bundle: same, write: !sameAccess(&prev.access, &same) || !prev.sameTags(&same)}
 	}
-	b := c.bundle(max(floor, prev.Revision+1))
+	b := c.bundle(max(floor, prev.revision+1))
 	return update{bundle: b, write: true, resources: changed}
 }
 
@@ -84,30 +81,4 @@ func sameBody(a, b dockey.Document) bool { return bytes.Equal(a.Body, b.Body) }
 
 func sameVariants(a, b dockey.Variants) bool {
 	return sameBody(a.All, b.All) && sameBody(a.FR, b.FR) && sameBody(a.EN, b.EN)
-}
-
-// sameETags reports whether every document of a and b has the same entity tag; it is called on
-// bundles whose bodies are equal, so it only differs for tags computed another way.
-func sameETags(a, b *dockey.Bundle) bool {
-	tags := func(x *dockey.Bundle) []string {
-		out := []string{x.Establishment.ETag, x.Hours.ETag, x.Menus.All.ETag, x.Menus.FR.ETag, x.Menus.EN.ETag}
-		for _, slug := range slices.Sorted(maps.Keys(x.MenuDetails)) {
-			v := x.MenuDetails[slug]
-			out = append(out, slug, v.All.ETag, v.FR.ETag, v.EN.ETag)
-		}
-		return out
-	}
-	return slices.Equal(tags(a), tags(b))
-}
-
-// copyCodings gives the documents of dst the gzip codings of the documents of src with the same
-// bodies.
-func copyCodings(src, dst *dockey.Bundle) {
-	var codings = map[string][]byte{}
-	eachDocument(src, func(d *dockey.Document) { codings[string(d.Body)] = d.Gzip })
-	eachDocument(dst, func(d *dockey.Document) {
-		if z, ok := codings[string(d.Body)]; ok && len(d.Gzip) == 0 {
-			d.Gzip = z
-		}
-	})
 }

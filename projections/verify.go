@@ -194,8 +194,8 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 	for _, rec := range recs {
 		if t := m.apply(rec); t != nil {
 			if u, ok := t.project(rec.Sequence); ok && u.write {
-				t.stored = &u.bundle
-				want = t.stored
+				t.stored = summarize(&u.bundle)
+				want = &u.bundle
 			}
 		}
 	}

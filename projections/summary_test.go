@@ -1,0 +1,69 @@
+package projections
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// A summary decides as the bundle it describes would: the same changed resources between any
+// two bundles, and every resource of a bundle when compared with nothing.
+func TestSummaryDecidesAsTheBundle(t *testing.T) {
+	t.Parallel()
+	var bundles []dockey.Bundle
+	for _, name := range []string{"demo", "dated", "uploaded-only"} {
+		dir := filepath.Join("testdata", name)
+		snapshot := filepath.Join(dir, "snapshot.json")
+		if name == "demo" {
+			snapshot = "../cmd/publisher/demo.json"
+		}
+		e := fixture(t, snapshot, readToday(t, dir))
+		bundles = append(bundles, Render(e, 7))
+		// Variations: another name, a day later, a menu type gone.
+		other := *e
+		other.Identity.Name += " bis"
+		bundles = append(bundles, Render(&other, 7))
+		later := *e
+		later.Today = later.Today.AddDays(1)
+		bundles = append(bundles, Render(&later, 7))
+		fewer := *e
+		fewer.MenuTypes = fewer.MenuTypes[1:]
+		bundles = append(bundles, Render(&fewer, 7))
+	}
+	for i := range bundles {
+		if diff := cmp.Diff(changedResources(nil, &bundles[i]), summarize(&bundles[i]).resources()); diff != "" {
+			t.Errorf("bundle %d: resources (-bundle +summary):\n%s", i, diff)
+		}
+		for j := range bundles {
+			want := changedResources(&bundles[i], &bundles[j])
+			if got := changedSince(summarize(&bundles[i]), &bundles[j]); !cmp.Equal(want, got) {
+				t.Errorf("bundles %d and %d: changed resources %v from the summary, %v from the bundle", i, j, got, want)
+			}
+		}
+	}
+	if got := changedSince(nil, &bundles[0]); !cmp.Equal(got, changedResources(nil, &bundles[0])) {
+		t.Errorf("against nothing: got %v", got)
+	}
+}
+
+// A summary takes a small fraction of the memory of the bundle it describes.
+func TestSummaryIsSmall(t *testing.T) {
+	t.Parallel()
+	e := fixture(t, "../cmd/publisher/demo.json", domain.LocalDate{Year: 2026, Month: 11, Day: 22})
+	b := Render(e, 7)
+	compress(&b)
+	bundleBytes := 0
+	eachDocument(&b, func(d *dockey.Document) { bundleBytes += len(d.Body) + len(d.Gzip) })
+	s := summarize(&b)
+	summaryBytes := 0
+	for name, d := range s.docs {
+		summaryBytes += len(name) + len(d.etag) + 8 + 48 // key, tag, digest, map overhead
+	}
+	if summaryBytes*10 > bundleBytes {
+		t.Errorf("summary of about %d bytes for a bundle of %d: want less than a tenth", summaryBytes, bundleBytes)
+	}
+}
