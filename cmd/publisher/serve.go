@@ -322,6 +322,11 @@ func (m *Main) openCommands() error {
 	return err
 }
 
+// syncQueue bounds the queue of a synchronous subscription, which the client otherwise
+// allocates for 65,536 messages (512 KB) each time. The only ones this service makes carry
+// one batch of direct gets (at most a few hundred messages) each, and a load makes one.
+var syncQueue = nats.SyncQueueLen(1024)
+
 // natsErrors logs the connection's asynchronous errors (a subscription falling behind, say)
 // through the service's logger rather than the client's own printing to standard error.
 func (m *Main) natsErrors() nats.Option {
@@ -342,7 +347,7 @@ func (m *Main) maxBundle() int { return int(min(m.Conn.MaxPayload(), projections
 func (m *Main) connect() error {
 	c := &m.Config
 	if c.NATSURL != "" {
-		nc, err := nats.Connect(c.NATSURL, nats.Name("publisher"), nats.MaxReconnects(-1), m.natsErrors(),
+		nc, err := nats.Connect(c.NATSURL, nats.Name("publisher"), nats.MaxReconnects(-1), m.natsErrors(), syncQueue,
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.Logger.Warn("nats disconnected", "err", err) }),
 			nats.ReconnectHandler(func(nc *nats.Conn) { m.Logger.Info("nats reconnected", "url", nc.ConnectedUrl()) }))
 		if err != nil {
@@ -386,7 +391,7 @@ func (m *Main) connect() error {
 		return errors.New("embedded nats did not start within 30s")
 	}
 	m.NATS = s
-	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name("publisher"), m.natsErrors())
+	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name("publisher"), m.natsErrors(), syncQueue)
 	if err != nil {
 		return fmt.Errorf("connect to embedded nats: %w", err)
 	}

@@ -30,7 +30,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	nc, err := nats.Connect(*url, nats.Name("publisher-verify"))
+	nc, err := nats.Connect(*url, nats.Name("publisher-verify"), syncQueue)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", *url, err)
 	}

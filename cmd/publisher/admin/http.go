@@ -55,6 +55,8 @@ type Config struct {
 	// BatchWorkers is how many documents of a batch import are imported at once; 0 is
 	// DefaultBatchWorkers.
 	BatchWorkers int
+	// MaxInFlight is how many requests are handled at once; 0 is DefaultMaxInFlight.
+	MaxInFlight int
 }
 
 // API is the admin HTTP API: the back office's way to change content.
@@ -113,7 +115,30 @@ func (a *API) Handler() http.Handler {
 		r.GET(est+"/webhooks/:id/deliveries", a.listDeliveries)
 		r.POST("/admin/v1/deliveries/:id/redeliver", a.redeliver)
 	}
-	return a.authenticate(idempotency(r))
+	return a.authenticate(a.bounded(idempotency(r)))
+}
+
+// DefaultMaxInFlight is how many admin requests are handled at once unless configured.
+const DefaultMaxInFlight = 64
+
+// bounded lets at most Config.MaxInFlight requests be handled at once; the others wait for a
+// turn, or for their client to give up. Thousands of clients at once then cost their
+// connections, not thousands of states decoded and encoded side by side.
+func (a *API) bounded(next http.Handler) http.Handler {
+	n := a.cfg.MaxInFlight
+	if n <= 0 {
+		n = DefaultMaxInFlight
+	}
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-slots }()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // authenticate refuses every request without the bearer token. The scheme name is

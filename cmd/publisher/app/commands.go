@@ -16,7 +16,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultCacheSize     = 2000
+	DefaultCacheSize     = 1000
 	DefaultSnapshotEvery = 8
 	DefaultMaxLoads      = 64
 )
