@@ -263,6 +263,21 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 		m.run(runCtx, roleProjector, m.Projector.Run)
 	}
+	// The clock does not wait for the read API: a restart across midnight starts the days at once.
+	if c.has(roleClock) {
+		index, err := clock.OpenIndex(ctx, m.Conn, c.Replicas)
+		if err != nil {
+			return fmt.Errorf("open calendar index: %w", err)
+		}
+		m.ClockRole, err = clock.New(clock.Config{
+			Days: m.Commands, Log: m.Store, Index: index, Today: m.Clock.Today,
+			Interval: c.ClockEvery, Logger: m.Logger.With("role", roleClock),
+		})
+		if err != nil {
+			return err
+		}
+		m.run(runCtx, roleClock, m.ClockRole.Run)
+	}
 	if c.has(roleAPI) {
 		if err := m.startAPI(runCtx, docs); err != nil {
 			return err
@@ -277,20 +292,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// once, and the read API's mirror should not wait behind them.
 	if c.has(roleWebhook) {
 		m.run(runCtx, roleWebhook, m.Webhooks.Run)
-	}
-	if c.has(roleClock) {
-		index, err := clock.OpenIndex(ctx, m.Conn, c.Replicas)
-		if err != nil {
-			return fmt.Errorf("open calendar index: %w", err)
-		}
-		m.ClockRole, err = clock.New(clock.Config{
-			Days: m.Commands, Log: m.Store, Index: index, Today: m.Clock.Today,
-			Interval: c.ClockEvery, Logger: m.Logger.With("role", roleClock),
-		})
-		if err != nil {
-			return err
-		}
-		m.run(runCtx, roleClock, m.ClockRole.Run)
 	}
 	return nil
 }

@@ -324,3 +324,42 @@ func TestKindOf(t *testing.T) {
 		t.Errorf("KindOf with a rule: got %d, want %d", got, KindNotFound)
 	}
 }
+
+// StartDayAt appends on the calendar it is given while that calendar is the establishment's
+// last record's, without reading the establishment, and decides on the loaded state otherwise.
+func TestStartDayAt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	c, counted := e.commands(t, Config{})
+	dep := dependentEstablishment(20)
+	slug := domain.Slug(dep.Slug)
+	imported := mustImport(t, c, dep)
+	cal := Calendar{Zone: dep.TimeZone, Dependent: true, Today: testToday}
+
+	day2 := testToday.AddDays(1)
+	e.today.Store(&day2)
+	before := counted.records.Load()
+	res, err := c.StartDayAt(t.Context(), slug, cal, imported.Version)
+	if err != nil || !res.Direct || res.Events != 1 || res.Calendar.Today != day2 {
+		t.Fatalf("on the last record's calendar: got %+v, %v, want one event appended directly", res, err)
+	}
+	if n := counted.records.Load() - before; n != 0 {
+		t.Errorf("a direct day start read %d records, want none", n)
+	}
+	got, err := c.Get(t.Context(), slug)
+	if err != nil || got.Today != day2.String() || got.Version != res.Version {
+		t.Errorf("state after a direct day start: today %s version %d (%v), want %s at %d", got.Today, got.Version, err, day2, res.Version)
+	}
+
+	// A calendar of an older record: the log moved, the establishment is loaded and decides.
+	day3 := day2.AddDays(1)
+	e.today.Store(&day3)
+	res, err = c.StartDayAt(t.Context(), slug, cal, imported.Version)
+	if err != nil || res.Direct || res.Events != 1 || res.Calendar.Today != day3 {
+		t.Errorf("on a stale calendar: got %+v, %v, want one event appended after a load", res, err)
+	}
+	res, err = c.StartDayAt(t.Context(), slug, cal, imported.Version)
+	if err != nil || res.Events != 0 {
+		t.Errorf("on a stale calendar, the day already started: got %+v, %v, want nothing appended", res, err)
+	}
+}

@@ -58,7 +58,10 @@ const maxRetries = 10_000
 
 // dayStarter starts an establishment's day; *app.Commands satisfies it.
 type dayStarter interface {
+	// StartDay loads the establishment and starts its day if it is due.
 	StartDay(ctx context.Context, slug domain.Slug) (app.DayResult, error)
+	// StartDayAt starts it from its calendar as of record seq, loading it only if the log moved.
+	StartDayAt(ctx context.Context, slug domain.Slug, cal app.Calendar, seq uint64) (app.DayResult, error)
 }
 
 // noteLog is what the clock reads of the event log; *events.Store satisfies it.
@@ -216,7 +219,7 @@ func (c *Clock) note(ctx context.Context, n events.Note) error {
 	}
 	cal, err := app.ParseCalendar(n.Header[app.CalendarHeader])
 	if err != nil {
-		_, err := c.startDay(ctx, slug)
+		_, err := c.startDay(ctx, slug, nil)
 		if errors.Is(err, domain.ErrNotFound) {
 			return nil
 		}
@@ -226,7 +229,7 @@ func (c *Clock) note(ctx context.Context, n events.Note) error {
 		return err
 	}
 	if c.due(cal) && c.cfg.Now().Sub(n.Time) < 2*c.cfg.Interval {
-		_, err := c.startDay(ctx, slug)
+		_, err := c.startDay(ctx, slug, &Entry{Calendar: cal, Sequence: n.Sequence})
 		return err
 	}
 	return nil
@@ -239,15 +242,24 @@ func (c *Clock) due(cal app.Calendar) bool {
 
 func (c *Clock) today(zone string) domain.LocalDate { return c.cfg.Today(c.locs.get(zone)) }
 
-// startDay starts the day of slug and records its calendar in the index. It reports whether a
-// day-started event was appended.
-func (c *Clock) startDay(ctx context.Context, slug domain.Slug) (bool, error) {
-	res, err := c.cfg.Days.StartDay(ctx, slug)
+// startDay starts the day of slug, from its index entry when there is one, and records its
+// calendar in the index unless the record it appended will (its header says the same). It reports
+// whether a day-started event was appended.
+func (c *Clock) startDay(ctx context.Context, slug domain.Slug, known *Entry) (bool, error) {
+	var res app.DayResult
+	var err error
+	if known != nil {
+		res, err = c.cfg.Days.StartDayAt(ctx, slug, known.Calendar, known.Sequence)
+	} else {
+		res, err = c.cfg.Days.StartDay(ctx, slug)
+	}
 	if err != nil {
 		return false, err
 	}
-	if err := c.cfg.Index.Put(ctx, string(slug), Entry{Calendar: res.Calendar, Sequence: res.Version}); err != nil {
-		return res.Events > 0, err
+	if !res.Direct {
+		if err := c.cfg.Index.Put(ctx, string(slug), Entry{Calendar: res.Calendar, Sequence: res.Version}); err != nil {
+			return res.Events > 0, err
+		}
 	}
 	return res.Events > 0, nil
 }
@@ -314,11 +326,11 @@ func (c *Clock) scan(ctx context.Context) (*Pass, error) {
 		}
 		if c.due(e.Calendar) {
 			p.Due++
-			run(slug)
+			run(job{slug: slug, entry: &e})
 		}
 		return nil
 	})
-	run("")
+	run(job{})
 	p.Took = c.cfg.Now().Sub(started).Round(time.Millisecond).String()
 	if err != nil {
 		return nil, fmt.Errorf("clock pass: %w", err)
@@ -360,9 +372,9 @@ func (c *Clock) sweep(ctx context.Context) *Pass {
 	})
 	for _, slug := range slugs {
 		p.Examined++
-		run(slug)
+		run(job{slug: slug})
 	}
-	run("")
+	run(job{})
 	p.Took = c.cfg.Now().Sub(started).Round(time.Millisecond).String()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -380,23 +392,29 @@ func (c *Clock) sweep(ctx context.Context) *Pass {
 	return p
 }
 
+// job is one establishment to start the day of, with its index entry when it has one.
+type job struct {
+	slug  string
+	entry *Entry
+}
+
 // workers returns the function that hands one establishment to a bounded pool starting days for
-// pass p; an empty slug waits for them all.
-func (c *Clock) workers(ctx context.Context, p *Pass) func(slug string) {
+// pass p; the zero job waits for them all.
+func (c *Clock) workers(ctx context.Context, p *Pass) func(job) {
 	return c.workersWith(ctx, p, nil)
 }
 
-func (c *Clock) workersWith(ctx context.Context, p *Pass, onFail func(slug string, err error)) func(string) {
-	jobs := make(chan string)
+func (c *Clock) workersWith(ctx context.Context, p *Pass, onFail func(slug string, err error)) func(job) {
+	jobs := make(chan job)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for range c.cfg.Workers {
 		wg.Go(func() {
-			for slug := range jobs {
-				s, err := domain.ParseSlug(slug)
+			for j := range jobs {
+				s, err := domain.ParseSlug(j.slug)
 				var appended bool
 				if err == nil {
-					appended, err = c.startDay(ctx, s)
+					appended, err = c.startDay(ctx, s, j.entry)
 				}
 				if errors.Is(err, domain.ErrNotFound) {
 					err = nil // records without an establishment: nothing to start
@@ -408,23 +426,23 @@ func (c *Clock) workersWith(ctx context.Context, p *Pass, onFail func(slug strin
 				if err != nil {
 					p.Failed++
 					if len(p.Examples) < maxExamples {
-						p.Examples = append(p.Examples, clip(slug+": "+err.Error()))
+						p.Examples = append(p.Examples, clip(j.slug+": "+err.Error()))
 					}
 				}
 				mu.Unlock()
 				if err != nil && onFail != nil {
-					onFail(slug, err)
+					onFail(j.slug, err)
 				}
 			}
 		})
 	}
-	return func(slug string) {
-		if slug == "" {
+	return func(j job) {
+		if j.slug == "" {
 			close(jobs)
 			wg.Wait()
 			return
 		}
-		jobs <- slug
+		jobs <- j
 	}
 }
 

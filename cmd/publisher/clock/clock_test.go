@@ -372,3 +372,7 @@ type failingDays struct{ err error }
 func (f failingDays) StartDay(context.Context, domain.Slug) (app.DayResult, error) {
 	return app.DayResult{}, f.err
 }
+
+func (f failingDays) StartDayAt(context.Context, domain.Slug, app.Calendar, uint64) (app.DayResult, error) {
+	return app.DayResult{}, f.err
+}
