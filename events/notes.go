@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -69,10 +70,12 @@ func (s *Store) OpenNoteReader(ctx context.Context, name string) (created bool, 
 }
 
 // FollowNotes calls fn with the note of every record the durable reader name has not yet seen,
-// those stored and those to come, in log order, until ctx is done. A note fn fails on is given
-// again a second later, up to noteMaxDeliver times; several processes reading with the same name share the notes, each note
-// going to one of them. It returns ctx's error, or the error of reading the log.
-func (s *Store) FollowNotes(ctx context.Context, name string, fn func(Note) error) error {
+// those stored and those to come, until ctx is done. Up to workers notes are handled at once, so
+// notes of one establishment may be handled out of order: fn must not depend on their order. A
+// note fn fails on is given again a second later, up to noteMaxDeliver times; several processes
+// reading with the same name share the notes, each note going to one of them. It returns ctx's
+// error, or the error of reading the log.
+func (s *Store) FollowNotes(ctx context.Context, name string, workers int, fn func(Note) error) error {
 	cons, err := s.stream.Consumer(ctx, name)
 	if err != nil {
 		return fmt.Errorf("follow notes %s: %w", name, err)
@@ -84,6 +87,18 @@ func (s *Store) FollowNotes(ctx context.Context, name string, fn func(Note) erro
 	defer it.Stop()
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
+
+	msgs := make(chan jetstream.Msg)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(msgs)
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for msg := range msgs {
+				handleNote(ctx, msg, fn)
+			}
+		})
+	}
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -92,29 +107,51 @@ func (s *Store) FollowNotes(ctx context.Context, name string, fn func(Note) erro
 			}
 			return fmt.Errorf("follow notes %s: %w", name, err)
 		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			_ = msg.Term()
-			continue
+		select {
+		case msgs <- msg:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		note := Note{
-			Sequence:      meta.Sequence.Stream,
-			Time:          meta.Timestamp,
-			Establishment: strings.TrimPrefix(msg.Subject(), subjectPrefix),
-			Header:        map[string]string{},
-		}
-		for k, v := range msg.Headers() {
-			if !strings.HasPrefix(k, "Nats-") && len(v) > 0 {
-				note.Header[k] = v[0]
-			}
-		}
-		if err := fn(note); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			_ = msg.NakWithDelay(noteRetryWait)
-			continue
-		}
-		_ = msg.Ack()
 	}
+}
+
+// handleNote passes the note of msg to fn, and acknowledges it or asks for it again.
+func handleNote(ctx context.Context, msg jetstream.Msg, fn func(Note) error) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		_ = msg.Term()
+		return
+	}
+	note := Note{
+		Sequence:      meta.Sequence.Stream,
+		Time:          meta.Timestamp,
+		Establishment: strings.TrimPrefix(msg.Subject(), subjectPrefix),
+		Header:        map[string]string{},
+	}
+	for k, v := range msg.Headers() {
+		if !strings.HasPrefix(k, "Nats-") && len(v) > 0 {
+			note.Header[k] = v[0]
+		}
+	}
+	if err := fn(note); err != nil {
+		if ctx.Err() == nil {
+			_ = msg.NakWithDelay(noteRetryWait)
+		}
+		return
+	}
+	_ = msg.Ack()
+}
+
+// NotesPending returns how many notes the reader name has yet to handle: those not delivered and
+// those delivered but not acknowledged.
+func (s *Store) NotesPending(ctx context.Context, name string) (uint64, error) {
+	cons, err := s.stream.Consumer(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("notes pending %s: %w", name, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("notes pending %s: %w", name, err)
+	}
+	return info.NumPending + uint64(info.NumAckPending), nil
 }

@@ -67,7 +67,8 @@ type dayStarter interface {
 // noteLog is what the clock reads of the event log; *events.Store satisfies it.
 type noteLog interface {
 	OpenNoteReader(ctx context.Context, name string) (bool, error)
-	FollowNotes(ctx context.Context, name string, fn func(events.Note) error) error
+	FollowNotes(ctx context.Context, name string, workers int, fn func(events.Note) error) error
+	NotesPending(ctx context.Context, name string) (uint64, error)
 	Slugs(ctx context.Context) ([]string, error)
 }
 
@@ -106,7 +107,10 @@ type Pass struct {
 	Due      int       `json:"due"`      // establishments whose day was to start
 	Appended int       `json:"appended"` // days started by this pass
 	Failed   int       `json:"failed"`
-	Examples []string  `json:"examples,omitempty"` // a few failures
+	// Behind counts the calendar headers not yet in the index when a scan began: its
+	// establishments are looked at again by the next pass.
+	Behind   uint64   `json:"behind,omitempty"`
+	Examples []string `json:"examples,omitempty"` // a few failures
 }
 
 // Status is what the clock tells of itself.
@@ -196,7 +200,7 @@ func (c *Clock) Run(ctx context.Context) error {
 // follow keeps the index up to date with the calendar header of every record.
 func (c *Clock) follow(ctx context.Context) {
 	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
-		err := c.cfg.Log.FollowNotes(ctx, ReaderName, func(n events.Note) error { return c.note(ctx, n) })
+		err := c.cfg.Log.FollowNotes(ctx, ReaderName, c.cfg.Workers, func(n events.Note) error { return c.note(ctx, n) })
 		if ctx.Err() != nil {
 			return
 		}
@@ -293,7 +297,7 @@ func (c *Clock) Tick(ctx context.Context) (*Pass, error) {
 		level = slog.LevelInfo
 	}
 	c.cfg.Logger.Log(ctx, level, "clock pass", "kind", p.Kind, "examined", p.Examined, "due", p.Due,
-		"appended", p.Appended, "failed", p.Failed, "took", p.Took, "examples", p.Examples)
+		"appended", p.Appended, "failed", p.Failed, "behind", p.Behind, "took", p.Took, "examples", p.Examples)
 	return p, nil
 }
 
@@ -313,13 +317,19 @@ func (c *Clock) scanDue() bool {
 	return false
 }
 
-// scan passes over the index and starts the day of every establishment that is due.
+// scan passes over the index and starts the day of every establishment that is due. The index
+// is as recent as the calendar headers followed so far: when some were still to be followed, the
+// pass is done again at the next tick, so that an establishment indexed meanwhile is not left
+// behind.
 func (c *Clock) scan(ctx context.Context) (*Pass, error) {
 	started := c.cfg.Now()
+	// Unknown counts as behind: the pass is done again.
+	behind, err := c.cfg.Log.NotesPending(ctx, ReaderName)
+	unsure := err != nil || behind > 0
 	zones := map[string]domain.LocalDate{}
 	p := &Pass{Kind: "scan", Started: started.UTC()}
 	run := c.workers(ctx, p)
-	err := c.cfg.Index.Scan(ctx, func(slug string, e Entry) error {
+	err = c.cfg.Index.Scan(ctx, func(slug string, e Entry) error {
 		p.Examined++
 		if _, ok := zones[e.Calendar.Zone]; !ok {
 			zones[e.Calendar.Zone] = c.today(e.Calendar.Zone)
@@ -335,8 +345,9 @@ func (c *Clock) scan(ctx context.Context) (*Pass, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clock pass: %w", err)
 	}
+	p.Behind = behind
 	c.mu.Lock()
-	c.zones, c.scanned, c.retry = zones, started, p.Failed > 0
+	c.zones, c.scanned, c.retry = zones, started, p.Failed > 0 || unsure
 	c.mu.Unlock()
 	return p, nil
 }

@@ -103,9 +103,17 @@ func (e *env) importAll(tb testing.TB, first, n int) (slugs []string, dependent 
 	return slugs, dependent
 }
 
-// waitIndexed waits until the index holds every slug with the calendar of its last record.
-func (e *env) waitIndexed(tb testing.TB, slugs []string) {
+// waitIndexed waits until the index holds every date-dependent slug of slugs with the calendar
+// of its last record (the others need no entry).
+func (e *env) waitIndexed(tb testing.TB, slugs []string, dependent map[string]bool) {
 	tb.Helper()
+	var want []string
+	for _, slug := range slugs {
+		if dependent[slug] {
+			want = append(want, slug)
+		}
+	}
+	slugs = want
 	eventually(tb, "index caught up with the log", func() bool {
 		want := map[string]uint64{}
 		for _, slug := range slugs {
@@ -197,7 +205,7 @@ func TestNewDayStartsDependentEstablishmentsOnce(t *testing.T) {
 	c := e.newClock(t, e.cmds)
 	e.waitComplete(t)
 	slugs, dependent := e.importAll(t, 0, 40)
-	e.waitIndexed(t, slugs)
+	e.waitIndexed(t, slugs, dependent)
 
 	day2 := day1.AddDays(1)
 	e.today.Store(&day2)
@@ -234,7 +242,7 @@ func TestFailureOnOneEstablishmentIsIsolated(t *testing.T) {
 	slugs, dependent := e.importAll(t, 100, 20)
 	c := e.newClock(t, e.cmds)
 	e.waitComplete(t)
-	e.waitIndexed(t, slugs)
+	e.waitIndexed(t, slugs, dependent)
 	var broken string
 	for _, slug := range slugs {
 		if dependent[slug] {
@@ -285,7 +293,7 @@ func TestSeveralClocksStartEachDayOnce(t *testing.T) {
 	clocks := []*Clock{e.newClock(t, e.commands(t)), e.newClock(t, e.commands(t)), e.newClock(t, e.commands(t))}
 	e.waitComplete(t)
 	slugs, dependent := e.importAll(t, 200, 30)
-	e.waitIndexed(t, slugs)
+	e.waitIndexed(t, slugs, dependent)
 	day2 := day1.AddDays(1)
 	e.today.Store(&day2)
 	var wg sync.WaitGroup
@@ -326,15 +334,15 @@ func TestSweepBuildsTheIndexUnderAConsumerLimit(t *testing.T) {
 	if complete, err := e.index.Complete(t.Context()); err != nil || !complete {
 		t.Fatalf("index complete after the sweep: got %t, %v", complete, err)
 	}
-	e.waitIndexed(t, slugs)
+	e.waitIndexed(t, slugs, dependent)
 	for _, slug := range slugs {
 		if want := map[bool]int{true: 1, false: 0}[dependent[slug]]; e.days(t, slug, day2) != want {
 			t.Errorf("%s: got %d days started by the sweep, want %d", slug, e.days(t, slug, day2), want)
 		}
 	}
 	// Kept from the log from now on: a new establishment is indexed without a sweep.
-	more, _ := e.importAll(t, 400, 5)
-	e.waitIndexed(t, more)
+	more, moreDependent := e.importAll(t, 400, 5)
+	e.waitIndexed(t, more, moreDependent)
 }
 
 // The summary of a pass stays small whatever fails: counts and a few clipped examples.

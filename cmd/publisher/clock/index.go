@@ -76,11 +76,14 @@ func OpenIndex(ctx context.Context, nc *nats.Conn, replicas int) (*Index, error)
 }
 
 // Put stores e for slug unless the index already holds an entry as of a later record: writers in
-// any order, in any number of processes, leave the latest.
+// any order, in any number of processes, leave the latest. An establishment that is not date
+// dependent and has no entry gets none: the clock never has to wake it.
 func (x *Index) Put(ctx context.Context, slug string, e Entry) error {
 	for range maxPutAttempts {
 		cur, err := x.kv.Get(ctx, slug)
 		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) && !e.Calendar.Dependent:
+			return nil
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			_, err = x.kv.Create(ctx, slug, e.value())
 			if errors.Is(err, jetstream.ErrKeyExists) {
