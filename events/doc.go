@@ -45,8 +45,10 @@
 //     with a stale expectation is refused as "wrong last sequence" (10071); a replicated stream
 //     checks the message id first. To give callers one answer, Append, on a conflict, looks for a
 //     record with the same command id among those on the subject stored within the Duplicates
-//     window (plus a minute for clock skew), reading headers only, and reports ErrDuplicate if it
-//     finds one. Conflicts thus cost one extra read.
+//     window (plus a minute for clock skew), with batched direct gets of at most 1,024 records,
+//     and reports ErrDuplicate if it finds one. A conflict thus costs one extra read, usually of
+//     a few records; a command further back than that is reported as a conflict, and the
+//     caller's retry with a fresh expectation is recognised by JetStream itself.
 //   - Both "wrong last sequence" codes, 10071 and, on replicated streams with a write in flight,
 //     10164, are ErrConflict. While a replicated stream is still storing the same command id
 //     (10158), Append waits briefly and tries again, so the caller learns the stored sequence.
@@ -56,10 +58,11 @@
 //     of the subject's last message, Range and History batched direct gets (up to 256 records a
 //     request) of the subject's messages, and so is the search for a command after a conflict.
 //     Their number is not bounded by the server's consumer limit, and they skip the JetStream API
-//     queue. On a cluster any replica may answer a direct get, and one just behind after a leader
-//     change answers with an older history: a writer then fails its expected sequence and
-//     retries, a reader sees a state a few records old. A batch that ends before the sequence it
-//     was asked to reach is an error, never a shorter history.
+//     queue. A request brings at most 512 KiB, so that no burst of replies overruns the
+//     connection's pending limit. On a cluster any replica may answer a direct get, and one just
+//     behind after a leader change answers with an older history: a writer then fails its
+//     expected sequence and retries. A read that does not reach the sequence it was asked for is
+//     an error, never a shorter history.
 //   - Replay and Follow read the whole log with one ordered consumer each, which the server removes
 //     10 seconds after its last use; FollowNotes reads headers only through one durable consumer
 //     shared by every process that names it. History and Replay stop at the last record stored

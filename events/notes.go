@@ -22,18 +22,19 @@ type Note struct {
 	Header map[string]string
 }
 
-// Retry delays of a note whose handler failed.
+// Retry delays of a note whose handler failed: doubling from the first, up to the longest.
 const (
-	noteRetryWait = time.Second
-	noteAckWait   = 30 * time.Second
+	noteRetryWait    = time.Second
+	noteRetryMaxWait = time.Minute
+	noteAckWait      = 30 * time.Second
 )
+
+// ErrNoReader reports that the durable reader of notes does not exist (any more): open it again
+// with OpenNoteReader.
+var ErrNoReader = errors.New("events: no such note reader")
 
 // notePending bounds the notes delivered to a reader and not yet handled.
 const notePending = 256
-
-// noteMaxDeliver bounds the deliveries of a note whose handler keeps failing: past it, the note
-// is dropped, and the reader relies on its own retries (the clock's passes) for that record.
-const noteMaxDeliver = 20
 
 // OpenNoteReader makes sure the durable reader name exists. A reader created now starts after
 // the last record stored: created is then true, and the caller is to catch up on the state of
@@ -56,7 +57,7 @@ func (s *Store) OpenNoteReader(ctx context.Context, name string) (created bool, 
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       noteAckWait,
 		MaxAckPending: notePending,
-		MaxDeliver:    noteMaxDeliver,
+		MaxDeliver:    -1, // a note is never dropped: its handler fails only while a store is out
 		HeadersOnly:   true,
 		FilterSubject: subjectPrefix + "*",
 	})
@@ -77,6 +78,9 @@ func (s *Store) OpenNoteReader(ctx context.Context, name string) (created bool, 
 // error, or the error of reading the log.
 func (s *Store) FollowNotes(ctx context.Context, name string, workers int, fn func(Note) error) error {
 	cons, err := s.stream.Consumer(ctx, name)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("follow notes %s: %w", name, ErrNoReader)
+	}
 	if err != nil {
 		return fmt.Errorf("follow notes %s: %w", name, err)
 	}
@@ -105,6 +109,9 @@ func (s *Store) FollowNotes(ctx context.Context, name string, workers int, fn fu
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+				err = ErrNoReader
+			}
 			return fmt.Errorf("follow notes %s: %w", name, err)
 		}
 		select {
@@ -115,7 +122,8 @@ func (s *Store) FollowNotes(ctx context.Context, name string, workers int, fn fu
 	}
 }
 
-// handleNote passes the note of msg to fn, and acknowledges it or asks for it again.
+// handleNote passes the note of msg to fn, and acknowledges it or asks for it again, later each
+// time it failed; a panic of fn is a failure.
 func handleNote(ctx context.Context, msg jetstream.Msg, fn func(Note) error) {
 	meta, err := msg.Metadata()
 	if err != nil {
@@ -133,19 +141,33 @@ func handleNote(ctx context.Context, msg jetstream.Msg, fn func(Note) error) {
 			note.Header[k] = v[0]
 		}
 	}
-	if err := fn(note); err != nil {
+	if err := safeCall(fn, note); err != nil {
 		if ctx.Err() == nil {
-			_ = msg.NakWithDelay(noteRetryWait)
+			wait := noteRetryWait << min(meta.NumDelivered-1, 6)
+			_ = msg.NakWithDelay(min(wait, noteRetryMaxWait))
 		}
 		return
 	}
 	_ = msg.Ack()
 }
 
+// safeCall calls fn, turning a panic into an error.
+func safeCall(fn func(Note) error, n Note) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("note of %s at %d: panic: %v", n.Establishment, n.Sequence, r)
+		}
+	}()
+	return fn(n)
+}
+
 // NotesPending returns how many notes the reader name has yet to handle: those not delivered and
 // those delivered but not acknowledged.
 func (s *Store) NotesPending(ctx context.Context, name string) (uint64, error) {
 	cons, err := s.stream.Consumer(ctx, name)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return 0, fmt.Errorf("notes pending %s: %w", name, ErrNoReader)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("notes pending %s: %w", name, err)
 	}

@@ -55,7 +55,7 @@ func (s *Store) Range(ctx context.Context, slug string, from, to uint64) ([]Reco
 		return nil, fmt.Errorf("read records: %w", err)
 	}
 	var recs []Record
-	err = s.walk(ctx, subject, jetstreamext.GetBatchSeq(max(from, 1)), to, func(msg *jetstream.RawStreamMsg) (bool, error) {
+	err = s.walk(ctx, subject, jetstreamext.GetBatchSeq(max(from, 1)), false, to, func(msg *jetstream.RawStreamMsg) (bool, error) {
 		rec, err := decodeRaw(msg)
 		if err != nil {
 			return true, err
@@ -72,15 +72,21 @@ func (s *Store) Range(ctx context.Context, slug string, from, to uint64) ([]Reco
 // readBatch is how many messages one direct get request returns at most.
 const readBatch = 256
 
-// errIncompleteRead reports a batch of direct gets that ended before the sequence it was to reach:
-// a request that timed out, or a connection lost, part way.
+// errIncompleteRead reports a batch of direct gets that brought nothing before the sequence it
+// was to reach: a request that timed out, a connection lost, or a replica behind the leader.
 var errIncompleteRead = errors.New("read ended early")
 
-// walk passes to fn, in order, the messages on subject from the start that start gives (a
-// sequence or a time) up to sequence to, until fn asks to stop or fails. to is the sequence of a
-// message on subject, or 0 for the last message on subject when walk is called: since the log
-// never loses a message, a walk that does not reach it was cut short, and is an error.
-func (s *Store) walk(ctx context.Context, subject string, start jetstreamext.GetBatchOpt, to uint64, fn func(*jetstream.RawStreamMsg) (stop bool, err error)) error {
+// readBatchBytes bounds the bytes one direct get request brings: the replies of a batch arrive in
+// one burst, and the server drops a connection whose pending replies pass its limit (64 MiB by
+// default) whatever else the connection carries.
+const readBatchBytes = 512 << 10
+
+// walk passes to fn, in order, the messages on subject from the start that start gives up to
+// sequence to, until fn asks to stop or fails. to is the sequence of a message on subject, or 0
+// for the last message on subject when walk is called. Since the log never loses a message, a
+// walk from a sequence that does not reach to was cut short, and is an error; a walk from a time
+// (fromTime) may also find nothing at all since then.
+func (s *Store) walk(ctx context.Context, subject string, start jetstreamext.GetBatchOpt, fromTime bool, to uint64, fn func(*jetstream.RawStreamMsg) (stop bool, err error)) error {
 	if to == 0 {
 		last, err := s.lastSequence(ctx, subject)
 		if err != nil || last == 0 {
@@ -90,14 +96,15 @@ func (s *Store) walk(ctx context.Context, subject string, start jetstreamext.Get
 	}
 	var seen uint64
 	for {
-		msgs, err := jetstreamext.GetBatch(ctx, s.js, StreamName, readBatch, start, jetstreamext.GetBatchSubject(subject))
+		msgs, err := jetstreamext.GetBatch(ctx, s.js, StreamName, readBatch, start,
+			jetstreamext.GetBatchSubject(subject), jetstreamext.GetBatchMaxBytes(readBatchBytes))
 		if err != nil {
 			return err
 		}
 		n := 0
 		for msg, err := range msgs {
 			if errors.Is(err, jetstreamext.ErrNoMessages) {
-				return nil // nothing on subject from start on
+				break
 			}
 			if err != nil {
 				return err
@@ -113,13 +120,16 @@ func (s *Store) walk(ctx context.Context, subject string, start jetstreamext.Get
 				return nil
 			}
 		}
-		if n < readBatch {
-			// The batch ended before its size without reaching to: the request was cut short.
+		if n == 0 {
+			if fromTime && seen == 0 {
+				return nil // nothing on subject since that time
+			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			return fmt.Errorf("%w: at sequence %d of %d", errIncompleteRead, seen, to)
 		}
+		// A batch ends at its count or its byte limit: go on after what it brought.
 		start = jetstreamext.GetBatchSeq(seen + 1)
 	}
 }

@@ -3,6 +3,7 @@ package events_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -134,5 +135,24 @@ func TestRangeAcrossBatches(t *testing.T) {
 	if len(part) != 301 || part[0].CommandID != "m-100" || part[300].CommandID != "m-400" {
 		t.Errorf("Range(%d, %d): got %d records from %s, want 301 from m-100 to m-400",
 			recs[100].Sequence, recs[400].Sequence, len(part), part[0].CommandID)
+	}
+}
+
+// A read that cannot reach the sequence it was asked for is an error, never a shorter history;
+// one whose records pass a request's byte limit goes on in further requests.
+func TestRangeIsWholeOrAnError(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	big := strings.Repeat("x", 100<<10)
+	var last uint64
+	for i := range 20 {
+		last = mustAppend(t, st, "big", last, fmt.Sprintf("b-%d", i), event("t", `{"text":"`+big+`"}`))
+	}
+	recs, err := st.History(t.Context(), "big")
+	if err != nil || len(recs) != 20 {
+		t.Fatalf("History of 2 MB of records: got %d records, %v, want 20", len(recs), err)
+	}
+	if recs, err := st.Range(t.Context(), "big", last+1, last+3); err == nil {
+		t.Errorf("Range past the subject's last record: got %d records and no error, want an error", len(recs))
 	}
 }

@@ -261,7 +261,7 @@ func (s *Store) findCommand(ctx context.Context, subject, commandID string) (uin
 	since := time.Now().Add(-window - clockSkewMargin)
 	var seq uint64
 	read := 0
-	err := s.walk(ctx, subject, jetstreamext.GetBatchStartTime(since), 0, func(msg *jetstream.RawStreamMsg) (bool, error) {
+	err := s.walk(ctx, subject, jetstreamext.GetBatchStartTime(since), true, 0, func(msg *jetstream.RawStreamMsg) (bool, error) {
 		read++
 		if msg.Header.Get(jetstream.MsgIDHeader) == commandID {
 			seq = msg.Sequence

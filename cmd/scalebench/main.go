@@ -566,32 +566,21 @@ type dayResult struct {
 }
 
 // waitDay waits until the clock has started the new day of every date-dependent establishment:
-// the days started by its passes since the restart add up to their number.
+// the days its passes started since the restart add up to their number.
 func (s *service) waitDay(ctx context.Context, since time.Time, dependent int, within time.Duration) (dayResult, error) {
 	deadline := time.Now().Add(within)
-	started, seen := 0, map[string]bool{}
-	var last string
+	var clock struct {
+		Appended int             `json:"appended"`
+		LastPass json.RawMessage `json:"last_pass"`
+	}
 	for time.Now().Before(deadline) {
 		if !s.alive() {
 			return dayResult{}, errors.New("service exited during the day change")
 		}
 		if st, err := s.status(ctx); err == nil {
-			var clock struct {
-				LastPass *struct {
-					Kind     string `json:"kind"`
-					Started  string `json:"started"`
-					Appended int    `json:"appended"`
-				} `json:"last_pass"`
-			}
 			b, _ := json.Marshal(st["clock"])
-			if json.Unmarshal(b, &clock) == nil && clock.LastPass != nil && !seen[clock.LastPass.Started] {
-				seen[clock.LastPass.Started] = true
-				started += clock.LastPass.Appended
-				pass, _ := json.Marshal(st["clock"].(map[string]any)["last_pass"])
-				last = string(pass)
-				if started >= dependent {
-					return dayResult{took: time.Since(since), started: started, pass: last}, nil
-				}
+			if json.Unmarshal(b, &clock) == nil && clock.Appended >= dependent {
+				return dayResult{took: time.Since(since), started: clock.Appended, pass: string(clock.LastPass)}, nil
 			}
 		}
 		select {
@@ -600,7 +589,7 @@ func (s *service) waitDay(ctx context.Context, since time.Time, dependent int, w
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return dayResult{}, fmt.Errorf("day change not done within %s: %d of %d days started; last pass %s", within, started, dependent, last)
+	return dayResult{}, fmt.Errorf("day change not done within %s: %d of %d days started; last pass %s", within, clock.Appended, dependent, clock.LastPass)
 }
 
 type verified struct {

@@ -45,8 +45,11 @@ type batchItem struct {
 	Details []string      `json:"details,omitempty"`
 }
 
-// batchAnswer is the body of a batch import's answer.
+// batchAnswer is the body of a batch import's answer. Error and Details are set when the body
+// could not be read to its end: the results then cover the lines read before.
 type batchAnswer struct {
+	Error    string       `json:"error,omitempty"`
+	Details  []string     `json:"details,omitempty"`
 	Results  []*batchItem `json:"results"`
 	Accepted int          `json:"accepted"`
 	Refused  int          `json:"refused"`
@@ -115,18 +118,6 @@ func (a *API) importBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	close(jobs)
 	wg.Wait()
 
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.Is(readErr, errTooManyItems):
-		writeError(w, http.StatusRequestEntityTooLarge, "Request body too large", []string{fmt.Sprintf("body: at most %d documents per request, the first %d were imported", MaxBatchItems, MaxBatchItems)})
-		return
-	case errors.As(readErr, &tooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, "Request body too large", []string{fmt.Sprintf("body: at most %d bytes per request, the complete lines before were imported", MaxBatchBytes)})
-		return
-	case readErr != nil:
-		writeError(w, http.StatusBadRequest, "Bad request", []string{"body: " + readErr.Error()})
-		return
-	}
 	if answer.Results == nil {
 		answer.Results = []*batchItem{}
 	}
@@ -137,7 +128,22 @@ func (a *API) importBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 			answer.Refused++
 		}
 	}
-	writeJSON(w, http.StatusOK, answer)
+	// A body cut short still had its complete lines imported: their results, keys included, are
+	// answered with the error, since a key is shown once.
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.Is(readErr, errTooManyItems):
+		answer.Error, answer.Details = "Request body too large", []string{fmt.Sprintf("body: at most %d documents per request; the first %d were imported, the rest were not read", MaxBatchItems, MaxBatchItems)}
+		writeJSON(w, http.StatusRequestEntityTooLarge, answer)
+	case errors.As(readErr, &tooLarge):
+		answer.Error, answer.Details = "Request body too large", []string{fmt.Sprintf("body: at most %d bytes per request; the complete lines before were imported, the rest were not read", MaxBatchBytes)}
+		writeJSON(w, http.StatusRequestEntityTooLarge, answer)
+	case readErr != nil:
+		answer.Error, answer.Details = "Bad request", []string{"body: " + readErr.Error() + "; the complete lines before were imported"}
+		writeJSON(w, http.StatusBadRequest, answer)
+	default:
+		writeJSON(w, http.StatusOK, answer)
+	}
 }
 
 var errTooManyItems = errors.New("too many documents")

@@ -124,8 +124,10 @@ func TestBatchLimits(t *testing.T) {
 	for i := range lines {
 		lines[i] = `{}`
 	}
-	if status, _, raw := f.batch(t, batchBody(lines...)); status != 413 {
-		t.Errorf("%d documents: got %d %.200s, want 413", len(lines), status, raw)
+	lines[0] = compactDemo(t, "first-of-many")
+	status, a, raw = f.batch(t, batchBody(lines...))
+	if status != 413 || a.Error == "" || len(a.Results) != MaxBatchItems || a.Results[0].Status != 201 || a.Results[0].APIKey == "" {
+		t.Errorf("%d documents: got %d %.200s, want 413 with the results of the first %d, keys included", len(lines), status, raw, MaxBatchItems)
 	}
 	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+importPath, strings.NewReader("{}"))
 	req.Header.Set("Authorization", "Bearer "+testToken)

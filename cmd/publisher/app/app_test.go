@@ -363,3 +363,38 @@ func TestStartDayAt(t *testing.T) {
 		t.Errorf("on a stale calendar, the day already started: got %+v, %v, want nothing appended", res, err)
 	}
 }
+
+// A command that fails in any way once its events are applied to the state it loaded, a panic
+// included, leaves no trace: the next command decides on what the log says.
+func TestFailedCommandLeavesNoState(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	var panicking atomic.Bool
+	c, _ := e.commands(t, Config{CheckContent: func(*domain.Establishment) error {
+		if panicking.Load() {
+			panic("check failed")
+		}
+		return nil
+	}})
+	s := establishment(30)
+	slug := domain.Slug(s.Slug)
+	mustImport(t, c, s)
+	before, err := c.Get(t.Context(), slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	panicking.Store(true)
+	func() {
+		defer func() { _ = recover() }() // as the admin API's router recovers a handler
+		_, _ = c.SetMenuRedirect(t.Context(), Request{Slug: slug}, !*before.Establishment.Settings.MenuRedirectEnabled)
+	}()
+	panicking.Store(false)
+	after, err := c.Get(t.Context(), slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *after.Establishment.Settings.MenuRedirectEnabled != *before.Establishment.Settings.MenuRedirectEnabled || after.Version != before.Version {
+		t.Errorf("after a command that panicked: redirect %t at version %d, want %t at %d as in the log",
+			*after.Establishment.Settings.MenuRedirectEnabled, after.Version, *before.Establishment.Settings.MenuRedirectEnabled, before.Version)
+	}
+}

@@ -161,15 +161,14 @@ func (c *Commands) execute(ctx context.Context, req Request, kind commandKind, d
 		}
 		// A retry is answered from the log before it is decided again on a state it changed.
 		if res, ok, err := a.replayed(slug, req.CommandID, c.now()); ok {
+			c.repo.put(a)
 			return res, err
 		}
 		evs, err := decide(a.est)
-		if err != nil {
-			return Result{}, err
-		}
 		res := Result{Slug: slug, Version: a.version}
-		if len(evs) == 0 {
-			return res, nil
+		if err != nil || len(evs) == 0 {
+			c.repo.put(a) // decisions do not change the state
+			return res, err
 		}
 		res.Created = !a.est.Created
 		if kind == userCommand {
@@ -177,24 +176,21 @@ func (c *Commands) execute(ctx context.Context, req Request, kind commandKind, d
 		}
 		envs, err := c.envelopes(slug, evs)
 		if err != nil {
+			c.repo.put(a)
 			return Result{}, err
 		}
-		// The cached state runs ahead of the log until the append succeeds: any way out before
-		// that forgets it, and the next use reloads it from the log.
+		// From here the state runs ahead of the log until the append succeeds: it goes back to
+		// the cache only then, and any other way out leaves it out, to be loaded again.
 		for _, ev := range evs {
 			a.est.Apply(ev)
 		}
 		if kind == userCommand && c.check != nil {
 			if err := c.check(a.est); err != nil {
-				c.repo.cache.Remove(slug)
 				return Result{}, err
 			}
 		}
 		seq, err := c.log.Append(ctx, string(slug), a.version, req.CommandID, envs,
 			events.WithHeader(CalendarHeader, CalendarOf(a.est).String()))
-		if err != nil {
-			c.repo.cache.Remove(slug)
-		}
 		switch {
 		case errors.Is(err, events.ErrRecordTooLarge):
 			return Result{}, fmt.Errorf("%w: %w", ErrTooLarge, err)
@@ -214,7 +210,7 @@ func (c *Commands) execute(ctx context.Context, req Request, kind commandKind, d
 		if a.folded >= c.repo.every {
 			c.repo.save(ctx, a)
 		}
-		c.repo.cache.Add(slug, a)
+		c.repo.put(a)
 		res.Version, res.Events = seq, len(evs)
 		return res, nil
 	}

@@ -151,12 +151,12 @@ func (c *Commands) startDayDirect(ctx context.Context, slug domain.Slug, cal Cal
 	}
 	// A cached state at seq follows; any other is stale now.
 	if a, ok := c.repo.cache.Peek(slug); ok {
+		c.repo.cache.Remove(slug)
 		if a.version == seq {
 			a.est.Apply(day)
 			a.version, a.commandID = v, id
 			a.folded++
-		} else {
-			c.repo.cache.Remove(slug)
+			c.repo.put(a)
 		}
 	}
 	return DayResult{Result: Result{Slug: slug, Version: v, Events: 1}, Calendar: after, Direct: true}, true, nil

@@ -24,6 +24,7 @@ func (c *Commands) Get(ctx context.Context, slug domain.Slug) (State, error) {
 	if err != nil {
 		return State{}, unavailable(err)
 	}
+	defer c.repo.put(a)
 	if !a.est.Created {
 		return State{}, fmt.Errorf("establishment %q: %w", slug, domain.ErrNotFound)
 	}

@@ -147,8 +147,9 @@ type snapshotStore interface {
 	Put(ctx context.Context, snap events.Snapshot) error
 }
 
-// get returns the current aggregate of slug, as of the log's last record. The caller holds the
-// establishment's lock.
+// get returns the current aggregate of slug, as of the log's last record, taking it out of the
+// cache: while its caller holds the establishment's lock and changes it, a failure, or a panic,
+// anywhere before put leaves nothing half changed in the cache.
 func (r *repository) get(ctx context.Context, slug domain.Slug) (*aggregate, error) {
 	select {
 	case r.loads <- struct{}{}:
@@ -156,19 +157,28 @@ func (r *repository) get(ctx context.Context, slug domain.Slug) (*aggregate, err
 		return nil, fmt.Errorf("load %s: %w", slug, ctx.Err())
 	}
 	defer func() { <-r.loads }()
-	a, err := r.load(ctx, slug)
+	cached, _ := r.cache.Get(slug)
+	r.cache.Remove(slug)
+	a, err := r.load(ctx, slug, cached)
 	if err != nil {
-		r.cache.Remove(slug)
 		return nil, fmt.Errorf("load %s: %w", slug, err)
 	}
-	r.cache.Add(slug, a)
 	if a.folded >= r.every && a.version > 0 {
 		r.save(ctx, a)
 	}
 	return a, nil
 }
 
-func (r *repository) load(ctx context.Context, slug domain.Slug) (*aggregate, error) {
+// put returns an aggregate to the cache once its holder is done with it unchanged, or changed
+// and stored. An establishment that does not exist is not kept: asking for unknown slugs does
+// not push real ones out.
+func (r *repository) put(a *aggregate) {
+	if a.est.Created {
+		r.cache.Add(a.est.Slug, a)
+	}
+}
+
+func (r *repository) load(ctx context.Context, slug domain.Slug, cached *aggregate) (*aggregate, error) {
 	last, found, err := r.c.log.Last(ctx, string(slug))
 	if err != nil {
 		return nil, err
@@ -176,15 +186,16 @@ func (r *repository) load(ctx context.Context, slug domain.Slug) (*aggregate, er
 	if !found {
 		return newAggregate(slug), nil
 	}
-	if a, ok := r.cache.Get(slug); ok {
+	if a := cached; a != nil {
 		if a.version == last.Sequence && a.commandID == last.CommandID {
 			return a, nil
 		}
 		if a.version > 0 && a.version < last.Sequence {
-			if err := r.catchUp(ctx, a, last, false); err != nil {
+			if err := r.catchUp(ctx, a, last); err == nil {
+				return a, nil
+			} else if !errors.Is(err, errSnapshotStale) {
 				return nil, err
 			}
-			return a, nil
 		}
 	}
 	if r.snapshots != nil {
@@ -193,12 +204,11 @@ func (r *repository) load(ctx context.Context, slug domain.Slug) (*aggregate, er
 			return nil, err
 		}
 		if a, usable := fromSnapshot(slug, snap); ok && usable && a.version <= last.Sequence {
-			a.folded = 0
 			if a.version == last.Sequence {
 				if a.commandID == last.CommandID {
 					return a, nil
 				}
-			} else if err := r.catchUp(ctx, a, last, true); err == nil {
+			} else if err := r.catchUp(ctx, a, last); err == nil {
 				return a, nil
 			} else if !errors.Is(err, errSnapshotStale) {
 				return nil, err
@@ -214,7 +224,7 @@ func (r *repository) load(ctx context.Context, slug domain.Slug) (*aggregate, er
 	for _, rec := range recs {
 		a.apply(rec, r.c)
 	}
-	if a.version != last.Sequence {
+	if a.version != last.Sequence || a.commandID != last.CommandID {
 		return nil, fmt.Errorf("history ends at sequence %d, the last record is %d", a.version, last.Sequence)
 	}
 	return a, nil
@@ -223,28 +233,18 @@ func (r *repository) load(ctx context.Context, slug domain.Slug) (*aggregate, er
 // errSnapshotStale reports a cached or stored state whose last record is not where the log has it.
 var errSnapshotStale = errors.New("state does not match the log")
 
-// catchUp folds into a the records after it up to last. With check, it first makes sure that the
-// record a ends with is in the log where a says (a state read from a snapshot); a state this
-// process folded from the log needs no such check.
-func (r *repository) catchUp(ctx context.Context, a *aggregate, last events.Record, check bool) error {
-	from := a.version + 1
-	if check {
-		from = a.version
+// catchUp folds into a the records after it up to last, after checking that the record a ends
+// with is in the log where a says: a state from a snapshot, or cached while the log was rebuilt,
+// is then known to be this log's.
+func (r *repository) catchUp(ctx context.Context, a *aggregate, last events.Record) error {
+	recs, err := r.c.log.Range(ctx, string(a.est.Slug), a.version, last.Sequence-1)
+	if err != nil {
+		return err
 	}
-	var recs []events.Record
-	if from < last.Sequence {
-		var err error
-		if recs, err = r.c.log.Range(ctx, string(a.est.Slug), from, last.Sequence-1); err != nil {
-			return err
-		}
+	if len(recs) == 0 || recs[0].Sequence != a.version || recs[0].CommandID != a.commandID {
+		return errSnapshotStale
 	}
-	if check {
-		if len(recs) == 0 || recs[0].Sequence != a.version || recs[0].CommandID != a.commandID {
-			return errSnapshotStale
-		}
-		recs = recs[1:]
-	}
-	for _, rec := range recs {
+	for _, rec := range recs[1:] {
 		a.apply(rec, r.c)
 	}
 	a.apply(last, r.c)
@@ -260,7 +260,12 @@ func (r *repository) save(ctx context.Context, a *aggregate) {
 	if err == nil {
 		err = r.snapshots.Put(context.WithoutCancel(ctx), snap)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, events.ErrSnapshotTooLarge):
+		// Not cached: the next loads read its history. Trying again at every load would only
+		// encode it again.
+		r.c.logger.Debug("state too large to snapshot", "establishment", a.est.Slug, "sequence", a.version)
+	case err != nil:
 		r.c.logger.Warn("write snapshot", "establishment", a.est.Slug, "sequence", a.version, "err", err)
 		return
 	}

@@ -100,7 +100,7 @@ func (c Config) Validate() error {
 
 // Pass is the outcome of one pass over the index, or of a sweep over every establishment.
 type Pass struct {
-	Kind     string    `json:"kind"` // "scan" or "sweep"
+	Kind     string    `json:"kind"` // "scan", "sweep", or "retry" of a sweep's failures
 	Started  time.Time `json:"started"`
 	Took     string    `json:"took"`
 	Examined int       `json:"examined"` // establishments looked at
@@ -116,6 +116,7 @@ type Pass struct {
 // Status is what the clock tells of itself.
 type Status struct {
 	Passes   int64 `json:"passes"`
+	Appended int64 `json:"appended"` // days started by passes since start
 	LastPass *Pass `json:"last_pass,omitempty"`
 	Notes    int64 `json:"notes"` // record headers followed since start
 }
@@ -132,6 +133,7 @@ type Clock struct {
 	retry    bool                        // the last pass left failures
 	retries  []string                    // a sweep's failed establishments, unless too many
 	passes   int64
+	appended int64
 	lastPass *Pass
 }
 
@@ -159,18 +161,14 @@ func New(cfg Config) (*Clock, error) {
 func (c *Clock) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Status{Passes: c.passes, LastPass: c.lastPass, Notes: c.notes.Load()}
+	return Status{Passes: c.passes, Appended: c.appended, LastPass: c.lastPass, Notes: c.notes.Load()}
 }
 
 // Run follows the log's calendar headers and ticks every interval until ctx ends. Nothing an
 // establishment does stops it; it returns only ctx's error.
 func (c *Clock) Run(ctx context.Context) error {
 	for {
-		created, err := c.cfg.Log.OpenNoteReader(ctx, ReaderName)
-		if err == nil && created {
-			// Records before the reader's creation are not in its stream: rebuild the index.
-			err = c.cfg.Index.setComplete(ctx, false)
-		}
+		err := c.openReader(ctx)
 		if err == nil {
 			break
 		}
@@ -197,12 +195,28 @@ func (c *Clock) Run(ctx context.Context) error {
 	}
 }
 
-// follow keeps the index up to date with the calendar header of every record.
+// openReader makes sure the durable reader of calendar headers exists. A reader created now
+// follows only the records to come, and the index may hold what another log said (a log rebuilt
+// from scratch reuses sequences): the index is emptied, and the next tick sweeps every
+// establishment into it.
+func (c *Clock) openReader(ctx context.Context) error {
+	created, err := c.cfg.Log.OpenNoteReader(ctx, ReaderName)
+	if err != nil || !created {
+		return err
+	}
+	return c.cfg.Index.reset(ctx)
+}
+
+// follow keeps the index up to date with the calendar header of every record. A reader that
+// disappeared is made again.
 func (c *Clock) follow(ctx context.Context) {
 	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
 		err := c.cfg.Log.FollowNotes(ctx, ReaderName, c.cfg.Workers, func(n events.Note) error { return c.note(ctx, n) })
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, events.ErrNoReader) {
+			err = errors.Join(err, c.openReader(ctx))
 		}
 		c.cfg.Logger.Warn("clock: following the log's calendar headers failed, resuming", "retry_in", wait, "err", err)
 		if !sleep(ctx, wait) {
@@ -223,8 +237,10 @@ func (c *Clock) note(ctx context.Context, n events.Note) error {
 	}
 	cal, err := app.ParseCalendar(n.Header[app.CalendarHeader])
 	if err != nil {
-		_, err := c.startDay(ctx, slug, nil)
-		if errors.Is(err, domain.ErrNotFound) {
+		_, err := c.safeStartDay(ctx, slug, nil)
+		if err != nil && app.KindOf(err) != app.KindUnavailable {
+			// The establishment cannot be loaded (a damaged record, say): following it again
+			// would not help; its failures show in the passes over the index.
 			return nil
 		}
 		return err
@@ -233,7 +249,10 @@ func (c *Clock) note(ctx context.Context, n events.Note) error {
 		return err
 	}
 	if c.due(cal) && c.cfg.Now().Sub(n.Time) < 2*c.cfg.Interval {
-		_, err := c.startDay(ctx, slug, &Entry{Calendar: cal, Sequence: n.Sequence})
+		_, err := c.safeStartDay(ctx, slug, &Entry{Calendar: cal, Sequence: n.Sequence})
+		if err != nil && app.KindOf(err) != app.KindUnavailable {
+			return nil // the next pass over the index tries again
+		}
 		return err
 	}
 	return nil
@@ -245,6 +264,17 @@ func (c *Clock) due(cal app.Calendar) bool {
 }
 
 func (c *Clock) today(zone string) domain.LocalDate { return c.cfg.Today(c.locs.get(zone)) }
+
+// safeStartDay is startDay, with a panic turned into the establishment's failure: nothing one
+// establishment holds stops the others or the process.
+func (c *Clock) safeStartDay(ctx context.Context, slug domain.Slug, known *Entry) (appended bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return c.startDay(ctx, slug, known)
+}
 
 // startDay starts the day of slug, from its index entry when there is one, and records its
 // calendar in the index unless the record it appended will (its header says the same). It reports
@@ -268,37 +298,49 @@ func (c *Clock) startDay(ctx context.Context, slug domain.Slug, known *Entry) (b
 	return res.Events > 0, nil
 }
 
-// Tick runs a pass if one is due: a sweep over every establishment while the index is not
-// complete, else a pass over the index when this is the first tick, a local date moved, or the
-// last pass left failures. It returns the pass, or nil when none was due.
+// Tick runs the passes that are due: a sweep over every establishment while the index is not
+// complete; else a new try of the establishments an earlier sweep failed on, and a pass over the
+// index when this is the first tick, a local date moved, or the last pass left failures. It
+// returns the last pass run, or nil when none was due.
 func (c *Clock) Tick(ctx context.Context) (*Pass, error) {
 	complete, err := c.cfg.Index.Complete(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var p *Pass
 	if !complete {
-		p = c.sweep(ctx)
-	} else if c.scanDue() {
-		p, err = c.scan(ctx)
+		return c.record(ctx, c.sweep(ctx, nil)), nil
+	}
+	var last *Pass
+	c.mu.Lock()
+	retries := c.retries
+	c.mu.Unlock()
+	if len(retries) > 0 {
+		last = c.record(ctx, c.sweep(ctx, retries))
+	}
+	if c.scanDue() {
+		p, err := c.scan(ctx)
 		if err != nil {
-			return nil, err
+			return last, err
 		}
+		last = c.record(ctx, p)
 	}
-	if p == nil {
-		return nil, nil
-	}
+	return last, nil
+}
+
+// record counts pass p and logs its one-line summary.
+func (c *Clock) record(ctx context.Context, p *Pass) *Pass {
 	c.mu.Lock()
 	c.passes++
+	c.appended += int64(p.Appended)
 	c.lastPass = p
 	c.mu.Unlock()
 	level := slog.LevelDebug
-	if p.Due > 0 || p.Failed > 0 || p.Kind == "sweep" {
+	if p.Due > 0 || p.Failed > 0 || p.Kind != "scan" {
 		level = slog.LevelInfo
 	}
 	c.cfg.Logger.Log(ctx, level, "clock pass", "kind", p.Kind, "examined", p.Examined, "due", p.Due,
 		"appended", p.Appended, "failed", p.Failed, "behind", p.Behind, "took", p.Took, "examples", p.Examples)
-	return p, nil
+	return p
 }
 
 // scanDue reports whether a pass over the index is due.
@@ -352,16 +394,18 @@ func (c *Clock) scan(ctx context.Context) (*Pass, error) {
 	return p, nil
 }
 
-// sweep starts the day of every establishment of the log and records each one's calendar in the
-// index, or of those a previous sweep failed on; the index is complete once a sweep leaves no
-// failure.
-func (c *Clock) sweep(ctx context.Context) *Pass {
+// sweep starts the day of every establishment of the log, or of those of retries, and records
+// each one's calendar in the index. Once it has looked at every establishment, the index is
+// complete: the establishments it failed on are tried again at the following ticks, and a
+// failing one never holds the others back. Only when too many failed to remember them does the
+// next tick sweep everything again.
+func (c *Clock) sweep(ctx context.Context, retries []string) *Pass {
 	started := c.cfg.Now()
 	p := &Pass{Kind: "sweep", Started: started.UTC()}
-	c.mu.Lock()
-	slugs := c.retries
-	c.mu.Unlock()
-	if slugs == nil {
+	slugs := retries
+	if retries != nil {
+		p.Kind = "retry"
+	} else {
 		all, err := c.cfg.Log.Slugs(ctx)
 		if err != nil {
 			p.Failed, p.Examples = 1, []string{clip("list establishments: " + err.Error())}
@@ -389,14 +433,18 @@ func (c *Clock) sweep(ctx context.Context) *Pass {
 	p.Took = c.cfg.Now().Sub(started).Round(time.Millisecond).String()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.retries = nil
 	switch {
-	case p.Failed == 0:
-		c.retries = nil
-		if err := c.cfg.Index.setComplete(ctx, true); err != nil {
-			p.Failed, p.Examples = 1, []string{clip(err.Error())}
-		}
 	case len(failed) > maxRetries:
-		c.retries = nil // too many to remember: the next sweep goes over everything
+		if err := c.cfg.Index.setComplete(ctx, false); err != nil {
+			p.Examples = append(p.Examples, clip(err.Error()))
+		}
+	case retries == nil:
+		c.retries = failed
+		if err := c.cfg.Index.setComplete(ctx, true); err != nil {
+			p.Failed++
+			p.Examples = append(p.Examples, clip(err.Error()))
+		}
 	default:
 		c.retries = failed
 	}
@@ -423,10 +471,10 @@ func (c *Clock) workersWith(ctx context.Context, p *Pass, onFail func(slug strin
 		wg.Go(func() {
 			for j := range jobs {
 				s, err := domain.ParseSlug(j.slug)
-				var appended bool
-				if err == nil {
-					appended, err = c.startDay(ctx, s, j.entry)
+				if err != nil {
+					continue // not an establishment of this service: nothing to start
 				}
+				appended, err := c.safeStartDay(ctx, s, j.entry)
 				if errors.Is(err, domain.ErrNotFound) {
 					err = nil // records without an establishment: nothing to start
 				}

@@ -384,3 +384,76 @@ func (f failingDays) StartDay(context.Context, domain.Slug) (app.DayResult, erro
 func (f failingDays) StartDayAt(context.Context, domain.Slug, app.Calendar, uint64) (app.DayResult, error) {
 	return app.DayResult{}, f.err
 }
+
+// An establishment that fails at every try during the sweep that builds the index holds no other
+// back: the index is complete once every establishment was looked at, the others' days start,
+// and the failing one is tried again at each following tick.
+func TestSweepFailureHoldsNoOtherBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	slugs, dependent := e.importAll(t, 500, 20)
+	var broken string
+	for _, slug := range slugs {
+		if dependent[slug] {
+			broken = slug
+			break
+		}
+	}
+	js, err := jetstream.New(e.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(t.Context(), "events."+broken, []byte("not a record")); err != nil {
+		t.Fatal(err)
+	}
+	day2 := day1.AddDays(1)
+	e.today.Store(&day2)
+	c := e.newClock(t, e.cmds) // its first tick sweeps
+	e.waitComplete(t)
+	for _, slug := range slugs {
+		if slug == broken {
+			continue
+		}
+		if want := map[bool]int{true: 1, false: 0}[dependent[slug]]; e.days(t, slug, day2) != want {
+			t.Errorf("%s: %d days started by the sweep, want %d", slug, e.days(t, slug, day2), want)
+		}
+	}
+	p, err := c.Tick(t.Context())
+	if err != nil || p == nil {
+		t.Fatalf("next tick: got %+v, %v", p, err)
+	}
+	if st := c.Status(); st.Passes < 2 {
+		t.Errorf("got %d passes, want the sweep and a retry at least", st.Passes)
+	}
+	if !strings.Contains(e.logs.String(), "kind=retry examined=1") {
+		t.Errorf("no retry of the failing establishment in the log:\n%s", e.logs.String())
+	}
+}
+
+// A reader of calendar headers that disappears is made again, and the index is rebuilt: an
+// establishment imported afterwards is indexed, and its day starts.
+func TestLostReaderIsMadeAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	c := e.newClock(t, e.cmds)
+	e.waitComplete(t)
+	js, err := jetstream.New(e.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteConsumer(t.Context(), events.StreamName, ReaderName); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "reader made again and the index rebuilt", func() bool {
+		if _, err := js.Consumer(t.Context(), events.StreamName, ReaderName); err != nil {
+			return false
+		}
+		if _, err := c.Tick(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		ok, err := e.index.Complete(t.Context())
+		return err == nil && ok
+	})
+	slugs, dependent := e.importAll(t, 600, 10)
+	e.waitIndexed(t, slugs, dependent)
+}

@@ -53,6 +53,7 @@ func parseEntry(b []byte) (Entry, error) {
 // known to the clock. It is derived from the log (each record's calendar header) and can be
 // deleted: the clock then rebuilds it from every establishment's state.
 type Index struct {
+	js jetstream.JetStream
 	kv jetstream.KeyValue
 }
 
@@ -72,7 +73,7 @@ func OpenIndex(ctx context.Context, nc *nats.Conn, replicas int) (*Index, error)
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", IndexBucket, err)
 	}
-	return &Index{kv: kv}, nil
+	return &Index{js: js, kv: kv}, nil
 }
 
 // Put stores e for slug unless the index already holds an entry as of a later record: writers in
@@ -163,6 +164,18 @@ func (x *Index) setComplete(ctx context.Context, complete bool) error {
 	}
 	if err != nil {
 		return fmt.Errorf("index %s: %w", completeKey, err)
+	}
+	return nil
+}
+
+// reset empties the index, its completeness mark included.
+func (x *Index) reset(ctx context.Context) error {
+	st, err := x.js.Stream(ctx, "KV_"+IndexBucket)
+	if err == nil {
+		err = st.Purge(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("empty %s: %w", IndexBucket, err)
 	}
 	return nil
 }
