@@ -279,7 +279,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.run(runCtx, roleClock, m.ClockRole.Run)
 	}
 	if c.has(roleAPI) {
-		if err := m.startAPI(runCtx, docs); err != nil {
+		if err := m.startAPI(ctx, runCtx, docs); err != nil {
 			return err
 		}
 	}
@@ -400,18 +400,30 @@ func (m *Main) connect() error {
 	return nil
 }
 
-func (m *Main) startAPI(ctx context.Context, docs jetstream.KeyValue) error {
+// startAPI starts the mirror in runCtx and serves the read API once it caught up, unless ctx,
+// the start's context, ends first.
+func (m *Main) startAPI(ctx, runCtx context.Context, docs jetstream.KeyValue) error {
 	var err error
 	m.Mirror, err = readapi.NewMirror(docs, m.Logger.With("role", roleAPI))
 	if err != nil {
 		return err
 	}
-	m.run(ctx, "mirror", m.Mirror.Run)
+	m.run(runCtx, "mirror", m.Mirror.Run)
 	// Serve only once the mirror holds what the bucket holds; before that every answer is a 404.
-	select {
-	case <-m.Mirror.Ready():
-	case <-time.After(time.Minute):
-		return errors.New("read api: documents mirror not caught up within a minute")
+	// A large bucket on a busy node (a restart across midnight) can take a while: wait, saying so.
+	waited := time.Now()
+	for ready := false; !ready; {
+		t := time.NewTimer(30 * time.Second)
+		select {
+		case <-m.Mirror.Ready():
+			ready = true
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("read api: documents mirror not caught up: %w", ctx.Err())
+		case <-t.C:
+			m.Logger.Warn("read api: the documents mirror is still catching up", "waited", time.Since(waited).Round(time.Second))
+		}
+		t.Stop()
 	}
 	c := &m.Config
 	srv, err := readapi.New(readapi.Config{
