@@ -70,6 +70,17 @@ func FitsIn(e *domain.Establishment, limit int) (fits bool, size int, err error)
 	return size <= limit, size, err
 }
 
+// CreatedBound bounds the stored size of the bundle of an establishment whose every event is in
+// the events given, eventBytes of payloads in all: one just created. Rendering copies no field of
+// the aggregate into more than six documents (a menu version's files are in the three variants of
+// the list and of the detail; its text in the three of the detail), each such copy is no larger
+// than the field in its event's payload (the same JSON, one language of a text rather than two),
+// and a document's gzip coding, in base64, adds at most 4/3 of it and some bytes: 6 × (1 + 4/3)
+// is below 15, taken twice for what the argument leaves out (keys, summaries, redirect targets),
+// plus 256 KiB for the fixed part of up to 155 documents. A write side checks a creation against
+// this bound without rendering it, and renders only the rare one over it.
+func CreatedBound(eventBytes int) int { return 30*eventBytes + 256<<10 }
+
 // sizeBound returns a size the stored form of b, once compressed, cannot exceed.
 func sizeBound(b dockey.Bundle) (int, error) {
 	bound := 0

@@ -1,9 +1,11 @@
 package projections
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/opencarte/publisher/domain"
@@ -43,5 +45,75 @@ func TestSizeBoundIsAnUpperBound(t *testing.T) {
 			t.Errorf("%s: bound %d is below the exact size %d", name, bound, exact)
 		}
 		t.Logf("%s: exact %d, bound %d", name, exact, bound)
+	}
+}
+
+// CreatedBound holds for establishments built to make rendering copy the most: files listed in
+// every variant, one tiny item per menu type and many types, long names, many exceptions.
+func TestCreatedBoundHolds(t *testing.T) {
+	t.Parallel()
+	day := domain.LocalDate{Year: 2026, Month: 11, Day: 24}
+	long := strings.Repeat("https://cdn.example.fr/", 80) + "x.jpg" // about 1.8 kB
+	item := func(id int64) domain.ItemInput {
+		n := "x"
+		return domain.ItemInput{ID: &id, Name: &domain.TextInput{FR: &n}, ALaCarte: new(bool)}
+	}
+	cases := map[string]func(s *domain.Snapshot){
+		"demo": func(*domain.Snapshot) {},
+		"files everywhere": func(s *domain.Snapshot) {
+			for i := range s.MenuTypes {
+				for j := range s.MenuTypes[i].Versions {
+					var assets []domain.AssetInput
+					for range 20 {
+						assets = append(assets, domain.AssetInput{LanguageScope: "fr_en", URLs: []string{long, long, long}})
+					}
+					s.MenuTypes[i].Versions[j].Assets = assets
+				}
+			}
+		},
+		"many small menus": func(s *domain.Snapshot) {
+			web := true
+			s.MenuTypes = nil
+			for i := range 50 {
+				s.MenuTypes = append(s.MenuTypes, domain.MenuTypeInput{
+					Slug: fmt.Sprintf("m%d", i), Name: "M", Kind: "menu", Source: "generated", WebDelivery: &web, Rotation: "none",
+					Versions: []domain.VersionInput{{ID: "v", Sections: []domain.SectionInput{{Name: &domain.TextInput{FR: ptr("S")}, Items: []domain.ItemInput{item(1)}}}}},
+				})
+			}
+		},
+		"many exceptions and ranges": func(s *domain.Snapshot) {
+			s.SpecialHours = nil
+			for i := range 100 {
+				d := day.AddDays(i).String()
+				s.SpecialHours = append(s.SpecialHours, domain.SpecialHoursInput{StartDate: d, Closed: ptr(true)})
+			}
+			s.BusinessHoursSummary = nil
+		},
+	}
+	for name, edit := range cases {
+		s := readSnapshot(t, "../cmd/publisher/demo.json")
+		edit(&s)
+		e := domain.New(domain.Slug(s.Slug))
+		res, err := e.Import(s, testKey)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		evs := append(res.Events, domain.DayStarted{Date: day})
+		payload := 0
+		for _, env := range envelopes(t, evs...) {
+			payload += len(env.Payload)
+		}
+		for _, ev := range decodeAll(t, envelopes(t, evs...)) {
+			e.Apply(ev)
+		}
+		size, err := EncodedSize(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bound := CreatedBound(payload); size > bound {
+			t.Errorf("%s: %d bytes of events render %d bytes, above the bound %d", name, payload, size, bound)
+		} else {
+			t.Logf("%s: %d bytes of events, %d stored, bound %d (ratio %.1f)", name, payload, size, bound, float64(size)/float64(payload))
+		}
 	}
 }

@@ -308,7 +308,10 @@ func (m *Main) openCommands() error {
 	// A change is refused when the establishment's documents would not fit the bucket: accepted,
 	// it could never be served.
 	maxBundle := m.maxBundle()
-	cfg.CheckContent = func(e *domain.Establishment) error {
+	cfg.CheckContent = func(e *domain.Establishment, created bool, eventBytes int) error {
+		if created && projections.CreatedBound(eventBytes) <= maxBundle {
+			return nil // an establishment this small fits without being rendered
+		}
 		fits, n, err := projections.FitsIn(e, maxBundle)
 		if err != nil {
 			return err

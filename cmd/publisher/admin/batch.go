@@ -159,7 +159,7 @@ func (a *API) batchJob(r *http.Request, item *batchItem, data []byte, tooLong bo
 		return refuse(http.StatusRequestEntityTooLarge, "Request body too large", fmt.Sprintf("line: at most %d bytes", MaxBodyBytes))
 	}
 	var snap domain.Snapshot
-	if err := domain.DecodeStrict(bytes.NewReader(data), &snap); err != nil {
+	if err := decodeDocument(data, &snap); err != nil {
 		var details []string
 		for _, fe := range domain.FieldErrors(err) {
 			details = append(details, fe.Error())

@@ -370,7 +370,7 @@ func TestFailedCommandLeavesNoState(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, natstest.Start(t))
 	var panicking atomic.Bool
-	c, _ := e.commands(t, Config{CheckContent: func(*domain.Establishment) error {
+	c, _ := e.commands(t, Config{CheckContent: func(*domain.Establishment, bool, int) error {
 		if panicking.Load() {
 			panic("check failed")
 		}

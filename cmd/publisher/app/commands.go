@@ -43,10 +43,12 @@ type Config struct {
 	Clock Clock
 	// Logger is required.
 	Logger *slog.Logger
-	// CheckContent, optional, checks the state a user command leads to before it is appended, and
-	// refuses the command with its error (the documents would not fit the bucket, say). The clock's
-	// day changes are not checked: the calendar moves whatever the content.
-	CheckContent func(*domain.Establishment) error
+	// CheckContent, optional, checks the state e a user command leads to before it is appended,
+	// and refuses the command with its error (the documents would not fit the bucket, say).
+	// created says the command creates the establishment, whose whole content is then in the
+	// command's events, of eventBytes bytes of payload. The clock's day changes are not checked:
+	// the calendar moves whatever the content.
+	CheckContent func(e *domain.Establishment, created bool, eventBytes int) error
 	// CacheSize is how many aggregates are kept in memory; 0 is DefaultCacheSize.
 	CacheSize int
 	// SnapshotEvery is how many records are folded before a snapshot is written; 0 is
@@ -79,7 +81,7 @@ type Commands struct {
 	webhooks webhookRegistry
 	clock    Clock
 	logger   *slog.Logger
-	check    func(*domain.Establishment) error
+	check    func(*domain.Establishment, bool, int) error
 	now      func() time.Time
 	locks    locks
 	repo     *repository
@@ -185,7 +187,11 @@ func (c *Commands) execute(ctx context.Context, req Request, kind commandKind, d
 			a.est.Apply(ev)
 		}
 		if kind == userCommand && c.check != nil {
-			if err := c.check(a.est); err != nil {
+			size := 0
+			for _, env := range envs {
+				size += len(env.Payload)
+			}
+			if err := c.check(a.est, res.Created, size); err != nil {
 				return Result{}, err
 			}
 		}
