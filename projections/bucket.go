@@ -137,12 +137,12 @@ func loadSummaries(ctx context.Context, kv Bucket, logger *slog.Logger) (map[str
 			if !ok {
 				continue
 			}
-			var b dockey.Bundle
-			if err := json.Unmarshal(e.Value(), &b); err != nil {
+			s, err := summarizeStored(e.Value())
+			if err != nil {
 				logger.Warn("stored bundle cannot be decoded and will be replaced", "key", e.Key(), "err", err)
 				continue
 			}
-			out[slug] = summarize(&b)
+			out[slug] = s
 		}
 	}
 }

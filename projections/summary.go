@@ -1,8 +1,10 @@
 package projections
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
@@ -24,6 +26,7 @@ type summary struct {
 // tags are made, and its entity tag.
 type docSummary struct {
 	digest uint64
+	hashed bool // digest is known: a stored tag of another form gives none
 	etag   string
 }
 
@@ -47,7 +50,7 @@ func resourceDocs(b *dockey.Bundle, fn func(name string, d *dockey.Document)) {
 func summarize(b *dockey.Bundle) *summary {
 	s := &summary{revision: b.Revision, access: accessFields(b), docs: make(map[string]docSummary, 5+3*len(b.MenuDetails))}
 	resourceDocs(b, func(name string, d *dockey.Document) {
-		s.docs[name] = docSummary{digest: xxhash.Sum64(d.Body), etag: d.ETag}
+		s.docs[name] = docSummary{digest: xxhash.Sum64(d.Body), hashed: true, etag: d.ETag}
 	})
 	return s
 }
@@ -71,7 +74,7 @@ func changedSince(s *summary, b *dockey.Bundle) []string {
 	seen := map[string]bool{}
 	resourceDocs(b, func(name string, d *dockey.Document) {
 		seen[name] = true
-		if old, ok := s.docs[name]; !ok || old.digest != xxhash.Sum64(d.Body) {
+		if old, ok := s.docs[name]; !ok || !old.hashed || old.digest != xxhash.Sum64(d.Body) {
 			changed[resourceOf(name)] = true
 		}
 	})
@@ -124,4 +127,74 @@ func (s *summary) resources() []string {
 		}
 	}
 	return append(out, slices.Sorted(maps.Keys(names))...)
+}
+
+// storedDoc, storedVariants and storedBundle are a stored bundle without its bodies and codings,
+// which summarizeStored skips rather than decodes: at start-up the projector reads every bundle
+// of the bucket, and the documents are almost all of their bytes.
+type storedDoc struct {
+	ETag string `json:"etag"`
+}
+
+type storedVariants struct {
+	All storedDoc `json:"all"`
+	FR  storedDoc `json:"fr"`
+	EN  storedDoc `json:"en"`
+}
+
+type storedBundle struct {
+	Slug                string                     `json:"slug"`
+	Revision            int64                      `json:"content_revision"`
+	Status              string                     `json:"status"`
+	APIEnabled          bool                       `json:"public_api_enabled"`
+	KeyHash             string                     `json:"key_hash"`
+	MenuRedirectEnabled bool                       `json:"menu_redirect_enabled"`
+	MasterMenuURL       string                     `json:"master_menu_url"`
+	Redirects           map[string]dockey.Redirect `json:"redirects"`
+	Establishment       storedDoc                  `json:"establishment"`
+	Hours               storedDoc                  `json:"hours"`
+	Menus               storedVariants             `json:"menus"`
+	MenuDetails         map[string]storedVariants  `json:"menu_details"`
+}
+
+// summarizeStored returns the summary of a bundle as stored. The digest of each body is read
+// from its entity tag, which ETag made from it; a tag of another form gives no digest, so that the
+// document counts as changed at its next rendering: a revision may then rise once without need,
+// never stay when a body changed.
+func summarizeStored(value []byte) (*summary, error) {
+	var sb storedBundle
+	if err := json.Unmarshal(value, &sb); err != nil {
+		return nil, err
+	}
+	b := dockey.Bundle{
+		Slug: sb.Slug, Revision: sb.Revision, Status: sb.Status, APIEnabled: sb.APIEnabled, KeyHash: sb.KeyHash,
+		MenuRedirectEnabled: sb.MenuRedirectEnabled, MasterMenuURL: sb.MasterMenuURL, Redirects: sb.Redirects,
+	}
+	s := &summary{revision: sb.Revision, access: accessFields(&b), docs: make(map[string]docSummary, 5+3*len(sb.MenuDetails))}
+	add := func(name string, d storedDoc) {
+		digest, ok := digestOfTag(d.ETag)
+		s.docs[name] = docSummary{digest: digest, hashed: ok, etag: d.ETag}
+	}
+	variants := func(prefix string, v storedVariants) {
+		add(prefix+".all", v.All)
+		add(prefix+".fr", v.FR)
+		add(prefix+".en", v.EN)
+	}
+	add(ResourceEstablishment, sb.Establishment)
+	add(ResourceHours, sb.Hours)
+	variants(ResourceMenus, sb.Menus)
+	for slug, v := range sb.MenuDetails {
+		variants(MenuResource(slug), v)
+	}
+	return s, nil
+}
+
+// digestOfTag returns the xxhash an entity tag made by ETag holds, and false for a tag of
+// another form.
+func digestOfTag(tag string) (uint64, bool) {
+	if len(tag) != 18 || tag[0] != '"' || tag[17] != '"' {
+		return 0, false
+	}
+	d, err := strconv.ParseUint(tag[1:17], 16, 64)
+	return d, err == nil
 }

@@ -67,3 +67,35 @@ func TestSummaryIsSmall(t *testing.T) {
 		t.Errorf("summary of about %d bytes for a bundle of %d: want less than a tenth", summaryBytes, bundleBytes)
 	}
 }
+
+// The summary of a stored bundle, read without its documents, is the summary of the bundle; a tag
+// of another form makes its document count as changed.
+func TestSummaryOfStoredBundle(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"demo", "dated", "uploaded-only"} {
+		dir := filepath.Join("testdata", name)
+		snapshot := filepath.Join(dir, "snapshot.json")
+		if name == "demo" {
+			snapshot = "../cmd/publisher/demo.json"
+		}
+		b := Render(fixture(t, snapshot, readToday(t, dir)), 42)
+		compress(&b)
+		value, err := EncodeBundle(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := summarizeStored(value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(summarize(&b), got, cmp.AllowUnexported(summary{}, docSummary{})); diff != "" {
+			t.Errorf("%s: summary of the stored bundle (-want +got):\n%s", name, diff)
+		}
+		b.Hours.ETag = `W/"other"`
+		value, _ = EncodeBundle(&b)
+		got, _ = summarizeStored(value)
+		if changed := changedSince(got, &b); !cmp.Equal(changed, []string{ResourceHours}) {
+			t.Errorf("%s: a tag of another form: changed %v, want [hours]", name, changed)
+		}
+	}
+}

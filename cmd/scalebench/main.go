@@ -198,7 +198,7 @@ func run(ctx context.Context, o options) error {
 	if err := svc.start(ctx, next, "next-day"); err != nil {
 		return err
 	}
-	day, err := svc.waitDay(ctx, start, gen.dependent, 10*time.Minute)
+	day, err := svc.waitDay(ctx, start, 10*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -206,8 +206,13 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	served := time.Since(start)
-	r.add("day change: restart on %s: every date-dependent establishment's day started %s after the restart (%d days started, pass: %s); documents served %s after it; the process stayed up: %t",
-		next, day.took.Round(time.Millisecond), day.started, day.pass, served.Round(time.Millisecond), svc.alive())
+	behind, err := svc.checkDay(ctx, gen.dependentSlugs, next)
+	if err != nil {
+		return err
+	}
+	r.add("day change check: %d of %d date-dependent establishments read back through the admin API on %s (%d not)", len(gen.dependentSlugs)-behind, len(gen.dependentSlugs), next, behind)
+	r.add("day change: restart on %s: every date-dependent establishment's day started %s after the restart (%d days started by the clock's passes for %d date-dependent establishments; last pass: %s); documents served %s after it; the process stayed up: %t",
+		next, day.took.Round(time.Millisecond), day.started, gen.dependent, day.pass, served.Round(time.Millisecond), svc.alive())
 
 	step("verify")
 	start = time.Now()
@@ -236,7 +241,7 @@ type generated struct {
 	minSize, maxSize          int
 	dependent, drafts, apiOff int
 	zones                     map[string]int
-	slugs                     []string
+	slugs, dependentSlugs     []string
 }
 
 func generate(o options, path string) (generated, error) {
@@ -266,6 +271,9 @@ func generate(o options, path string) (generated, error) {
 		}
 		g.zones[s.TimeZone]++
 		g.slugs = append(g.slugs, s.Slug)
+		if sample.DateDependent(s) {
+			g.dependentSlugs = append(g.dependentSlugs, s.Slug)
+		}
 		w.Write(b)
 		w.WriteByte('\n')
 	}
@@ -566,11 +574,13 @@ type dayResult struct {
 }
 
 // waitDay waits until the clock has started the new day of every date-dependent establishment:
-// the days its passes started since the restart add up to their number.
-func (s *service) waitDay(ctx context.Context, since time.Time, dependent int, within time.Duration) (dayResult, error) {
+// a pass over the index ran since the restart, and no establishment is left to try again.
+func (s *service) waitDay(ctx context.Context, since time.Time, within time.Duration) (dayResult, error) {
 	deadline := time.Now().Add(within)
 	var clock struct {
+		Passes   int             `json:"passes"`
 		Appended int             `json:"appended"`
+		Pending  int             `json:"pending"`
 		LastPass json.RawMessage `json:"last_pass"`
 	}
 	for time.Now().Before(deadline) {
@@ -579,7 +589,7 @@ func (s *service) waitDay(ctx context.Context, since time.Time, dependent int, w
 		}
 		if st, err := s.status(ctx); err == nil {
 			b, _ := json.Marshal(st["clock"])
-			if json.Unmarshal(b, &clock) == nil && clock.Appended >= dependent {
+			if json.Unmarshal(b, &clock) == nil && clock.Passes > 0 && clock.Pending == 0 && !strings.Contains(string(clock.LastPass), `"sweep"`) {
 				return dayResult{took: time.Since(since), started: clock.Appended, pass: string(clock.LastPass)}, nil
 			}
 		}
@@ -589,7 +599,47 @@ func (s *service) waitDay(ctx context.Context, since time.Time, dependent int, w
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return dayResult{}, fmt.Errorf("day change not done within %s: %d of %d days started; last pass %s", within, clock.Appended, dependent, clock.LastPass)
+	return dayResult{}, fmt.Errorf("day change not done within %s: %d days started, %d to try again; last pass %s", within, clock.Appended, clock.Pending, clock.LastPass)
+}
+
+// checkDay reads every establishment of slugs through the admin API and counts those whose
+// recorded local date is not day.
+func (s *service) checkDay(ctx context.Context, slugs []string, day domain.LocalDate) (int, error) {
+	var behind, failed atomic.Int64
+	var wg sync.WaitGroup
+	jobs := make(chan string)
+	for range 32 {
+		wg.Go(func() {
+			for slug := range jobs {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.adminURL+"/admin/v1/establishments/"+slug, nil)
+				req.Header.Set("Authorization", "Bearer "+s.token)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				var st struct {
+					Today string `json:"today"`
+				}
+				err = json.NewDecoder(resp.Body).Decode(&st)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 {
+					failed.Add(1)
+				} else if st.Today != day.String() {
+					behind.Add(1)
+				}
+			}
+		})
+	}
+	for _, slug := range slugs {
+		jobs <- slug
+	}
+	close(jobs)
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		return 0, fmt.Errorf("day change check: %d establishments could not be read", n)
+	}
+	return int(behind.Load()), nil
 }
 
 type verified struct {

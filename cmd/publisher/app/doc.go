@@ -12,10 +12,11 @@
 //
 // An establishment is loaded with a bounded number of reads, never a consumer: the last record of
 // its subject (one direct get), then, unless the aggregate is in the cache at that record, its
-// snapshot (one key-value get) and the records after it (one batched direct get). Without a
-// usable snapshot the whole history is read, in batches of direct gets, and a snapshot is written.
-// A snapshot is written again once SnapshotEvery records have been folded since the last one, so
-// a load reads at most that many records.
+// snapshot (one key-value get) and the records after it (batched direct gets, from the record
+// the snapshot or the cached state ends with, which is checked to be that one). Without a usable
+// snapshot the whole history is read and a snapshot is written. A snapshot is written again once
+// SnapshotEvery records have been folded since the last one, so a load reads at most that many
+// records.
 //
 // A snapshot is a cache of the log. It records the sequence and command id of the last record it
 // folds: it is used only while the log still holds that record there, and only when its format
@@ -24,9 +25,11 @@
 //
 // # Memory
 //
-// At most CacheSize aggregates are kept in memory, least recently used first out; an
-// establishment being changed is locked, and its lock is forgotten once nobody waits on it. At
-// most MaxLoads loads run at once; the others wait.
+// At most CacheSize aggregates are kept in memory, least recently used first out, and only of
+// establishments that exist. An aggregate is out of the cache while a command changes it, and
+// goes back only once its events are stored: a failure, or a panic, leaves nothing half applied
+// there. An establishment being changed is locked, and its lock is forgotten once nobody waits on
+// it. At most MaxLoads loads run at once; the others wait.
 //
 // # Concurrency and idempotency
 //
@@ -40,5 +43,6 @@
 //
 // Every record carries a CalendarHeader with the establishment's time zone, whether its public
 // documents depend on the date, and its recorded local date, as they are after the record: the
-// clock keeps its index of establishments to wake up at midnight from these headers alone.
+// clock keeps its index of establishments to wake up at midnight from these headers alone, and
+// StartDayAt appends a day on such a calendar with one request, expecting the record it is of.
 package app

@@ -43,7 +43,7 @@ const ReaderName = "clock-calendar"
 // Defaults of Config.
 const (
 	DefaultInterval = 15 * time.Second
-	DefaultWorkers  = 16
+	DefaultWorkers  = 32
 )
 
 // maxExamples bounds the failures a pass summary names; maxReason bounds each one's text.
@@ -52,8 +52,8 @@ const (
 	maxReason   = 200
 )
 
-// maxRetries bounds the establishments a sweep remembers to retry; past it, the next sweep
-// goes over every establishment again.
+// maxRetries bounds the establishments a pass remembers to try again; past it, the next pass goes
+// over everything again.
 const maxRetries = 10_000
 
 // dayStarter starts an establishment's day; *app.Commands satisfies it.
@@ -100,7 +100,7 @@ func (c Config) Validate() error {
 
 // Pass is the outcome of one pass over the index, or of a sweep over every establishment.
 type Pass struct {
-	Kind     string    `json:"kind"` // "scan", "sweep", or "retry" of a sweep's failures
+	Kind     string    `json:"kind"` // "scan", "sweep", or "retry" of an earlier pass's failures
 	Started  time.Time `json:"started"`
 	Took     string    `json:"took"`
 	Examined int       `json:"examined"` // establishments looked at
@@ -117,6 +117,7 @@ type Pass struct {
 type Status struct {
 	Passes   int64 `json:"passes"`
 	Appended int64 `json:"appended"` // days started by passes since start
+	Pending  int   `json:"pending"`  // establishments whose day start failed, to try again
 	LastPass *Pass `json:"last_pass,omitempty"`
 	Notes    int64 `json:"notes"` // record headers followed since start
 }
@@ -130,8 +131,8 @@ type Clock struct {
 	mu       sync.Mutex
 	zones    map[string]domain.LocalDate // each zone's date at the last complete pass
 	scanned  time.Time                   // when the last complete pass started
-	retry    bool                        // the last pass left failures
-	retries  []string                    // a sweep's failed establishments, unless too many
+	retry    bool                        // the index is to be passed over again
+	retries  []string                    // establishments a pass failed on, unless too many
 	passes   int64
 	appended int64
 	lastPass *Pass
@@ -161,7 +162,7 @@ func New(cfg Config) (*Clock, error) {
 func (c *Clock) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Status{Passes: c.passes, Appended: c.appended, LastPass: c.lastPass, Notes: c.notes.Load()}
+	return Status{Passes: c.passes, Appended: c.appended, Pending: len(c.retries), LastPass: c.lastPass, Notes: c.notes.Load()}
 }
 
 // Run follows the log's calendar headers and ticks every interval until ctx ends. Nothing an
@@ -276,9 +277,10 @@ func (c *Clock) safeStartDay(ctx context.Context, slug domain.Slug, known *Entry
 	return c.startDay(ctx, slug, known)
 }
 
-// startDay starts the day of slug, from its index entry when there is one, and records its
-// calendar in the index unless the record it appended will (its header says the same). It reports
-// whether a day-started event was appended.
+// startDay starts the day of slug, from its index entry when there is one. A day started from
+// the entry is recorded in the index from the header of the record it appended; one decided on
+// the loaded establishment is recorded at once, since nothing else may say it (no record was
+// appended when the day had started). It reports whether a day-started event was appended.
 func (c *Clock) startDay(ctx context.Context, slug domain.Slug, known *Entry) (bool, error) {
 	var res app.DayResult
 	var err error
@@ -291,11 +293,9 @@ func (c *Clock) startDay(ctx context.Context, slug domain.Slug, known *Entry) (b
 		return false, err
 	}
 	if !res.Direct {
-		if err := c.cfg.Index.Put(ctx, string(slug), Entry{Calendar: res.Calendar, Sequence: res.Version}); err != nil {
-			return res.Events > 0, err
-		}
+		err = c.cfg.Index.Put(ctx, string(slug), Entry{Calendar: res.Calendar, Sequence: res.Version})
 	}
-	return res.Events > 0, nil
+	return res.Events > 0, err
 }
 
 // Tick runs the passes that are due: a sweep over every establishment while the index is not
@@ -317,7 +317,7 @@ func (c *Clock) Tick(ctx context.Context) (*Pass, error) {
 	if len(retries) > 0 {
 		last = c.record(ctx, c.sweep(ctx, retries))
 	}
-	if c.scanDue() {
+	if c.scanDue(ctx) {
 		p, err := c.scan(ctx)
 		if err != nil {
 			return last, err
@@ -344,12 +344,18 @@ func (c *Clock) record(ctx context.Context, p *Pass) *Pass {
 }
 
 // scanDue reports whether a pass over the index is due.
-func (c *Clock) scanDue() bool {
+func (c *Clock) scanDue(ctx context.Context) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.cfg.Now()
-	if c.scanned.IsZero() || c.retry || now.Truncate(15*time.Minute).After(c.scanned.Truncate(15*time.Minute)) {
+	if c.scanned.IsZero() || now.Truncate(15*time.Minute).After(c.scanned.Truncate(15*time.Minute)) {
 		return true
+	}
+	if c.retry {
+		// The index may have missed headers: pass again once they are followed, when the entries
+		// of the days the last pass started are current too, or after a while regardless.
+		pending, err := c.cfg.Log.NotesPending(ctx, ReaderName)
+		return err != nil || pending == 0 || now.Sub(c.scanned) > 2*time.Minute
 	}
 	for zone, date := range c.zones {
 		if c.today(zone) != date {
@@ -370,7 +376,15 @@ func (c *Clock) scan(ctx context.Context) (*Pass, error) {
 	unsure := err != nil || behind > 0
 	zones := map[string]domain.LocalDate{}
 	p := &Pass{Kind: "scan", Started: started.UTC()}
-	run := c.workers(ctx, p)
+	var failed []string
+	var mu sync.Mutex
+	run := c.workersWith(ctx, p, func(slug string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(failed) <= maxRetries {
+			failed = append(failed, slug)
+		}
+	})
 	err = c.cfg.Index.Scan(ctx, func(slug string, e Entry) error {
 		p.Examined++
 		if _, ok := zones[e.Calendar.Zone]; !ok {
@@ -389,7 +403,14 @@ func (c *Clock) scan(ctx context.Context) (*Pass, error) {
 	}
 	p.Behind = behind
 	c.mu.Lock()
-	c.zones, c.scanned, c.retry = zones, started, p.Failed > 0 || unsure
+	// What failed is tried again at the next tick; only too many failures to remember, or an
+	// index that may have missed headers, make the next tick pass over the whole index again.
+	c.retries = append(c.retries, failed...)
+	tooMany := len(c.retries) > maxRetries
+	if tooMany {
+		c.retries = nil
+	}
+	c.zones, c.scanned, c.retry = zones, started, unsure || tooMany
 	c.mu.Unlock()
 	return p, nil
 }
@@ -457,12 +478,8 @@ type job struct {
 	entry *Entry
 }
 
-// workers returns the function that hands one establishment to a bounded pool starting days for
-// pass p; the zero job waits for them all.
-func (c *Clock) workers(ctx context.Context, p *Pass) func(job) {
-	return c.workersWith(ctx, p, nil)
-}
-
+// workersWith returns the function that hands one establishment to a bounded pool starting days
+// for pass p, calling onFail with each failure; the zero job waits for them all.
 func (c *Clock) workersWith(ctx context.Context, p *Pass, onFail func(slug string, err error)) func(job) {
 	jobs := make(chan job)
 	var wg sync.WaitGroup
