@@ -15,7 +15,7 @@
 //
 // # Invariants
 //
-//   - Documents are a pure function of the log (DESIGN.md invariant 2): rebuilding into an empty
+//   - Documents are a pure function of the log: rebuilding into an empty
 //     bucket reproduces the same bytes.
 //   - content_revision never goes back and is the same in every document of a bundle
 //     (invariant 3). It rises exactly when the bytes of at least one document change, compared

@@ -55,10 +55,10 @@ func (s *Server) getMenu(w http.ResponseWriter, r *http.Request, ps httprouter.P
 	s.serveDocument(w, r, e, a, v.pick(menuLocale(r.URL.RawQuery)))
 }
 
-// authorize decides whether an API request for slug may be answered, in the order DESIGN.md
-// fixes: the per-IP quota first, which counts every API request; then a missing key is 401; an
-// invalid or unknown slug, a draft establishment or a disabled API is 404; a key that is not the
-// current key of this establishment is 401. It answers a failure itself and returns nil, or
+// authorize decides whether an API request for slug may be answered, in an order that is part
+// of the contract: the per-IP quota first, which counts every API request; then a missing key is
+// 401; an invalid or unknown slug, a draft establishment or a disabled API is 404; a key that is
+// not the current key of this establishment is 401. It answers a failure itself and returns nil, or
 // returns the entry to serve and the per-IP outcome for the per-key quota, which the caller
 // applies once it knows whether the answer is a 304 (see serveDocument).
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, slug string) (*entry, admission) {

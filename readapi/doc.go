@@ -52,7 +52,7 @@
 //     carry Vary: Accept-Encoding.
 //   - The OpenAPI description is served at /openapi.json and /openapi.yaml, with no key, no quota
 //     and Cache-Control public.
-//   - Auth order (DESIGN.md): a missing or empty X-Api-Key is 401; then an invalid slug (decided
+//   - Auth order: a missing or empty X-Api-Key is 401; then an invalid slug (decided
 //     before any lookup), an unknown slug, a status other than active, or a disabled API is 404;
 //     then a key whose SHA-256 is not the establishment's key hash is 401 (constant-time compare).
 //     A key opens only its own establishment. An invalid or unknown menu type is then 404.
@@ -101,7 +101,7 @@
 //     the long-run rate never exceeds quota per window, and one hour-long window can hold at most
 //     twice the quota minus one (a full burst at its start, then every refill). A refused request
 //     costs nothing. Intervals are whole nanoseconds, window/quota rounded down.
-//   - What counts, in the order DESIGN.md fixes: every API request counts against the address's
+//   - What counts, in this order: every API request counts against the address's
 //     quota first, whatever its outcome, 401, 404, 405 and a path under /api/ that matches no
 //     route included, so a key cannot be guessed faster than 500 tries an hour per address; a
 //     refused one goes no further. Then, once the key is known valid, the request counts against

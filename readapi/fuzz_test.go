@@ -169,7 +169,7 @@ func FuzzQueryValue(f *testing.F) {
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
 
-// FuzzValidSlug checks validSlug against the regular expression of DESIGN.md.
+// FuzzValidSlug checks validSlug against slugPattern, the slug rule written as a regular expression.
 func FuzzValidSlug(f *testing.F) {
 	for _, seed := range []string{"", "a", "a-", "-a", "chez-alice", "..", "A", strings.Repeat("a", 64), strings.Repeat("a", 65), "a\n"} {
 		f.Add(seed)

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Quotas of the specification (SPEC.md, Limits) and the bounds of their tables.
+// Quotas of the specification (its Limits) and the bounds of their tables.
 const (
 	defaultKeyQuota   = 120
 	defaultIPQuota    = 500

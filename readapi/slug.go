@@ -1,6 +1,6 @@
 package readapi
 
-// maxSlugLen is the longest slug DESIGN.md allows.
+// maxSlugLen is the longest slug allowed.
 const maxSlugLen = 64
 
 // validSlug reports whether s matches ^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$, the slug syntax of

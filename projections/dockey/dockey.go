@@ -4,7 +4,7 @@
 // One key holds everything the read API knows of one establishment, a Bundle: every rendered
 // document of every resource and locale variant plus the small access record that decides
 // 401/404/302. Because an establishment lives in one value, a reader switches all its documents to
-// a new content_revision at once (DESIGN.md invariant 4) without any coordination.
+// a new content_revision at once without any coordination.
 //
 // Bundles must be encoded without HTML escaping (projections.EncodeBundle does): encoding/json's
 // default would rewrite "&", "<" and ">" inside the bodies, and the served bytes would no longer be
