@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
@@ -163,7 +162,7 @@ type storedBundle struct {
 // never stay when a body changed.
 func summarizeStored(value []byte) (*summary, error) {
 	var sb storedBundle
-	if err := json.Unmarshal(value, &sb); err != nil {
+	if err := dockey.Decode(value, &sb); err != nil {
 		return nil, err
 	}
 	b := dockey.Bundle{

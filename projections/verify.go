@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -207,7 +206,7 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		return false, "", fmt.Errorf("get bundle: %w", err)
 	default:
 		var b dockey.Bundle
-		if err := json.Unmarshal(e.Value(), &b); err != nil {
+		if err := dockey.Decode(e.Value(), &b); err != nil {
 			return true, fmt.Sprintf("stored bundle cannot be decoded: %v", err), nil
 		}
 		got = &b

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -97,7 +96,7 @@ var errInvalidBundle = errors.New("readapi: invalid bundle")
 // decodeEntry decodes the bundle stored under the key of slug.
 func decodeEntry(slug string, value []byte) (*entry, error) {
 	var b dockey.Bundle
-	if err := json.Unmarshal(value, &b); err != nil {
+	if err := dockey.Decode(value, &b); err != nil {
 		return nil, fmt.Errorf("%w: decode: %w", errInvalidBundle, err)
 	}
 	if b.Slug != slug {

@@ -10,7 +10,7 @@
 // default would rewrite "&", "<" and ">" inside the bodies, and the served bytes would no longer be
 // the rendered bytes their ETag was computed from.
 //
-// It imports only the standard library and nothing of this module.
+// It imports nothing of this module.
 package dockey
 
 import (

@@ -1,0 +1,78 @@
+package dockey
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// A subset of the fields, as a reader that skips the documents declares it.
+type etagsOnly struct {
+	Slug          string `json:"slug"`
+	Establishment struct {
+		ETag string `json:"etag"`
+	} `json:"establishment"`
+	MenuDetails map[string]struct {
+		All struct {
+			ETag string `json:"etag"`
+		} `json:"all"`
+	} `json:"menu_details"`
+}
+
+const sampleBundle = `{"slug":"chez-alice","content_revision":7,"status":"active","public_api_enabled":true,` +
+	`"key_hash":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","menu_redirect_enabled":true,` +
+	`"master_menu_url":"https://cdn.example.fr/m.pdf","redirects":{"midi":{"fr":"https://x/a.pdf","en":"https://x/b.pdf"}},` +
+	`"establishment":{"body":{"slug":"chez-alice","name":"Chez \u00e9 \"Alice\"","n":[1,2.5e3,-0.1,true,null]},"etag":"\"00000000000000aa\"","gzip":"H4sIAAAAAAAA/w=="},` +
+	`"hours":{"body":{},"etag":"\"00000000000000bb\""},` +
+	`"menus":{"all":{"body":[],"etag":"\"1\""},"fr":{"body":[],"etag":"\"2\""},"en":{"body":[],"etag":"\"3\""}},` +
+	`"menu_details":{"midi":{"all":{"body":{"a":"b"},"etag":"\"4\""},"fr":{"body":{},"etag":"\"5\""},"en":{"body":{},"etag":"\"6\""}}}}`
+
+// FuzzDecode checks Decode against encoding/json: the same values accepted, decoded the same,
+// into a whole Bundle and into a subset of its fields.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(sampleBundle))
+	for _, s := range []string{
+		`{}`, `null`, `[]`, `{"slug":1}`, `{"slug":"a",}`, `{"establishment":{"body":{"a":1,}}}`,
+		`{"establishment":{"body":"\x"}}`, "{\"establishment\":{\"body\":\"\x01\"}}", `{"establishment":{"body":01}}`,
+		`{"establishment":{"body":"\ud800"}}`, `{"establishment":{"gzip":"!!"}}`, `{"establishment":{"gzip":"QQ=="}}`,
+		`{"establishment":{"gzip":"QQ\r\n=="}}`, `{"content_revision":1e3}`, `{"content_revision":9223372036854775808}`,
+		`{"SLUG":"a","Slug":"b"}`, `{"slug":"a","slug":"b"}`, `{"redirects":{"a":null}}`, `{"menu_details":{"":{}}}`,
+		"{\"slug\":\"\xff\"}", `{"slug":"a"} x`, ` {"slug":"a"} `, `{"hours":{"body":}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		var want, got Bundle
+		wantErr := json.Unmarshal(value, &want)
+		gotErr := Decode(value, &got)
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("Decode(%q): error %v, encoding/json: %v", value, gotErr, wantErr)
+		}
+		if wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("Decode(%q):\n got %+v\nwant %+v", value, got, want)
+		}
+		var wantSub, gotSub etagsOnly
+		wantErr = json.Unmarshal(value, &wantSub)
+		gotErr = Decode(value, &gotSub)
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("Decode(%q) into a subset: error %v, encoding/json: %v", value, gotErr, wantErr)
+		}
+		if wantErr == nil && !reflect.DeepEqual(gotSub, wantSub) {
+			t.Fatalf("Decode(%q) into a subset:\n got %+v\nwant %+v", value, gotSub, wantSub)
+		}
+	})
+}
+
+func TestDecodeLeavesNothingOfARefusedValue(t *testing.T) {
+	// A value goccy refuses halfway must not leave its first fields behind for encoding/json's
+	// second decoding to keep.
+	b := Bundle{Slug: "old", Revision: 3}
+	if err := Decode([]byte(`{"slug":"new","content_revision":"x"}`), &b); err == nil {
+		t.Fatal("a string revision was accepted")
+	}
+	var want Bundle
+	_ = json.Unmarshal([]byte(`{"slug":"new","content_revision":"x"}`), &want)
+	if !reflect.DeepEqual(b, want) {
+		t.Errorf("after a refused value: got %+v, want %+v as encoding/json leaves it", b, want)
+	}
+}
