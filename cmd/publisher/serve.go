@@ -182,6 +182,7 @@ type Main struct {
 	Signals    *events.Signals
 	Webhooks   *webhook.Dispatcher // nil unless the webhook or admin role runs
 
+	conns   []*nats.Conn // the roles' own connections
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	servers []*http.Server
@@ -237,7 +238,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("open change signals: %w", err)
 	}
 	if c.has(roleWebhook) || c.has(roleAdmin) {
-		m.Webhooks, err = webhook.Open(ctx, m.Conn, webhook.Config{
+		wc, err := m.dialRole(roleWebhook)
+		if err != nil {
+			return err
+		}
+		m.Webhooks, err = webhook.Open(ctx, wc, webhook.Config{
 			Window: c.WebhookWindow, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate,
 			AllowedNetworks: c.WebhookNetworks, RootCAs: c.WebhookRootCAs, Replicas: c.Replicas,
 			Logger: m.Logger.With("role", roleWebhook),
@@ -251,10 +256,30 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	if c.has(roleProjector) {
+		pc, err := m.dialRole(roleProjector)
+		if err != nil {
+			return err
+		}
+		store, err := events.Open(ctx, pc, events.Config{Replicas: c.Replicas, Duplicates: c.DuplicateTTL})
+		if err != nil {
+			return fmt.Errorf("open event log: %w", err)
+		}
+		pjs, err := jetstream.New(pc)
+		if err != nil {
+			return fmt.Errorf("jetstream: %w", err)
+		}
+		pdocs, err := pjs.KeyValue(ctx, dockey.Bucket)
+		if err != nil {
+			return fmt.Errorf("open documents bucket: %w", err)
+		}
+		signals, err := events.OpenSignals(ctx, pc, c.Replicas)
+		if err != nil {
+			return fmt.Errorf("open change signals: %w", err)
+		}
 		m.Projector, err = projections.New(projections.Config{
-			Store: m.Store, KV: docs, Logger: m.Logger.With("role", roleProjector),
+			Store: store, KV: pdocs, Logger: m.Logger.With("role", roleProjector),
 			// A change signal goes out once every document of the new revision is stored.
-			Notifier: signalNotifier{m.Signals},
+			Notifier: signalNotifier{signals},
 			// A bundle larger than the server accepts is refused at once rather than retried.
 			MaxValueSize: m.maxBundle(),
 		})
@@ -279,7 +304,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.run(runCtx, roleClock, m.ClockRole.Run)
 	}
 	if c.has(roleAPI) {
-		if err := m.startAPI(ctx, runCtx, docs); err != nil {
+		if err := m.startAPI(ctx, runCtx); err != nil {
 			return err
 		}
 	}
@@ -351,11 +376,9 @@ func (m *Main) maxBundle() int { return int(min(m.Conn.MaxPayload(), projections
 func (m *Main) connect() error {
 	c := &m.Config
 	if c.NATSURL != "" {
-		nc, err := nats.Connect(c.NATSURL, nats.Name("publisher"), nats.MaxReconnects(-1), m.natsErrors(), syncQueue,
-			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.Logger.Warn("nats disconnected", "err", err) }),
-			nats.ReconnectHandler(func(nc *nats.Conn) { m.Logger.Info("nats reconnected", "url", nc.ConnectedUrl()) }))
+		nc, err := m.dial("publisher")
 		if err != nil {
-			return fmt.Errorf("connect to %s: %w", c.NATSURL, err)
+			return err
 		}
 		m.Conn = nc
 		return nil
@@ -395,18 +418,62 @@ func (m *Main) connect() error {
 		return errors.New("embedded nats did not start within 30s")
 	}
 	m.NATS = s
-	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name("publisher"), m.natsErrors(), syncQueue)
+	nc, err := m.dial("publisher")
 	if err != nil {
-		return fmt.Errorf("connect to embedded nats: %w", err)
+		return err
 	}
 	m.Conn = nc
 	return nil
 }
 
+// dial opens a connection named name to the embedded server, or to the configured cluster. The
+// roles that read in bulk (the projector replaying the log, the mirror loading every bundle, the
+// webhook dispatcher closing windows) each get their own: on a shared connection, the megabytes
+// they receive would queue ahead of the write side's acknowledgements.
+func (m *Main) dial(name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name), m.natsErrors(), syncQueue}
+	if m.NATS != nil {
+		nc, err := nats.Connect("", append(opts, nats.InProcessServer(m.NATS))...)
+		if err != nil {
+			return nil, fmt.Errorf("connect to embedded nats: %w", err)
+		}
+		return nc, nil
+	}
+	url := m.Config.NATSURL
+	nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.Logger.Warn("nats disconnected", "connection", name, "err", err) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { m.Logger.Info("nats reconnected", "connection", name, "url", nc.ConnectedUrl()) }))...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// dialRole opens the connection of a role, closed with the others by Close.
+func (m *Main) dialRole(role string) (*nats.Conn, error) {
+	nc, err := m.dial("publisher-" + role)
+	if err != nil {
+		return nil, err
+	}
+	m.conns = append(m.conns, nc)
+	return nc, nil
+}
+
 // startAPI starts the mirror in runCtx and serves the read API once it caught up, unless ctx,
 // the start's context, ends first.
-func (m *Main) startAPI(ctx, runCtx context.Context, docs jetstream.KeyValue) error {
-	var err error
+func (m *Main) startAPI(ctx, runCtx context.Context) error {
+	mc, err := m.dialRole(roleAPI)
+	if err != nil {
+		return err
+	}
+	mjs, err := jetstream.New(mc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	docs, err := mjs.KeyValue(ctx, dockey.Bucket)
+	if err != nil {
+		return fmt.Errorf("open documents bucket: %w", err)
+	}
 	m.Mirror, err = readapi.NewMirror(docs, m.Logger.With("role", roleAPI))
 	if err != nil {
 		return err
@@ -558,9 +625,11 @@ func (m *Main) Close() {
 	if m.Webhooks != nil {
 		m.Webhooks.Close()
 	}
-	if m.Conn != nil {
-		_ = m.Conn.Drain()
-		m.Conn.Close()
+	for _, nc := range append(m.conns, m.Conn) {
+		if nc != nil {
+			_ = nc.Drain()
+			nc.Close()
+		}
 	}
 	if m.NATS != nil {
 		m.NATS.Shutdown()
