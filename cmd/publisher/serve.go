@@ -256,30 +256,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	if c.has(roleProjector) {
-		pc, err := m.dialRole(roleProjector)
-		if err != nil {
-			return err
-		}
-		store, err := events.Open(ctx, pc, events.Config{Replicas: c.Replicas, Duplicates: c.DuplicateTTL})
-		if err != nil {
-			return fmt.Errorf("open event log: %w", err)
-		}
-		pjs, err := jetstream.New(pc)
-		if err != nil {
-			return fmt.Errorf("jetstream: %w", err)
-		}
-		pdocs, err := pjs.KeyValue(ctx, dockey.Bucket)
-		if err != nil {
-			return fmt.Errorf("open documents bucket: %w", err)
-		}
-		signals, err := events.OpenSignals(ctx, pc, c.Replicas)
-		if err != nil {
-			return fmt.Errorf("open change signals: %w", err)
-		}
 		m.Projector, err = projections.New(projections.Config{
-			Store: store, KV: pdocs, Logger: m.Logger.With("role", roleProjector),
+			Store: m.Store, KV: docs, Logger: m.Logger.With("role", roleProjector),
 			// A change signal goes out once every document of the new revision is stored.
-			Notifier: signalNotifier{signals},
+			Notifier: signalNotifier{m.Signals},
 			// A bundle larger than the server accepts is refused at once rather than retried.
 			MaxValueSize: m.maxBundle(),
 		})
@@ -427,9 +407,11 @@ func (m *Main) connect() error {
 }
 
 // dial opens a connection named name to the embedded server, or to the configured cluster. The
-// roles that read in bulk (the projector replaying the log, the mirror loading every bundle, the
-// webhook dispatcher closing windows) each get their own: on a shared connection, the megabytes
-// they receive would queue ahead of the write side's acknowledgements.
+// documents mirror, which loads every bundle at start, and the webhook dispatcher, which reads
+// windows in bulk, each get their own: on a shared connection the megabytes they receive queue
+// ahead of the write side's acknowledgements, and a day change at restart took several times
+// longer. The projector keeps the shared one: on its own, it took so much of the machine while
+// it followed an import that the import ran at half its rate.
 func (m *Main) dial(name string) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name(name), m.natsErrors(), syncQueue}
 	if m.NATS != nil {
