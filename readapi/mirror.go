@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/projections/dockey"
@@ -35,9 +36,11 @@ type Mirror struct {
 	kv     jetstream.KeyValue
 	logger *slog.Logger
 
-	// index maps a slug to its slot. A published map is never written again: adding a slug
-	// publishes a copy. Updates and deletes of a known slug only store into its slot.
-	index   atomic.Pointer[map[string]*slot]
+	// index maps a slug to its slot, in indexShards maps by a hash of the slug. A published map
+	// is never written again: adding a slug publishes a copy of its shard, a few hundredths of
+	// the establishments, not of all of them. Updates and deletes of a known slug only store
+	// into its slot.
+	index   [indexShards]atomic.Pointer[map[string]*slot]
 	applied atomic.Uint64 // bucket revision of the last entry whose effect is visible
 
 	ready   chan struct{} // closed once the initial values are visible
@@ -50,6 +53,12 @@ type Mirror struct {
 	pending    map[string]*slot
 	pendingRev uint64
 }
+
+// indexShards is the number of maps the index is split into; a power of two.
+const indexShards = 256
+
+// shardOf returns the index shard of slug.
+func shardOf(slug string) int { return int(xxhash.Sum64String(slug) & (indexShards - 1)) }
 
 // slot holds the current entry of one establishment; nil after a delete.
 type slot struct {
@@ -79,7 +88,9 @@ func NewMirror(kv jetstream.KeyValue, logger *slog.Logger) (*Mirror, error) {
 		changed: make(chan struct{}),
 		pending: make(map[string]*slot),
 	}
-	m.index.Store(&map[string]*slot{})
+	for i := range m.index {
+		m.index[i].Store(&map[string]*slot{})
+	}
 	return m, nil
 }
 
@@ -153,7 +164,7 @@ func (m *Mirror) wait(ctx context.Context, done func() bool, describe func() err
 
 // lookup returns the current entry of slug, or nil.
 func (m *Mirror) lookup(slug string) *entry {
-	s := (*m.index.Load())[slug]
+	s := (*m.index[shardOf(slug)].Load())[slug]
 	if s == nil {
 		return nil
 	}
@@ -183,13 +194,22 @@ func (m *Mirror) catchUp() {
 		return
 	}
 	m.caughtUp = true
-	initial := m.pending
+	var shards [indexShards]map[string]*slot
+	for i := range shards {
+		shards[i] = make(map[string]*slot, len(m.pending)/indexShards)
+	}
+	for slug, s := range m.pending {
+		shards[shardOf(slug)][slug] = s
+	}
+	for i := range shards {
+		m.index[i].Store(&shards[i])
+	}
+	established := len(m.pending)
 	m.pending = nil
-	m.index.Store(&initial)
 	m.applied.Store(m.pendingRev)
 	close(m.ready)
 	m.notify()
-	m.logger.Info("bundle mirror caught up", "establishments", len(*m.index.Load()))
+	m.logger.Info("bundle mirror caught up", "establishments", established)
 }
 
 func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
@@ -199,8 +219,7 @@ func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
 		m.logger.Warn("skip bundle under an invalid key", "key", key, "bucket_revision", rev)
 		return
 	}
-	slots := m.slots()
-	s := slots[slug]
+	s := m.slot(slug)
 	if kve.Operation() != jetstream.KeyValuePut {
 		if s != nil && s.current.Load() != nil {
 			s.current.Store(nil)
@@ -228,24 +247,26 @@ func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
 	s.current.Store(e)
 }
 
-// slots returns the map the watcher goroutine reads and writes slugs in.
-func (m *Mirror) slots() map[string]*slot {
+// slot returns the slot of slug, or nil; for the watcher goroutine.
+func (m *Mirror) slot(slug string) *slot {
 	if !m.caughtUp {
-		return m.pending
+		return m.pending[slug]
 	}
-	return *m.index.Load()
+	return (*m.index[shardOf(slug)].Load())[slug]
 }
 
 // addSlot adds a slug: in place while the initial values load (nothing is published yet), by
-// publishing a copy afterwards, so that a published map is never written.
+// publishing a copy of its shard afterwards, so that a published map is never written.
 func (m *Mirror) addSlot(slug string, s *slot) {
 	if !m.caughtUp {
 		m.pending[slug] = s
 		return
 	}
-	next := maps.Clone(*m.index.Load())
+	shard := &m.index[shardOf(slug)]
+	next := make(map[string]*slot, len(*shard.Load())+1)
+	maps.Copy(next, *shard.Load())
 	next[slug] = s
-	m.index.Store(&next)
+	shard.Store(&next)
 }
 
 // notify wakes every waiter.

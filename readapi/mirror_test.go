@@ -198,6 +198,41 @@ func TestMirrorEmptyBucket(t *testing.T) {
 	waitRevision(t, m, alice, 1)
 }
 
+// TestMirrorIndexesEstablishmentsAcrossShards loads establishments before and after catch-up,
+// spread over most shards of the index, and finds each at its revision.
+func TestMirrorIndexesEstablishmentsAcrossShards(t *testing.T) {
+	t.Parallel()
+	kv, _ := newBucket(t)
+	const before, after = 200, 400
+	slugs := make([]string, 0, before+after)
+	for i := range before + after {
+		slugs = append(slugs, "etablissement-"+strconv.Itoa(i))
+	}
+	for _, slug := range slugs[:before] {
+		putBundle(t, kv, testBundle(slug, 1))
+	}
+	m, _ := startMirror(t, kv)
+	waitReady(t, m)
+	var last uint64
+	for i, slug := range slugs {
+		last = putBundle(t, kv, testBundle(slug, int64(2+i%3)))
+	}
+	waitBucket(t, m, last)
+	shards := map[int]bool{}
+	for i, slug := range slugs {
+		shards[shardOf(slug)] = true
+		if e := m.lookup(slug); e == nil || e.revision != int64(2+i%3) {
+			t.Fatalf("lookup(%s): got %+v, want revision %d", slug, e, 2+i%3)
+		}
+	}
+	if len(shards) < indexShards/2 {
+		t.Errorf("the establishments fell in %d shards of %d: the slugs are not spread", len(shards), indexShards)
+	}
+	if e := m.lookup("etablissement-absent"); e != nil {
+		t.Errorf("lookup of an absent slug: got %+v, want nil", e)
+	}
+}
+
 func TestMirrorUpdates(t *testing.T) {
 	t.Parallel()
 	kv, _ := newBucket(t)
