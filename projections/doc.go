@@ -9,16 +9,22 @@
 // a summary (revision, access fields, a digest and the entity tag of each document), which is all
 // deciding the next one takes: the documents themselves live in the bucket.
 //
+// The projector works on Config.Workers establishments at once, replaying, rendering,
+// compressing and storing in parallel. Establishments are shared out among the workers by a hash
+// of their slug, each worker with its own share of the aggregates, so the records of one
+// establishment are projected in the order of the log by one worker: what is stored, revisions
+// included, is what a projection one record at a time stores. Position moves past a record only
+// once every record before it is stored.
+//
 // It imports the standard library, domain, events, projections/dockey, the nats.go jetstream
-// package (only for the bucket), xxhash and klauspost/compress. Nothing in it reads the time of day: the calendar
-// enters as domain.DayStarted events.
+// package (only for the bucket), xxhash and klauspost/compress. Nothing in it reads the time of
+// day: the calendar enters as domain.DayStarted events.
 //
 // # Invariants
 //
 //   - Documents are a pure function of the log: rebuilding into an empty
 //     bucket reproduces the same bytes.
-//   - content_revision never goes back and is the same in every document of a bundle
-//     (invariant 3). It rises exactly when the bytes of at least one document change, compared
+//   - content_revision never goes back and is the same in every document of a bundle. It rises exactly when the bytes of at least one document change, compared
 //     with both stamped at the same revision. The new revision is max(stream sequence of the
 //     record, stored revision + 1). A change of access fields only (status, API enabled, key,
 //     redirect setting) rewrites the bundle with its revision unchanged; an event that changes
@@ -27,9 +33,8 @@
 //     takes max(replayed revision, stored revision + 1), so that a restart or an upgrade never
 //     goes back. A rebuild into an empty bucket gives every establishment the sequence of its
 //     last visible change.
-//   - A bundle is one KV value, so a reader switches all documents of an establishment at once
-//     (invariant 4). It is stored with EncodeBundle, which keeps every body byte for byte
-//     (invariant 5): the read API serves the stored slice and the entity tag computed here.
+//   - A bundle is one KV value, so a reader switches all documents of an establishment at once.
+//     It is stored with EncodeBundle, which keeps every body byte for byte: the read API serves the stored slice and the entity tag computed here.
 //   - A Notifier hears of a change only after its bundle is stored, and only when the revision
 //     rose. A Notifier error is logged: a signal channel that is down never holds content back.
 //   - An event that cannot be decoded (unknown type or schema version, malformed payload) is

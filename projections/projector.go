@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -73,6 +74,11 @@ type Config struct {
 	// it to the connection's maximum payload when that is lower, so that an oversized bundle is
 	// refused at once instead of retried.
 	MaxValueSize int
+	// Workers is how many establishments are projected at once, rendered, compressed and stored
+	// in parallel; zero means GOMAXPROCS. The records of one establishment are always projected
+	// by the same worker, in the order of the log, so the bundles and revisions stored are those
+	// of a projection one record at a time.
+	Workers int
 }
 
 // Validate reports a missing dependency.
@@ -83,6 +89,9 @@ func (c Config) Validate() error {
 	}
 	if c.KV == nil {
 		errs = append(errs, errors.New("projections: config: kv bucket is required"))
+	}
+	if c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("projections: config: workers %d is negative", c.Workers))
 	}
 	if c.MaxValueSize < 0 || c.MaxValueSize > MaxBundleSize {
 		errs = append(errs, fmt.Errorf("projections: config: max value size %d is outside 0 to %d", c.MaxValueSize, MaxBundleSize))
@@ -121,6 +130,9 @@ func New(cfg Config) (*Projector, error) {
 	}
 	if cfg.MaxValueSize == 0 {
 		cfg.MaxValueSize = MaxBundleSize
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
 	return &Projector{
 		cfg:      cfg,
@@ -187,33 +199,59 @@ func (p *Projector) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("projections: %w", err)
 	}
-	m := newModel(p.logger)
+	// The model is shared out among the workers by establishment: each works on its own share.
+	models := make([]*model, p.cfg.Workers)
+	for i := range models {
+		models[i] = newModel(p.logger)
+	}
 	start := time.Now()
-	last, err := p.read(ctx, 1, false, func(rec events.Record) error {
-		t := m.apply(rec)
-		if t == nil {
-			return nil
-		}
-		if u, ok := t.project(rec.Sequence); ok && u.write {
-			t.stored = summarize(&u.bundle)
-			if len(rec.Events) > 0 {
-				t.changed = rec.Events[0].Time
-			}
-		}
-		return nil
+	last, err := fanOut(ctx, models, replayRecord, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
+		return p.read(ctx, 1, nil, dispatch)
 	})
 	if err != nil {
 		return fmt.Errorf("projections: replay: %w", err)
 	}
-	written, err := p.reconcile(ctx, m, stored)
+	written, err := p.reconcile(ctx, models, stored)
 	if err != nil {
 		return fmt.Errorf("projections: reconcile: %w", err)
 	}
 	p.advance(last)
-	p.logger.Info("projections caught up", "position", last, "establishments", len(m.byslug),
+	established := 0
+	for _, m := range models {
+		established += len(m.byslug)
+	}
+	p.logger.Info("projections caught up", "position", last, "establishments", established,
 		"stored", len(stored), "written", written, "took", time.Since(start).Round(time.Millisecond))
 
-	_, err = p.read(ctx, last+1, true, func(rec events.Record) error { return p.handle(ctx, m, rec) })
+	// Records finish out of order across workers; the position moves past a record only once
+	// every record before it is stored.
+	reached := newWatermark()
+	dispatched := last
+	_, err = fanOut(ctx, models, func(ctx context.Context, m *model, rec events.Record) error {
+		if err := p.handle(ctx, m, rec); err != nil {
+			return err
+		}
+		if seq, ok := reached.finish(rec.Sequence); ok {
+			p.advance(seq)
+		}
+		return nil
+	}, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
+		skipped := func(seq uint64) {
+			dispatched = max(dispatched, seq)
+			reached.add(seq)
+			if seq, ok := reached.finish(seq); ok {
+				p.advance(seq)
+			}
+		}
+		return p.read(ctx, last+1, skipped, func(rec events.Record) error {
+			if rec.Sequence <= dispatched {
+				return nil // delivered again: already projected or on its way
+			}
+			dispatched = rec.Sequence
+			reached.add(rec.Sequence)
+			return dispatch(rec)
+		})
+	})
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -223,11 +261,29 @@ func (p *Projector) Run(ctx context.Context) error {
 	return fmt.Errorf("projections: follow: %w", err)
 }
 
-// read passes the records of the log from sequence from to fn: those stored now, or, with follow,
-// also those to come until ctx ends. A stored message that is not a readable record
-// (events.ErrInvalidRecord) is logged and passed over, so that one bad message never stops the
-// projection. It returns the sequence up to which the log has been read.
-func (p *Projector) read(ctx context.Context, from uint64, follow bool, fn func(events.Record) error) (uint64, error) {
+// replayRecord applies rec to the model and keeps the summary of the bundle a projection one
+// record at a time would have stored, without storing it.
+func replayRecord(_ context.Context, m *model, rec events.Record) error {
+	t := m.apply(rec)
+	if t == nil {
+		return nil
+	}
+	if u, ok := t.project(rec.Sequence); ok && u.write {
+		t.stored = summarize(&u.bundle)
+		if len(rec.Events) > 0 {
+			t.changed = rec.Events[0].Time
+		}
+	}
+	return nil
+}
+
+// read passes the records of the log from sequence from to fn: those stored now, or, when
+// skipped is not nil, also those to come until ctx ends. A stored message that is not a readable
+// record (events.ErrInvalidRecord) is logged and passed over, so that one bad message never stops
+// the projection; while following, skipped is told the sequence passed over. It returns the
+// sequence up to which the log has been read.
+func (p *Projector) read(ctx context.Context, from uint64, skipped func(seq uint64), fn func(events.Record) error) (uint64, error) {
+	follow := skipped != nil
 	seen := from - 1 // last sequence passed to fn
 	var skip uint64  // messages passed over after seen
 	accept := func(rec events.Record) error {
@@ -258,15 +314,51 @@ func (p *Projector) read(ctx context.Context, from uint64, follow bool, fn func(
 		skip++
 		p.logger.Error("skip unreadable message of the event log", "after_seq", seen, "skipped", skip, "err", err)
 		if follow {
-			p.advance(seen + skip)
+			skipped(seen + skip)
 		}
 	}
 }
 
 // reconcile stores, for every establishment of the replayed log, the bundle that follows the one
-// found in the bucket, and returns how many it wrote. Content equal to the stored content keeps
-// the stored revision; different content gets max(replayed revision, stored revision + 1).
-func (p *Projector) reconcile(ctx context.Context, m *model, stored map[string]*summary) (int, error) {
+// found in the bucket, each worker its share of the establishments, and returns how many it
+// wrote. Content equal to the stored content keeps the stored revision; different content gets
+// max(replayed revision, stored revision + 1).
+func (p *Projector) reconcile(ctx context.Context, models []*model, stored map[string]*summary) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		written  int
+		failures []error
+	)
+	for _, m := range models {
+		wg.Go(func() {
+			n, err := p.reconcileModel(ctx, m, stored)
+			mu.Lock()
+			defer mu.Unlock()
+			written += n
+			if err != nil {
+				failures = append(failures, err)
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		return written, failures[0]
+	}
+	for slug := range stored {
+		if t := models[laneOf(slug, len(models))].byslug[slug]; t == nil || !t.agg.Created {
+			p.logger.Warn("stored bundle of an establishment absent from the log is left as it is", "slug", slug)
+		}
+	}
+	return written, nil
+}
+
+// reconcileModel reconciles the establishments of one worker's share of the model, in the order
+// of their slugs.
+func (p *Projector) reconcileModel(ctx context.Context, m *model, stored map[string]*summary) (int, error) {
 	written := 0
 	for _, slug := range slices.Sorted(maps.Keys(m.byslug)) {
 		t := m.byslug[slug]
@@ -298,19 +390,11 @@ func (p *Projector) reconcile(ctx context.Context, m *model, stored map[string]*
 			written++
 		}
 	}
-	for slug := range stored {
-		if t := m.byslug[slug]; t == nil || !t.agg.Created {
-			p.logger.Warn("stored bundle of an establishment absent from the log is left as it is", "slug", slug)
-		}
-	}
 	return written, nil
 }
 
-// handle projects one live record.
+// handle projects one live record on the share of the model of its establishment.
 func (p *Projector) handle(ctx context.Context, m *model, rec events.Record) error {
-	if rec.Sequence <= p.Position() {
-		return nil // delivered again: already projected
-	}
 	if t := m.apply(rec); t != nil {
 		if u, ok := t.project(rec.Sequence); ok && u.write {
 			stored, err := p.store(ctx, u)
@@ -322,7 +406,6 @@ func (p *Projector) handle(ctx context.Context, m *model, rec events.Record) err
 			}
 		}
 	}
-	p.advance(rec.Sequence)
 	return nil
 }
 

@@ -47,23 +47,24 @@ var allRoles = []string{roleAPI, roleProjector, roleWebhook, roleClock, roleAdmi
 
 // Config is the configuration of serve.
 type Config struct {
-	DataDir      string
-	NATSURL      string // empty: run the embedded server
-	NATSListen   string // embedded server's client listener, host:port; port -1 picks one
-	SyncAlways   bool
-	Replicas     int
-	HTTPAddr     string
-	AdminAddr    string
-	AdminToken   string
-	Roles        []string
-	Today        string // fixed local date YYYY-MM-DD for every establishment; empty: wall clock
-	ClockEvery   time.Duration
-	Demo         bool
-	PublicURL    string // base URL printed in the demo's examples
-	CacheSize    int    // aggregates the write side keeps in memory
-	SnapshotEach int    // records folded before an aggregate snapshot is written
-	LogLevel     string
-	DuplicateTTL time.Duration
+	DataDir          string
+	NATSURL          string // empty: run the embedded server
+	NATSListen       string // embedded server's client listener, host:port; port -1 picks one
+	SyncAlways       bool
+	Replicas         int
+	HTTPAddr         string
+	AdminAddr        string
+	AdminToken       string
+	Roles            []string
+	Today            string // fixed local date YYYY-MM-DD for every establishment; empty: wall clock
+	ClockEvery       time.Duration
+	Demo             bool
+	PublicURL        string // base URL printed in the demo's examples
+	CacheSize        int    // aggregates the write side keeps in memory
+	SnapshotEach     int    // records folded before an aggregate snapshot is written
+	ProjectorWorkers int    // establishments projected at once; 0: one per CPU
+	LogLevel         string
+	DuplicateTTL     time.Duration
 
 	KeyQuota       int
 	IPQuota        int
@@ -99,6 +100,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Demo, "demo", false, "load the sample establishment and print its key and example requests")
 	fs.IntVar(&c.CacheSize, "aggregate-cache", app.DefaultCacheSize, "establishments the admin and clock roles keep in memory (least recently used first out)")
 	fs.IntVar(&c.SnapshotEach, "snapshot-every", app.DefaultSnapshotEvery, "records folded into an establishment before its snapshot is written again")
+	fs.IntVar(&c.ProjectorWorkers, "projector-workers", 0, "establishments the projector renders and stores at once (0: one per CPU)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of the read API shown in the demo (default from --http)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.DuplicateTTL, "dedupe-window", time.Hour, "how long a command id is remembered for idempotent retries")
@@ -262,6 +264,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			Notifier: signalNotifier{m.Signals},
 			// A bundle larger than the server accepts is refused at once rather than retried.
 			MaxValueSize: m.maxBundle(),
+			Workers:      c.ProjectorWorkers,
 		})
 		if err != nil {
 			return err

@@ -1,0 +1,105 @@
+package projections
+
+import (
+	"context"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/opencarte/publisher/events"
+)
+
+// laneQueue is how many records wait for each worker; with the records being handled, it bounds
+// what the projector holds beyond its model.
+const laneQueue = 64
+
+// laneOf returns the worker of the establishment slug among n: always the same one, so that the
+// records of one establishment are projected in the order of the log.
+func laneOf(slug string, n int) int { return int(xxhash.Sum64String(slug) % uint64(n)) }
+
+// fanOut runs source, which passes records to dispatch in the order of the log; each record is
+// handled by work on the worker of its establishment, with that worker's share of the model. It
+// returns once source returned and every dispatched record was handled: the first error of work
+// if any (dispatch then fails with the context's error, and later records are not handled),
+// otherwise source's result.
+func fanOut(ctx context.Context, models []*model,
+	work func(context.Context, *model, events.Record) error,
+	source func(ctx context.Context, dispatch func(events.Record) error) (uint64, error),
+) (uint64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		once    sync.Once
+		failure error
+		wg      sync.WaitGroup
+	)
+	queues := make([]chan events.Record, len(models))
+	for i, m := range models {
+		q := make(chan events.Record, laneQueue)
+		queues[i] = q
+		wg.Go(func() {
+			for rec := range q {
+				if ctx.Err() != nil {
+					continue // stopping: what is queued is dropped
+				}
+				if err := work(ctx, m, rec); err != nil {
+					once.Do(func() { failure = err; cancel() })
+				}
+			}
+		})
+	}
+	dispatch := func(rec events.Record) error {
+		select {
+		case queues[laneOf(rec.Establishment, len(queues))] <- rec:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	last, err := source(ctx, dispatch)
+	for _, q := range queues {
+		close(q)
+	}
+	wg.Wait()
+	if failure != nil {
+		return last, failure
+	}
+	return last, err
+}
+
+// watermark tells how far the log is projected when records finish out of order: up to the
+// last sequence before which every dispatched record finished.
+type watermark struct {
+	mu      sync.Mutex
+	pending []uint64            // dispatched and not yet passed, in the order of the log
+	done    map[uint64]struct{} // finished, still behind an unfinished one
+}
+
+func newWatermark() *watermark { return &watermark{done: make(map[uint64]struct{})} }
+
+// add records that seq is dispatched; sequences are added in increasing order.
+func (w *watermark) add(seq uint64) {
+	w.mu.Lock()
+	w.pending = append(w.pending, seq)
+	w.mu.Unlock()
+}
+
+// finish records that seq is handled and returns the sequence the projection reached, with false
+// while an earlier record is still being handled.
+func (w *watermark) finish(seq uint64) (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done[seq] = struct{}{}
+	var reached uint64
+	moved := false
+	for len(w.pending) > 0 {
+		s := w.pending[0]
+		if _, ok := w.done[s]; !ok {
+			break
+		}
+		delete(w.done, s)
+		w.pending = w.pending[1:]
+		reached, moved = s, true
+	}
+	return reached, moved
+}
