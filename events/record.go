@@ -121,7 +121,7 @@ func writeString(buf *bytes.Buffer, s string) {
 // returned compacted. The Sequence of the result is zero.
 func Decode(data []byte) (Record, error) {
 	var r Record
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := Unmarshal(data, &r); err != nil {
 		return Record{}, fmt.Errorf("decode record: %w: %w", ErrInvalidRecord, err)
 	}
 	// Unmarshal has checked each payload is a JSON value; Compact below reads it once more.

@@ -215,3 +215,34 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUnmarshal checks events.Unmarshal against encoding/json on records: the same values
+// accepted, decoded the same.
+func FuzzUnmarshal(f *testing.F) {
+	data, err := events.Encode(validRecord())
+	if err != nil {
+		f.Fatalf("Encode: %v", err)
+	}
+	f.Add(data)
+	for _, s := range invalidRecordSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{
+		`{"events":[{"payload":{"a":1,}}]}`, `{"events":[{"payload":"\x"}]}`, `{"events":[{"time":"2025-13-01T00:00:00Z"}]}`,
+		`{"events":[{"time":"2025-03-01T09:30:00.5+02:00"}]}`, `{"events":[{"schema_version":1.5}]}`, `{"events":null}`,
+		`{"command_id":"a","COMMAND_ID":"b"}`, "{\"establishment\":\"\xff\"}", `{"events":[{"payload":01}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want, got events.Record
+		wantErr := json.Unmarshal(data, &want)
+		gotErr := events.Unmarshal(data, &got)
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("Unmarshal(%q): error %v, encoding/json: %v", data, gotErr, wantErr)
+		}
+		if wantErr == nil && !cmp.Equal(got, want) {
+			t.Fatalf("Unmarshal(%q) mismatch (-encoding/json +Unmarshal):\n%s", data, cmp.Diff(want, got))
+		}
+	})
+}

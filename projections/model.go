@@ -44,7 +44,7 @@ func (m *model) apply(rec events.Record) *tracked {
 		m.byslug[rec.Establishment] = t
 	}
 	for _, env := range rec.Events {
-		ev, err := domain.DecodeEvent(env.Type, env.SchemaVersion, env.Payload)
+		ev, err := domain.DecodeEventWith(env.Type, env.SchemaVersion, env.Payload, events.Unmarshal)
 		if err != nil {
 			m.logger.Warn("skip undecodable event",
 				"seq", rec.Sequence, "establishment", rec.Establishment, "event", env.ID,

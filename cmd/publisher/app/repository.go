@@ -35,7 +35,7 @@ func (a *aggregate) apply(rec events.Record, c *Commands) {
 		a.remember(rec.CommandID, rec.Sequence, len(rec.Events), rec.Events[0].Time, c.now())
 	}
 	for _, env := range rec.Events {
-		ev, err := domain.DecodeEvent(env.Type, env.SchemaVersion, env.Payload)
+		ev, err := domain.DecodeEventWith(env.Type, env.SchemaVersion, env.Payload, events.Unmarshal)
 		if err != nil {
 			c.logger.Warn("skipping undecodable event", "establishment", rec.Establishment, "sequence", rec.Sequence, "type", env.Type, "err", err)
 			continue
