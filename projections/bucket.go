@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -95,17 +98,131 @@ func sizeBound(b dockey.Bundle) (int, error) {
 	return bound + len(rest), err
 }
 
-// EncodeBundle returns the stored form of b: compact JSON in which the document bodies appear
-// byte for byte as rendered (no HTML escaping), so that what a reader decodes is what was
-// rendered and what its entity tag covers.
+// EncodeBundle returns the stored form of b: compact JSON, the fields in the order and with the
+// escaping of encoding/json without HTML escaping, in which the document bodies appear byte for
+// byte as rendered, so that what a reader decodes is what was rendered and what its entity tag
+// covers. The encoding is written by hand: it is on the path of every stored change, and
+// encoding/json would scan each body twice more (validity, compaction) for nothing, Render making
+// compact JSON. A body that is not JSON makes a value every reader refuses to decode. An empty
+// body is written null.
 func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(b); err != nil {
-		return nil, fmt.Errorf("encode bundle %s: %w", b.Slug, err)
+	size := 512 + len(b.MasterMenuURL) + 64*len(b.Redirects)
+	eachDocument(b, func(d *dockey.Document) {
+		size += len(d.Body) + base64.StdEncoding.EncodedLen(len(d.Gzip)) + 64
+	})
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.WriteString(`{"slug":`)
+	writeString(buf, b.Slug)
+	buf.WriteString(`,"content_revision":`)
+	buf.WriteString(strconv.FormatInt(b.Revision, 10))
+	buf.WriteString(`,"status":`)
+	writeString(buf, b.Status)
+	buf.WriteString(`,"public_api_enabled":`)
+	buf.WriteString(strconv.FormatBool(b.APIEnabled))
+	if b.KeyHash != "" {
+		buf.WriteString(`,"key_hash":`)
+		writeString(buf, b.KeyHash)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	buf.WriteString(`,"menu_redirect_enabled":`)
+	buf.WriteString(strconv.FormatBool(b.MenuRedirectEnabled))
+	if b.MasterMenuURL != "" {
+		buf.WriteString(`,"master_menu_url":`)
+		writeString(buf, b.MasterMenuURL)
+	}
+	if len(b.Redirects) > 0 {
+		buf.WriteString(`,"redirects":{`)
+		for i, menuType := range slices.Sorted(maps.Keys(b.Redirects)) {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			writeString(buf, menuType)
+			r := b.Redirects[menuType]
+			buf.WriteString(`:{`)
+			if r.FR != "" {
+				buf.WriteString(`"fr":`)
+				writeString(buf, r.FR)
+			}
+			if r.EN != "" {
+				if r.FR != "" {
+					buf.WriteByte(',')
+				}
+				buf.WriteString(`"en":`)
+				writeString(buf, r.EN)
+			}
+			buf.WriteByte('}')
+		}
+		buf.WriteByte('}')
+	}
+	buf.WriteString(`,"establishment":`)
+	writeDocument(buf, &b.Establishment)
+	buf.WriteString(`,"hours":`)
+	writeDocument(buf, &b.Hours)
+	buf.WriteString(`,"menus":`)
+	writeVariants(buf, &b.Menus)
+	if len(b.MenuDetails) > 0 {
+		buf.WriteString(`,"menu_details":{`)
+		for i, menuType := range slices.Sorted(maps.Keys(b.MenuDetails)) {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			writeString(buf, menuType)
+			buf.WriteByte(':')
+			v := b.MenuDetails[menuType]
+			writeVariants(buf, &v)
+		}
+		buf.WriteByte('}')
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+func writeVariants(buf *bytes.Buffer, v *dockey.Variants) {
+	buf.WriteString(`{"all":`)
+	writeDocument(buf, &v.All)
+	buf.WriteString(`,"fr":`)
+	writeDocument(buf, &v.FR)
+	buf.WriteString(`,"en":`)
+	writeDocument(buf, &v.EN)
+	buf.WriteByte('}')
+}
+
+func writeDocument(buf *bytes.Buffer, d *dockey.Document) {
+	buf.WriteString(`{"body":`)
+	if len(d.Body) == 0 {
+		buf.WriteString("null")
+	} else {
+		buf.Write(d.Body)
+	}
+	buf.WriteString(`,"etag":`)
+	writeString(buf, d.ETag)
+	if len(d.Gzip) > 0 {
+		buf.WriteString(`,"gzip":"`)
+		buf.Grow(base64.StdEncoding.EncodedLen(len(d.Gzip)))
+		buf.Write(base64.StdEncoding.AppendEncode(buf.AvailableBuffer(), d.Gzip))
+		buf.WriteByte('"')
+	}
+	buf.WriteByte('}')
+}
+
+// writeString writes s as a JSON string the way encoding/json does without HTML escaping. Text
+// of plain printable ASCII, nearly every string of a bundle outside the bodies, is written as it
+// is.
+func writeString(buf *bytes.Buffer, s string) {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
+	}
+	if plain {
+		buf.WriteByte('"')
+		buf.WriteString(s)
+		buf.WriteByte('"')
+		return
+	}
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)           // a string always encodes
+	buf.Truncate(buf.Len() - 1) // the newline Encode adds
 }
 
 // loadSummaries reads every bundle stored in kv and returns their summaries, by slug; one bundle
