@@ -23,9 +23,12 @@ type Difference struct {
 
 // Report is the outcome of Verify.
 type Report struct {
-	Position    uint64       `json:"position"`    // last sequence of the log when the check began
-	Checked     int          `json:"checked"`     // establishments compared
-	Differences []Difference `json:"differences"` // empty when the bucket is exactly the log's rendering
+	Position  uint64 `json:"position"`  // last sequence of the log when the check began
+	Checked   int    `json:"checked"`   // establishments compared
+	Different int    `json:"different"` // establishments that differ; 0 when the bucket is exactly the log's rendering
+	// Differences names the different establishments and why, by slug, at most
+	// VerifyConfig.MaxDifferences of them.
+	Differences []Difference `json:"differences"`
 }
 
 // VerifyLog is what Verify reads of the event log; *events.Store satisfies it.
@@ -47,14 +50,20 @@ type VerifyBucket interface {
 // DefaultVerifyWorkers is how many establishments Verify checks at once unless told otherwise.
 const DefaultVerifyWorkers = 8
 
+// DefaultMaxDifferences is how many differences a Report lists unless told otherwise.
+const DefaultMaxDifferences = 1000
+
 // VerifyConfig is what Verify needs.
 type VerifyConfig struct {
 	Log VerifyLog
 	KV  VerifyBucket
 	// Workers bounds the establishments checked at once; 0 is DefaultVerifyWorkers.
 	Workers int
-	// Progress, optional, is called now and then with the establishments checked so far and
-	// their total.
+	// MaxDifferences bounds the differences a Report lists, all of them counted; 0 is
+	// DefaultMaxDifferences.
+	MaxDifferences int
+	// Progress, optional, is called after each establishment with the number checked so far and
+	// their total, from several goroutines at once.
 	Progress func(done, total int)
 	// Logger receives skipped events; nil discards them.
 	Logger *slog.Logger
@@ -80,6 +89,10 @@ func Verify(ctx context.Context, cfg VerifyConfig) (Report, error) {
 	workers := cfg.Workers
 	if workers <= 0 {
 		workers = DefaultVerifyWorkers
+	}
+	maxDifferences := cfg.MaxDifferences
+	if maxDifferences <= 0 {
+		maxDifferences = DefaultMaxDifferences
 	}
 	position, err := cfg.Log.LastStreamSequence(ctx)
 	if err != nil {
@@ -117,10 +130,13 @@ func Verify(ctx context.Context, cfg VerifyConfig) (Report, error) {
 					r.Checked++
 				}
 				if diff != "" {
-					r.Differences = append(r.Differences, Difference{Slug: slug, Reason: diff})
+					r.Different++
+					if len(r.Differences) < maxDifferences {
+						r.Differences = append(r.Differences, Difference{Slug: slug, Reason: diff})
+					}
 				}
 				mu.Unlock()
-				if n := int(done.Add(1)); cfg.Progress != nil && (n%1000 == 0 || n == len(slugs)) {
+				if n := int(done.Add(1)); cfg.Progress != nil {
 					cfg.Progress(n, len(slugs))
 				}
 			}

@@ -1,9 +1,11 @@
 package projections
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections/dockey"
 )
 
 func TestVerifyComparesTheBucketWithTheLog(t *testing.T) {
@@ -40,5 +42,50 @@ func TestVerifyComparesTheBucketWithTheLog(t *testing.T) {
 	}
 	if len(rep.Differences) != 1 || rep.Differences[0].Slug != "chez-marcel" {
 		t.Errorf("altered bundle: got %+v, want one difference on chez-marcel", rep.Differences)
+	}
+}
+
+// TestVerifyListsABoundedNumberOfDifferences counts every different establishment but lists at
+// most MaxDifferences of them.
+func TestVerifyListsABoundedNumberOfDifferences(t *testing.T) {
+	n := newNATSEnv(t)
+	slugs := []string{"diff-a", "diff-b", "diff-c"}
+	var seq uint64
+	for _, slug := range slugs {
+		s := readSnapshot(t, "../cmd/publisher/demo.json")
+		s.Slug = slug
+		n.append(t, slug, importEvents(t, domain.New(domain.Slug(slug)), s)...)
+		seq = n.append(t, slug, domain.DayStarted{Date: date(t, "2026-11-22")})
+	}
+	r := startProjector(t, n.store, n.kv, nil)
+	r.waitFor(t, seq)
+	_ = r.stop(t)
+	for _, slug := range slugs {
+		b, _, _ := entry(t, n.kv, slug)
+		b.Revision++
+		value, err := EncodeBundle(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.kv.Put(testContext(t), dockey.Key(slug), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var calls atomic.Int64
+	rep, err := Verify(testContext(t), VerifyConfig{Log: n.store, KV: n.kv, MaxDifferences: 2,
+		Progress: func(done, total int) {
+			calls.Add(1)
+			if done < 1 || done > total || total != len(slugs) {
+				t.Errorf("progress %d of %d, want at most %d of %d", done, total, len(slugs), len(slugs))
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Checked != 3 || rep.Different != 3 || len(rep.Differences) != 2 {
+		t.Errorf("got %d checked, %d different, %d listed; want 3, 3 and 2", rep.Checked, rep.Different, len(rep.Differences))
+	}
+	if calls.Load() != int64(len(slugs)) {
+		t.Errorf("progress called %d times, want once per establishment", calls.Load())
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opencarte/publisher/projections/dockey"
 )
 
 func TestFlagsHaveEnvironmentTwins(t *testing.T) {
@@ -95,10 +97,37 @@ func TestImportAndAdminCommands(t *testing.T) {
 func TestVerifyCommand(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-22")
 	demo, _ := os.ReadFile("demo.json")
-	m.admin(t, "PUT", "/admin/v1/establishments/chez-marcel", demo)
-	var out bytes.Buffer
-	err := run(context.Background(), []string{"verify", "--nats-url", m.NATS.ClientURL()}, &out, io.Discard, func(string) string { return "" })
-	if err != nil || !strings.Contains(out.String(), `"checked": 1`) || !strings.Contains(out.String(), `"differences": []`) {
+	m.admin(t, "PUT", "/admin/v1/establishments/chez-marcel?wait=true", demo)
+	var out, errOut bytes.Buffer
+	verifyArgs := []string{"verify", "--nats-url", m.NATS.ClientURL(), "--progress", "plain"}
+	err := run(context.Background(), verifyArgs, &out, &errOut, func(string) string { return "" })
+	if err != nil || !strings.Contains(out.String(), `"checked": 1`) || !strings.Contains(out.String(), `"different": 0`) ||
+		!strings.Contains(out.String(), `"differences": []`) {
 		t.Errorf("verify: got %v\n%s", err, out.String())
+	}
+	// The last progress line, then the summary with the rate.
+	if !strings.Contains(errOut.String(), "verified 1 of 1 establishments (") || !strings.Contains(errOut.String(), "verify: 1 establishments checked up to sequence ") {
+		t.Errorf("verify: stderr %q, want a progress line and the summary", errOut.String())
+	}
+
+	// A bundle altered behind the projector's back: verify names it and fails.
+	e, err := m.Docs.Get(t.Context(), dockey.Key("chez-marcel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	altered := bytes.Replace(e.Value(), []byte(`"status":"active"`), []byte(`"status":"draft"`), 1)
+	if bytes.Equal(altered, e.Value()) {
+		t.Fatal("the demo's bundle is not active")
+	}
+	if _, err := m.Docs.Put(t.Context(), dockey.Key("chez-marcel"), altered); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err = run(context.Background(), append(verifyArgs, "--progress", "none"), &out, io.Discard, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "1 of 1 establishments differ") {
+		t.Errorf("verify of an altered bundle: got %v, want an error naming 1 of 1", err)
+	}
+	if !strings.Contains(out.String(), `"different": 1`) || !strings.Contains(out.String(), `"slug": "chez-marcel"`) {
+		t.Errorf("verify of an altered bundle: report %s, want chez-marcel listed", out.String())
 	}
 }

@@ -6,10 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
 
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
@@ -17,16 +23,27 @@ import (
 )
 
 // verify rebuilds every establishment's documents from the event log and compares them with the
-// live documents bucket, one establishment at a time per worker.
+// live documents bucket, one establishment at a time per worker, showing its progress on stderr.
 func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS to read from (a running serve's embedded server listens there)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
 	workers := fs.Int("workers", projections.DefaultVerifyWorkers, "establishments checked at once")
+	maxDiffs := fs.Int("max-differences", projections.DefaultMaxDifferences, "differences listed in the report (all are counted)")
+	progress := fs.String("progress", "auto", "progress on stderr: bar, plain (a line every --progress-every), none, or auto (a bar on a terminal, plain lines otherwise)")
+	every := fs.Duration("progress-every", 5*time.Second, "interval of the plain progress lines")
 	fs.Usage = usageWithEnv(fs, "publisher verify [flags]")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
+	}
+	switch {
+	case *progress != "auto" && *progress != "bar" && *progress != "plain" && *progress != "none":
+		return fmt.Errorf("--progress %q: want auto, bar, plain or none", *progress)
+	case *every <= 0:
+		return fmt.Errorf("--progress-every %s: want a positive duration", *every)
+	case *maxDiffs <= 0:
+		return fmt.Errorf("--max-differences %d: want a positive number", *maxDiffs)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -47,20 +64,97 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	if err != nil {
 		return fmt.Errorf("documents bucket: %w", err)
 	}
+	start := time.Now()
+	show, stop := startVerifyProgress(stderr, *progress, *every, start)
 	rep, err := projections.Verify(ctx, projections.VerifyConfig{
-		Log: store, KV: kv, Workers: *workers,
-		Progress: func(done, total int) { fmt.Fprintf(stderr, "verified %d of %d establishments\n", done, total) },
+		Log: store, KV: kv, Workers: *workers, MaxDifferences: *maxDiffs, Progress: show,
 	})
+	stop(err == nil)
 	if err != nil {
 		return err
 	}
+	took := time.Since(start)
+	fmt.Fprintf(stderr, "verify: %d establishments checked up to sequence %d in %s (%.0f/s), %d different\n",
+		rep.Checked, rep.Position, took.Round(time.Millisecond), float64(rep.Checked)/max(took.Seconds(), 1e-9), rep.Different)
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(rep); err != nil {
 		return err
 	}
-	if len(rep.Differences) > 0 {
-		return fmt.Errorf("verify: %d of %d establishments differ from the log", len(rep.Differences), rep.Checked)
+	if rep.Different > 0 {
+		return fmt.Errorf("verify: %d of %d establishments differ from the log", rep.Different, rep.Checked)
 	}
 	return nil
+}
+
+// startVerifyProgress shows verify's progress on w as mode says: a bar with the rate and the
+// time left, a line every interval, or nothing. It returns the progress function to give Verify
+// and the function that ends the display (plain lines end with one more), ok saying whether the
+// check completed.
+func startVerifyProgress(w io.Writer, mode string, every time.Duration, start time.Time) (func(done, total int), func(ok bool)) {
+	var done, total atomic.Int64
+	record := func(d, t int) {
+		total.Store(int64(t))
+		for {
+			cur := done.Load()
+			if int64(d) <= cur || done.CompareAndSwap(cur, int64(d)) {
+				return
+			}
+		}
+	}
+	if mode == "auto" {
+		mode = "plain"
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			mode = "bar"
+		}
+	}
+	switch mode {
+	case "plain":
+		tick := time.NewTicker(every)
+		quit, ended := make(chan struct{}), make(chan struct{})
+		line := func() {
+			fmt.Fprintf(w, "verified %d of %d establishments (%.0f/s)\n", done.Load(), total.Load(), rate(done.Load(), start))
+		}
+		go func() {
+			defer close(ended)
+			for {
+				select {
+				case <-tick.C:
+					line()
+				case <-quit:
+					line()
+					return
+				}
+			}
+		}()
+		return record, func(bool) {
+			tick.Stop()
+			close(quit)
+			<-ended
+		}
+	case "bar":
+		p := mpb.New(mpb.WithOutput(w), mpb.WithAutoRefresh(), mpb.ContainerOptional(mpb.ForceTTY(), true))
+		bar := p.New(0, mpb.BarStyle(),
+			mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
+				return fmt.Sprintf("%d of %d establishments", done.Load(), total.Load())
+			}, decor.WCSyncSpaceR)),
+			mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace),
+				decor.Any(func(decor.Statistics) string { return fmt.Sprintf("%.0f/s", rate(done.Load(), start)) }, decor.WCSyncSpace),
+				decor.OnComplete(decor.Name("ETA", decor.WC{C: decor.DextraSpace}), ""),
+				decor.OnComplete(decor.NewAverageETA(decor.ET_STYLE_GO, start, nil, decor.WC{C: decor.DextraSpace}), "done")))
+		var sized sync.Once
+		return func(d, t int) {
+				record(d, t)
+				sized.Do(func() { bar.SetTotal(int64(t), false) })
+				bar.SetCurrent(done.Load())
+			}, func(ok bool) {
+				if ok {
+					bar.SetTotal(-1, true)
+				} else {
+					bar.Abort(false)
+				}
+				p.Wait()
+			}
+	}
+	return record, func(bool) {}
 }

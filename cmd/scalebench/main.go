@@ -648,7 +648,7 @@ type verified struct {
 }
 
 func (s *service) verify(ctx context.Context) (verified, error) {
-	cmd := exec.CommandContext(ctx, s.bin, "verify", "--nats-url", s.natsURL)
+	cmd := exec.CommandContext(ctx, s.bin, "verify", "--nats-url", s.natsURL, "--progress", "none")
 	out, err := cmd.Output()
 	v := verified{exit: "0"}
 	var ee *exec.ExitError
@@ -658,14 +658,14 @@ func (s *service) verify(ctx context.Context) (verified, error) {
 		return v, err
 	}
 	var rep struct {
-		Position    uint64            `json:"position"`
-		Checked     int               `json:"checked"`
-		Differences []json.RawMessage `json:"differences"`
+		Position  uint64 `json:"position"`
+		Checked   int    `json:"checked"`
+		Different int    `json:"different"`
 	}
 	if jerr := json.Unmarshal(out, &rep); jerr != nil {
 		v.summary = "unreadable report: " + jerr.Error()
 	} else {
-		v.summary = fmt.Sprintf("%d establishments checked up to sequence %d, %d differences", rep.Checked, rep.Position, len(rep.Differences))
+		v.summary = fmt.Sprintf("%d establishments checked up to sequence %d, %d differences", rep.Checked, rep.Position, rep.Different)
 	}
 	if v.exit != "0" {
 		return v, fmt.Errorf("verify exited %s: %s", v.exit, v.summary)
