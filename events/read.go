@@ -76,6 +76,11 @@ const readBatch = 256
 // was to reach: a request that timed out, a connection lost, or a replica behind the leader.
 var errIncompleteRead = errors.New("read ended early")
 
+// readAttempts is how many times a batch that brings nothing is asked again before a read is
+// incomplete: under load a server can take longer to answer than the client waits (its request
+// timeout when the context has no deadline), and asking again from the same sequence is safe.
+const readAttempts = 3
+
 // readBatchBytes bounds the bytes one direct get request brings: the replies of a batch arrive in
 // one burst, and the server drops a connection whose pending replies pass its limit (64 MiB by
 // default) whatever else the connection carries.
@@ -95,15 +100,16 @@ func (s *Store) walk(ctx context.Context, subject string, start jetstreamext.Get
 		to = last
 	}
 	var seen uint64
-	for {
+	for attempt := 1; ; {
 		msgs, err := jetstreamext.GetBatch(ctx, s.js, StreamName, readBatch, start,
 			jetstreamext.GetBatchSubject(subject), jetstreamext.GetBatchMaxBytes(readBatchBytes))
 		if err != nil {
 			return err
 		}
-		n := 0
+		n, none := 0, false
 		for msg, err := range msgs {
 			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				none = true // the server's answer, not a request that timed out
 				break
 			}
 			if err != nil {
@@ -121,16 +127,20 @@ func (s *Store) walk(ctx context.Context, subject string, start jetstreamext.Get
 			}
 		}
 		if n == 0 {
-			if fromTime && seen == 0 {
+			if fromTime && seen == 0 && none {
 				return nil // nothing on subject since that time
 			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			return fmt.Errorf("%w: at sequence %d of %d", errIncompleteRead, seen, to)
+			if attempt < readAttempts {
+				attempt++
+				continue // the same batch again
+			}
+			return fmt.Errorf("%w: at sequence %d of %d (%d attempts)", errIncompleteRead, seen, to, readAttempts)
 		}
 		// A batch ends at its count or its byte limit: go on after what it brought.
-		start = jetstreamext.GetBatchSeq(seen + 1)
+		start, attempt = jetstreamext.GetBatchSeq(seen+1), 1
 	}
 }
 
