@@ -133,9 +133,9 @@ func (s *Store) walk(ctx context.Context, subject string, start jetstreamext.Get
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if attempt < readAttempts {
+			if attempt < readAttempts && !none {
 				attempt++
-				continue // the same batch again
+				continue // unanswered: the same batch again
 			}
 			return fmt.Errorf("%w: at sequence %d of %d (%d attempts)", errIncompleteRead, seen, to, readAttempts)
 		}

@@ -86,6 +86,7 @@ func CreatedBound(eventBytes int) int { return 30*eventBytes + 256<<10 }
 
 // sizeBound returns a size the stored form of b, once compressed, cannot exceed.
 func sizeBound(b dockey.Bundle) (int, error) {
+	b.MenuDetails = maps.Clone(b.MenuDetails) // emptied below: the caller's map stays whole
 	bound := 0
 	eachDocument(&b, func(d *dockey.Document) {
 		// The body as it is, its tag escaped, and a base64 gzip coding of at most the body plus
@@ -106,10 +107,15 @@ func sizeBound(b dockey.Bundle) (int, error) {
 // compact JSON. A body that is not JSON makes a value every reader refuses to decode. An empty
 // body is written null.
 func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
+	// The size is summed without eachDocument, which writes the menu details back: encoding b
+	// must not write to it.
 	size := 512 + len(b.MasterMenuURL) + 64*len(b.Redirects)
-	eachDocument(b, func(d *dockey.Document) {
-		size += len(d.Body) + base64.StdEncoding.EncodedLen(len(d.Gzip)) + 64
-	})
+	docSize := func(d *dockey.Document) int { return len(d.Body) + base64.StdEncoding.EncodedLen(len(d.Gzip)) + 64 }
+	variantsSize := func(v *dockey.Variants) int { return docSize(&v.All) + docSize(&v.FR) + docSize(&v.EN) }
+	size += docSize(&b.Establishment) + docSize(&b.Hours) + variantsSize(&b.Menus)
+	for _, v := range b.MenuDetails {
+		size += variantsSize(&v)
+	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.WriteString(`{"slug":`)
 	writeString(buf, b.Slug)

@@ -34,9 +34,11 @@
 //     goes back. A rebuild into an empty bucket gives every establishment the sequence of its
 //     last visible change.
 //   - A bundle is one KV value, so a reader switches all documents of an establishment at once.
-//     It is stored with EncodeBundle, which keeps every body byte for byte: the read API serves the stored slice and the entity tag computed here.
+//     It is stored with EncodeBundle, which keeps every body byte for byte: the read API serves
+//     the stored slice and the entity tag computed here.
 //   - A Notifier hears of a change only after its bundle is stored, and only when the revision
-//     rose. A Notifier error is logged: a signal channel that is down never holds content back.
+//     rose. A Notifier error is retried until it succeeds: a change stored is never left
+//     unannounced, and meanwhile the worker of that establishment waits.
 //   - An event that cannot be decoded (unknown type or schema version, malformed payload) is
 //     logged and skipped, and the other events of its record still apply; a stored message that
 //     is not a record at all is logged and passed over. Neither stops the projection.

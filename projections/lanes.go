@@ -57,6 +57,11 @@ func fanOut(ctx context.Context, models []*model,
 		}
 	}
 	last, err := source(ctx, dispatch)
+	if err != nil {
+		// The records still queued are not handled: a worker retrying a write would otherwise
+		// keep Run from returning the source's failure.
+		cancel()
+	}
 	for _, q := range queues {
 		close(q)
 	}

@@ -3,6 +3,7 @@ package projections
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
 )
 
 // bucketNamed creates a bundle bucket of its own for one projector of a comparison.
@@ -202,5 +204,37 @@ func TestWatermarkReachesOnlyWhatIsFinishedBeforeIt(t *testing.T) {
 	}
 	if len(w.pending) != 0 || len(w.done) != 0 {
 		t.Errorf("watermark holds %d pending and %d done after everything finished", len(w.pending), len(w.done))
+	}
+}
+
+// A failing source stops the workers, even one that would retry a write until the context ends:
+// fanOut returns the source's error instead of waiting for them.
+func TestFanOutReturnsWhenTheSourceFails(t *testing.T) {
+	failure := errors.New("the log stopped")
+	models := []*model{newModel(slog.New(slog.DiscardHandler)), newModel(slog.New(slog.DiscardHandler))}
+	done := make(chan error, 1)
+	go func() {
+		_, err := fanOut(context.Background(), models,
+			func(ctx context.Context, _ *model, _ events.Record) error {
+				<-ctx.Done() // a write retried until the projector stops
+				return ctx.Err()
+			},
+			func(_ context.Context, dispatch func(events.Record) error) (uint64, error) {
+				for i := range 10 {
+					if err := dispatch(events.Record{Establishment: fmt.Sprintf("e-%d", i), Sequence: uint64(i + 1)}); err != nil {
+						return 0, err
+					}
+				}
+				return 10, failure
+			})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, failure) {
+			t.Errorf("fanOut: got %v, want the source's error", err)
+		}
+	case <-testContext(t).Done():
+		t.Fatal("fanOut did not return after its source failed")
 	}
 }

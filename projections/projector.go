@@ -68,7 +68,8 @@ type Config struct {
 	KV Bucket
 	// Logger receives skipped events and retried writes; nil discards them.
 	Logger *slog.Logger
-	// Notifier, optional, is called after each stored rise of a revision.
+	// Notifier, optional, is called after each stored rise of a revision, by several workers
+	// at once: it must be safe for concurrent use, as KV must.
 	Notifier Notifier
 	// MaxValueSize is the largest encoded bundle stored, in bytes; zero means MaxBundleSize. Set
 	// it to the connection's maximum payload when that is lower, so that an oversized bundle is

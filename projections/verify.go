@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -26,8 +27,8 @@ type Report struct {
 	Position  uint64 `json:"position"`  // last sequence of the log when the check began
 	Checked   int    `json:"checked"`   // establishments compared
 	Different int    `json:"different"` // establishments that differ; 0 when the bucket is exactly the log's rendering
-	// Differences names the different establishments and why, by slug, at most
-	// VerifyConfig.MaxDifferences of them.
+	// Differences names the different establishments and why: the first
+	// VerifyConfig.MaxDifferences of them by slug.
 	Differences []Difference `json:"differences"`
 }
 
@@ -131,8 +132,9 @@ func Verify(ctx context.Context, cfg VerifyConfig) (Report, error) {
 				}
 				if diff != "" {
 					r.Different++
-					if len(r.Differences) < maxDifferences {
-						r.Differences = append(r.Differences, Difference{Slug: slug, Reason: diff})
+					r.Differences = append(r.Differences, Difference{Slug: slug, Reason: diff})
+					if len(r.Differences) >= 2*maxDifferences {
+						r.Differences = firstDifferences(r.Differences, maxDifferences)
 					}
 				}
 				mu.Unlock()
@@ -160,16 +162,15 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return Report{}, fmt.Errorf("projections: verify: %w", err)
 	}
-	slices.SortFunc(r.Differences, func(a, b Difference) int {
-		if a.Slug < b.Slug {
-			return -1
-		}
-		if a.Slug > b.Slug {
-			return 1
-		}
-		return 0
-	})
+	r.Differences = firstDifferences(r.Differences, maxDifferences)
 	return r, nil
+}
+
+// firstDifferences returns the first n of diffs by slug, sorted: the list a report keeps does not
+// depend on the order in which the workers found them.
+func firstDifferences(diffs []Difference, n int) []Difference {
+	slices.SortFunc(diffs, func(a, b Difference) int { return strings.Compare(a.Slug, b.Slug) })
+	return diffs[:min(n, len(diffs))]
 }
 
 // verifySlugs returns, sorted and once each, the establishments of the log and of the bucket.

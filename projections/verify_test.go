@@ -46,7 +46,7 @@ func TestVerifyComparesTheBucketWithTheLog(t *testing.T) {
 }
 
 // TestVerifyListsABoundedNumberOfDifferences counts every different establishment but lists at
-// most MaxDifferences of them.
+// most MaxDifferences of them, the first by slug.
 func TestVerifyListsABoundedNumberOfDifferences(t *testing.T) {
 	n := newNATSEnv(t)
 	slugs := []string{"diff-a", "diff-b", "diff-c"}
@@ -82,8 +82,9 @@ func TestVerifyListsABoundedNumberOfDifferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Checked != 3 || rep.Different != 3 || len(rep.Differences) != 2 {
-		t.Errorf("got %d checked, %d different, %d listed; want 3, 3 and 2", rep.Checked, rep.Different, len(rep.Differences))
+	if rep.Checked != 3 || rep.Different != 3 || len(rep.Differences) != 2 ||
+		rep.Differences[0].Slug != "diff-a" || rep.Differences[1].Slug != "diff-b" {
+		t.Errorf("got %d checked, %d different, listed %+v; want 3, 3 and the first two by slug", rep.Checked, rep.Different, rep.Differences)
 	}
 	if calls.Load() != int64(len(slugs)) {
 		t.Errorf("progress called %d times, want once per establishment", calls.Load())

@@ -124,8 +124,8 @@ func TestVerifyCommand(t *testing.T) {
 	}
 	out.Reset()
 	err = run(context.Background(), append(verifyArgs, "--progress", "none"), &out, io.Discard, func(string) string { return "" })
-	if err == nil || !strings.Contains(err.Error(), "1 of 1 establishments differ") {
-		t.Errorf("verify of an altered bundle: got %v, want an error naming 1 of 1", err)
+	if err == nil || !strings.Contains(err.Error(), "1 establishments differ from the log (1 checked)") {
+		t.Errorf("verify of an altered bundle: got %v, want an error naming 1 of 1 checked", err)
 	}
 	if !strings.Contains(out.String(), `"different": 1`) || !strings.Contains(out.String(), `"slug": "chez-marcel"`) {
 		t.Errorf("verify of an altered bundle: report %s, want chez-marcel listed", out.String())

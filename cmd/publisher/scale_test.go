@@ -39,18 +39,27 @@ func consumersByStream(t *testing.T, srv *server.Server) map[string]int {
 // TestWholeServiceUnderAConsumerLimit runs every role on a server that allows 20 consumers per
 // stream, three times fewer than the establishments: a bulk import, concurrent admin reads, a
 // day change and verify all succeed, and the consumer count of every stream is what it was
-// before the first establishment.
+// with one establishment.
 func TestWholeServiceUnderAConsumerLimit(t *testing.T) {
 	const limit, n = 20, 60
 	srv := natstest.StartLimited(t, limit)
 	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.NATSURL = srv.ClientURL() })
-	before := consumersByStream(t, srv)
-
-	var lines []string
 	slugs := make([]string, n)
 	for i := range n {
 		slugs[i] = fmt.Sprintf("limite-%d", i)
-		lines = append(lines, demoLine(t, slugs[i]))
+	}
+
+	// The first establishment: once it is served and the clock has read its record, every role
+	// holds the consumers it keeps.
+	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/"+slugs[0]+"?wait=true", []byte(demoLine(t, slugs[0]))); r.status != http.StatusCreated {
+		t.Fatalf("first establishment: got %d %s", r.status, r.body)
+	}
+	eventually(t, "the clock follows the log", func() bool { return m.ClockRole.Status().Notes > 0 })
+	before := consumersByStream(t, srv)
+
+	var lines []string
+	for _, slug := range slugs[1:] {
+		lines = append(lines, demoLine(t, slug))
 	}
 	file := writeFile(t, filepath.Join(t.TempDir(), "shops.ndjson"), strings.Join(lines, "\n")+"\n")
 	stdout, stderr, err := importRun(t, adminEnv(m), "--batch", "7", "--parallel", "4", "--progress", "none", file)

@@ -82,7 +82,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 		return err
 	}
 	if rep.Different > 0 {
-		return fmt.Errorf("verify: %d of %d establishments differ from the log", rep.Different, rep.Checked)
+		return fmt.Errorf("verify: %d establishments differ from the log (%d checked)", rep.Different, rep.Checked)
 	}
 	return nil
 }
