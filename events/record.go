@@ -60,20 +60,20 @@ func Encode(r Record) ([]byte, error) {
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.WriteString(`{"command_id":`)
-	writeString(buf, r.CommandID)
+	WriteJSONString(buf, r.CommandID)
 	buf.WriteString(`,"establishment":`)
-	writeString(buf, r.Establishment)
+	WriteJSONString(buf, r.Establishment)
 	buf.WriteString(`,"events":[`)
 	for i, e := range r.Events {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
 		buf.WriteString(`{"id":`)
-		writeString(buf, e.ID)
+		WriteJSONString(buf, e.ID)
 		buf.WriteString(`,"type":`)
-		writeString(buf, e.Type)
+		WriteJSONString(buf, e.Type)
 		buf.WriteString(`,"establishment":`)
-		writeString(buf, e.Establishment)
+		WriteJSONString(buf, e.Establishment)
 		buf.WriteString(`,"time":`)
 		t, err := e.Time.MarshalJSON()
 		if err != nil {
@@ -96,9 +96,10 @@ func Encode(r Record) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// writeString writes s as a JSON string the way encoding/json does without HTML escaping. Text
-// of plain printable ASCII, all the strings of a record in practice, is written as it is.
-func writeString(buf *bytes.Buffer, s string) {
+// WriteJSONString writes s as a JSON string the way encoding/json does without HTML escaping, for
+// the encoders written by hand, of records here and of bundles in projections. Text of plain
+// printable ASCII, nearly every string of a record or a bundle, is written as it is.
+func WriteJSONString(buf *bytes.Buffer, s string) {
 	plain := true
 	for i := 0; i < len(s) && plain; i++ {
 		c := s[i]

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -118,22 +118,22 @@ func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.WriteString(`{"slug":`)
-	writeString(buf, b.Slug)
+	events.WriteJSONString(buf, b.Slug)
 	buf.WriteString(`,"content_revision":`)
 	buf.WriteString(strconv.FormatInt(b.Revision, 10))
 	buf.WriteString(`,"status":`)
-	writeString(buf, b.Status)
+	events.WriteJSONString(buf, b.Status)
 	buf.WriteString(`,"public_api_enabled":`)
 	buf.WriteString(strconv.FormatBool(b.APIEnabled))
 	if b.KeyHash != "" {
 		buf.WriteString(`,"key_hash":`)
-		writeString(buf, b.KeyHash)
+		events.WriteJSONString(buf, b.KeyHash)
 	}
 	buf.WriteString(`,"menu_redirect_enabled":`)
 	buf.WriteString(strconv.FormatBool(b.MenuRedirectEnabled))
 	if b.MasterMenuURL != "" {
 		buf.WriteString(`,"master_menu_url":`)
-		writeString(buf, b.MasterMenuURL)
+		events.WriteJSONString(buf, b.MasterMenuURL)
 	}
 	if len(b.Redirects) > 0 {
 		buf.WriteString(`,"redirects":{`)
@@ -141,19 +141,19 @@ func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			writeString(buf, menuType)
+			events.WriteJSONString(buf, menuType)
 			r := b.Redirects[menuType]
 			buf.WriteString(`:{`)
 			if r.FR != "" {
 				buf.WriteString(`"fr":`)
-				writeString(buf, r.FR)
+				events.WriteJSONString(buf, r.FR)
 			}
 			if r.EN != "" {
 				if r.FR != "" {
 					buf.WriteByte(',')
 				}
 				buf.WriteString(`"en":`)
-				writeString(buf, r.EN)
+				events.WriteJSONString(buf, r.EN)
 			}
 			buf.WriteByte('}')
 		}
@@ -171,7 +171,7 @@ func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			writeString(buf, menuType)
+			events.WriteJSONString(buf, menuType)
 			buf.WriteByte(':')
 			v := b.MenuDetails[menuType]
 			writeVariants(buf, &v)
@@ -200,7 +200,7 @@ func writeDocument(buf *bytes.Buffer, d *dockey.Document) {
 		buf.Write(d.Body)
 	}
 	buf.WriteString(`,"etag":`)
-	writeString(buf, d.ETag)
+	events.WriteJSONString(buf, d.ETag)
 	if len(d.Gzip) > 0 {
 		buf.WriteString(`,"gzip":"`)
 		buf.Grow(base64.StdEncoding.EncodedLen(len(d.Gzip)))
@@ -208,27 +208,6 @@ func writeDocument(buf *bytes.Buffer, d *dockey.Document) {
 		buf.WriteByte('"')
 	}
 	buf.WriteByte('}')
-}
-
-// writeString writes s as a JSON string the way encoding/json does without HTML escaping. Text
-// of plain printable ASCII, nearly every string of a bundle outside the bodies, is written as it
-// is.
-func writeString(buf *bytes.Buffer, s string) {
-	plain := true
-	for i := 0; i < len(s) && plain; i++ {
-		c := s[i]
-		plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
-	}
-	if plain {
-		buf.WriteByte('"')
-		buf.WriteString(s)
-		buf.WriteByte('"')
-		return
-	}
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)           // a string always encodes
-	buf.Truncate(buf.Len() - 1) // the newline Encode adds
 }
 
 // loadSummaries reads every bundle stored in kv and returns their summaries, by slug; one bundle
