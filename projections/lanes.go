@@ -19,9 +19,9 @@ func laneOf(slug string, n int) int { return int(xxhash.Sum64String(slug) % uint
 
 // fanOut runs source, which passes records to dispatch in the order of the log; each record is
 // handled by work on the worker of its establishment, with that worker's share of the model. It
-// returns once source returned and every dispatched record was handled: the first error of work
-// if any (dispatch then fails with the context's error, and later records are not handled),
-// otherwise source's result.
+// returns once source returned and every dispatched record was handled: the first failure of
+// work or source, if any (the other workers then stop, dispatch fails with the context's error,
+// and later records are not handled), otherwise source's result.
 func fanOut(ctx context.Context, models []*model,
 	work func(context.Context, *model, events.Record) error,
 	source func(ctx context.Context, dispatch func(events.Record) error) (uint64, error),
@@ -58,9 +58,10 @@ func fanOut(ctx context.Context, models []*model,
 	}
 	last, err := source(ctx, dispatch)
 	if err != nil {
-		// The records still queued are not handled: a worker retrying a write would otherwise
-		// keep Run from returning the source's failure.
-		cancel()
+		// The first failure wins, the source's or a worker's, and stops the others: the records
+		// still queued are not handled, and a worker retrying a write would otherwise keep Run
+		// from returning the source's failure.
+		once.Do(func() { failure = err; cancel() })
 	}
 	for _, q := range queues {
 		close(q)
