@@ -349,13 +349,23 @@ func (p *Projector) reconcile(ctx context.Context, models []*model, stored map[s
 	if len(failures) > 0 {
 		return written, failures[0]
 	}
+	var absent []string
 	for slug := range stored {
 		if t := models[laneOf(slug, len(models))].byslug[slug]; t == nil || !t.agg.Created {
-			p.logger.Warn("stored bundle of an establishment absent from the log is left as it is", "slug", slug)
+			absent = append(absent, slug)
 		}
+	}
+	if len(absent) > 0 {
+		// One line, whatever their number: a count and the first few by slug.
+		slices.Sort(absent)
+		p.logger.Warn("stored bundles of establishments absent from the log are left as they are",
+			"count", len(absent), "examples", absent[:min(len(absent), absentExamples)])
 	}
 	return written, nil
 }
+
+// absentExamples is how many slugs the warning about bundles absent from the log names.
+const absentExamples = 5
 
 // reconcileModel reconciles the establishments of one worker's share of the model, in the order
 // of their slugs.

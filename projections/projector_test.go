@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -569,4 +571,61 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 	if diff := cmp.Diff(want, up.take()); diff != "" {
 		t.Errorf("announcements over two starts (-want +got):\n%s", diff)
 	}
+}
+
+// Bundles of establishments the log does not know are left in the bucket and reported in one
+// line, with their count and a few of their slugs, however many there are.
+func TestBundlesAbsentFromTheLogAreReportedInOneLine(t *testing.T) {
+	n := newNATSEnv(t)
+	seq := n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")
+	strangers := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 7)
+	for i := range 12 {
+		b := strangers
+		b.Slug = fmt.Sprintf("inconnu-%02d", i)
+		v, err := EncodeBundle(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.kv.Put(testContext(t), dockey.Key(b.Slug), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs bytes.Buffer
+	p, err := New(Config{Store: n.store, KV: n.kv, Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	if err := p.WaitFor(testContext(t), seq); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	var lines []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "absent from the log") {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "count=12") ||
+		!strings.Contains(lines[0], "inconnu-00 inconnu-01 inconnu-02 inconnu-03 inconnu-04]") {
+		t.Errorf("warnings about bundles absent from the log: got %q, want one line with the count and the first five", lines)
+	}
+	if b, _, _ := entry(t, n.kv, "inconnu-11"); b.Revision != 7 {
+		t.Errorf("a bundle absent from the log: revision %d, want 7, left as it was", b.Revision)
+	}
+}
+
+// syncWriter serialises the writes of the projector's workers to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
