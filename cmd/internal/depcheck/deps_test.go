@@ -1,4 +1,4 @@
-package publisher_test
+package depcheck_test
 
 import (
 	"os/exec"
@@ -30,7 +30,7 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/clock", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
 		{"cmd/publisher/admin", []string{"projections", "readapi", "cmd"}, []string{"cmd/publisher/app"}},
 	}
-	all := goList(t, "./...")
+	all := goList(t, module+"/...")
 	checked := 0
 	for _, r := range rules {
 		if !slices.Contains(all, module+"/"+r.pkg) {
