@@ -376,15 +376,7 @@ func (c *Clock) scan(ctx context.Context) (*Pass, error) {
 	unsure := err != nil || behind > 0
 	zones := map[string]domain.LocalDate{}
 	p := &Pass{Kind: "scan", Started: started.UTC()}
-	var failed []string
-	var mu sync.Mutex
-	run := c.workersWith(ctx, p, func(slug string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(failed) <= maxRetries {
-			failed = append(failed, slug)
-		}
-	})
+	run, failures := c.workers(ctx, p)
 	err = c.cfg.Index.Scan(ctx, func(slug string, e Entry) error {
 		p.Examined++
 		if _, ok := zones[e.Calendar.Zone]; !ok {
@@ -397,6 +389,7 @@ func (c *Clock) scan(ctx context.Context) (*Pass, error) {
 		return nil
 	})
 	run(job{})
+	failed := failures()
 	p.Took = c.cfg.Now().Sub(started).Round(time.Millisecond).String()
 	if err != nil {
 		return nil, fmt.Errorf("clock pass: %w", err)
@@ -437,20 +430,13 @@ func (c *Clock) sweep(ctx context.Context, retries []string) *Pass {
 		rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 		slugs = all
 	}
-	var failed []string
-	var mu sync.Mutex
-	run := c.workersWith(ctx, p, func(slug string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(failed) <= maxRetries {
-			failed = append(failed, slug)
-		}
-	})
+	run, failures := c.workers(ctx, p)
 	for _, slug := range slugs {
 		p.Examined++
 		run(job{slug: slug})
 	}
 	run(job{})
+	failed := failures()
 	p.Took = c.cfg.Now().Sub(started).Round(time.Millisecond).String()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -478,9 +464,11 @@ type job struct {
 	entry *Entry
 }
 
-// workersWith returns the function that hands one establishment to a bounded pool starting days
-// for pass p, calling onFail with each failure; the zero job waits for them all.
-func (c *Clock) workersWith(ctx context.Context, p *Pass, onFail func(slug string, err error)) func(job) {
+// workers returns the function that hands one establishment to a bounded pool starting days for
+// pass p, the zero job waiting for them all, and the function that then returns the
+// establishments that failed, at most maxRetries+1 of them: one more tells there were too many.
+func (c *Clock) workers(ctx context.Context, p *Pass) (run func(job), failures func() []string) {
+	var failed []string
 	jobs := make(chan job)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -504,15 +492,15 @@ func (c *Clock) workersWith(ctx context.Context, p *Pass, onFail func(slug strin
 					if len(p.Examples) < maxExamples {
 						p.Examples = append(p.Examples, clip(j.slug+": "+err.Error()))
 					}
+					if len(failed) <= maxRetries {
+						failed = append(failed, j.slug)
+					}
 				}
 				mu.Unlock()
-				if err != nil && onFail != nil {
-					onFail(j.slug, err)
-				}
 			}
 		})
 	}
-	return func(j job) {
+	run = func(j job) {
 		if j.slug == "" {
 			close(jobs)
 			wg.Wait()
@@ -520,6 +508,7 @@ func (c *Clock) workersWith(ctx context.Context, p *Pass, onFail func(slug strin
 		}
 		jobs <- j
 	}
+	return run, func() []string { return failed }
 }
 
 // clip bounds the text of one example.
