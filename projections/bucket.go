@@ -136,14 +136,9 @@ func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
 		events.WriteJSONString(buf, b.MasterMenuURL)
 	}
 	if len(b.Redirects) > 0 {
-		buf.WriteString(`,"redirects":{`)
-		for i, menuType := range slices.Sorted(maps.Keys(b.Redirects)) {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			events.WriteJSONString(buf, menuType)
-			r := b.Redirects[menuType]
-			buf.WriteString(`:{`)
+		buf.WriteString(`,"redirects":`)
+		writeObject(buf, b.Redirects, func(r dockey.Redirect) {
+			buf.WriteByte('{')
 			if r.FR != "" {
 				buf.WriteString(`"fr":`)
 				events.WriteJSONString(buf, r.FR)
@@ -156,8 +151,7 @@ func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
 				events.WriteJSONString(buf, r.EN)
 			}
 			buf.WriteByte('}')
-		}
-		buf.WriteByte('}')
+		})
 	}
 	buf.WriteString(`,"establishment":`)
 	writeDocument(buf, &b.Establishment)
@@ -166,20 +160,26 @@ func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
 	buf.WriteString(`,"menus":`)
 	writeVariants(buf, &b.Menus)
 	if len(b.MenuDetails) > 0 {
-		buf.WriteString(`,"menu_details":{`)
-		for i, menuType := range slices.Sorted(maps.Keys(b.MenuDetails)) {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			events.WriteJSONString(buf, menuType)
-			buf.WriteByte(':')
-			v := b.MenuDetails[menuType]
-			writeVariants(buf, &v)
-		}
-		buf.WriteByte('}')
+		buf.WriteString(`,"menu_details":`)
+		writeObject(buf, b.MenuDetails, func(v dockey.Variants) { writeVariants(buf, &v) })
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// writeObject writes m as a JSON object, its keys in order as encoding/json sorts them, each value
+// written by value.
+func writeObject[V any](buf *bytes.Buffer, m map[string]V, value func(V)) {
+	buf.WriteByte('{')
+	for i, key := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		events.WriteJSONString(buf, key)
+		buf.WriteByte(':')
+		value(m[key])
+	}
+	buf.WriteByte('}')
 }
 
 func writeVariants(buf *bytes.Buffer, v *dockey.Variants) {

@@ -45,20 +45,6 @@ func bucketValues(t *testing.T, kv jetstream.KeyValue) map[string][]byte {
 	return out
 }
 
-func startProjectorWith(t *testing.T, cfg Config) *running {
-	t.Helper()
-	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
-	p, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{Projector: p, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- p.Run(ctx) }()
-	t.Cleanup(func() { _ = r.stop(t) })
-	return r
-}
-
 // generatedLog appends, interleaved across establishments, the history of copies establishments
 // of each fixture: an import, days that change the dated menus, the same import again (no change
 // of content), the import of another fixture under the same slug, and a later day; steps from

@@ -120,7 +120,14 @@ type running struct {
 
 func startProjector(t *testing.T, store Log, kv Bucket, n Notifier) *running {
 	t.Helper()
-	p, err := New(Config{Store: store, KV: kv, Notifier: n, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	return startProjectorWith(t, Config{Store: store, KV: kv, Notifier: n})
+}
+
+// startProjectorWith starts a projector of cfg, logging to the test's output.
+func startProjectorWith(t *testing.T, cfg Config) *running {
+	t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
