@@ -878,37 +878,49 @@ func refusal(where, slug string, a *lineAnswer) string {
 func (im *importer) startProgress(total int64, start time.Time) func(complete bool) {
 	locked := &lockedWriter{w: im.stderr}
 	im.msgs = locked
-	mode := im.cfg.progress
-	if mode == "auto" {
-		mode = "plain"
-		if f, ok := im.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			mode = "bar"
-		}
-	}
-	switch mode {
+	switch progressMode(im.stderr, im.cfg.progress) {
 	case "plain":
-		tick := time.NewTicker(im.cfg.progressEvery)
-		quit, ended := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(ended)
-			for {
-				select {
-				case <-tick.C:
-					fmt.Fprintln(locked, im.progressLine(total, start))
-				case <-quit:
-					return
-				}
-			}
-		}()
-		return func(bool) {
-			tick.Stop()
-			close(quit)
-			<-ended
-		}
+		stop := printEvery(locked, im.cfg.progressEvery, func() string { return im.progressLine(total, start) })
+		return func(bool) { stop() }
 	case "bar":
 		return im.startBar(total, start)
 	}
 	return func(bool) {}
+}
+
+// progressMode returns the progress display a --progress value asks for on w: auto is a bar on a
+// terminal and plain lines otherwise.
+func progressMode(w io.Writer, mode string) string {
+	if mode != "auto" {
+		return mode
+	}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return "bar"
+	}
+	return "plain"
+}
+
+// printEvery writes line() to w, as a line, every interval until the function it returns is
+// called; that function returns once no more line is written.
+func printEvery(w io.Writer, every time.Duration, line func() string) (stop func()) {
+	tick := time.NewTicker(every)
+	quit, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-tick.C:
+				fmt.Fprintln(w, line())
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() {
+		tick.Stop()
+		close(quit)
+		<-ended
+	}
 }
 
 // progressLine is a plain progress line, for logs.

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
-	"golang.org/x/term"
 
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
@@ -102,35 +100,15 @@ func startVerifyProgress(w io.Writer, mode string, every time.Duration, start ti
 			}
 		}
 	}
-	if mode == "auto" {
-		mode = "plain"
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			mode = "bar"
-		}
-	}
-	switch mode {
+	switch progressMode(w, mode) {
 	case "plain":
-		tick := time.NewTicker(every)
-		quit, ended := make(chan struct{}), make(chan struct{})
-		line := func() {
-			fmt.Fprintf(w, "verified %d of %d establishments (%.0f/s)\n", done.Load(), total.Load(), rate(done.Load(), start))
+		line := func() string {
+			return fmt.Sprintf("verified %d of %d establishments (%.0f/s)", done.Load(), total.Load(), rate(done.Load(), start))
 		}
-		go func() {
-			defer close(ended)
-			for {
-				select {
-				case <-tick.C:
-					line()
-				case <-quit:
-					line()
-					return
-				}
-			}
-		}()
+		stop := printEvery(w, every, line)
 		return record, func(bool) {
-			tick.Stop()
-			close(quit)
-			<-ended
+			stop()
+			fmt.Fprintln(w, line())
 		}
 	case "bar":
 		p := mpb.New(mpb.WithOutput(w), mpb.WithAutoRefresh(), mpb.ContainerOptional(mpb.ForceTTY(), true))
