@@ -32,6 +32,8 @@ type entry struct {
 	hours         document
 	menus         variants
 	menuDetails   map[string]*variants // by menu type slug
+
+	size int // bytes of the array compact moved the entry's bytes into
 }
 
 // redirect holds the Location values of /r/menus for one menu type; nil means no file covers
@@ -206,6 +208,7 @@ func newEntry(b *dockey.Bundle) (*entry, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %s: %w", errInvalidBundle, b.Slug, errors.Join(errs...))
 	}
+	e.compact()
 	return e, nil
 }
 

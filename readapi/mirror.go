@@ -43,6 +43,9 @@ type Mirror struct {
 	index   [indexShards]atomic.Pointer[map[string]*slot]
 	applied atomic.Uint64 // bucket revision of the last entry whose effect is visible
 
+	// What the current entries hold, for Stats; written by the watcher goroutine only.
+	establishments, documentBytes, heldBytes atomic.Int64
+
 	ready   chan struct{} // closed once the initial values are visible
 	running atomic.Bool
 	mu      sync.Mutex
@@ -222,7 +225,7 @@ func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
 	s := m.slot(slug)
 	if kve.Operation() != jetstream.KeyValuePut {
 		if s != nil && s.current.Load() != nil {
-			s.current.Store(nil)
+			m.swap(s, nil)
 			m.logger.Info("bundle removed", "slug", slug, "bucket_revision", rev)
 		}
 		return
@@ -234,7 +237,7 @@ func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
 	}
 	if s == nil {
 		s = &slot{held: e.revision}
-		s.current.Store(e)
+		m.swap(s, e)
 		m.addSlot(slug, s)
 		return
 	}
@@ -244,7 +247,42 @@ func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
 		return
 	}
 	s.held = e.revision
-	s.current.Store(e)
+	m.swap(s, e)
+}
+
+// swap makes e, nil for none, the current entry of s; for the watcher goroutine.
+func (m *Mirror) swap(s *slot, e *entry) {
+	if old := s.current.Swap(e); old != nil {
+		m.establishments.Add(-1)
+		m.documentBytes.Add(-int64(old.documentBytes()))
+		m.heldBytes.Add(-int64(old.size))
+	}
+	if e != nil {
+		m.establishments.Add(1)
+		m.documentBytes.Add(int64(e.documentBytes()))
+		m.heldBytes.Add(int64(e.size))
+	}
+}
+
+// MirrorStats describes what a mirror holds.
+type MirrorStats struct {
+	// Establishments counts the bundles held, initial values still loading included.
+	Establishments int64 `json:"establishments"`
+	// DocumentBytes is the size of every body and gzip coding held: what the bucket's bundles
+	// carry as documents.
+	DocumentBytes int64 `json:"document_bytes"`
+	// HeldBytes is the size of the arrays the bundles are held in: the documents, their
+	// entity tags and header values, and their locations.
+	HeldBytes int64 `json:"held_bytes"`
+}
+
+// Stats returns what the mirror holds now.
+func (m *Mirror) Stats() MirrorStats {
+	return MirrorStats{
+		Establishments: m.establishments.Load(),
+		DocumentBytes:  m.documentBytes.Load(),
+		HeldBytes:      m.heldBytes.Load(),
+	}
 }
 
 // slot returns the slot of slug, or nil; for the watcher goroutine.

@@ -442,3 +442,40 @@ func bodyRevision(body []byte) int64 {
 	}
 	return r
 }
+
+func TestMirrorStatsFollowTheBundlesHeld(t *testing.T) {
+	t.Parallel()
+	kv, _ := newBucket(t)
+	putBundle(t, kv, testBundle(alice, 1))
+	m, _ := startMirror(t, kv)
+	waitReady(t, m)
+	want := func(t *testing.T, bundles ...dockey.Bundle) {
+		t.Helper()
+		var docs int64
+		for _, b := range bundles {
+			docs += int64(bundleDocumentBytes(&b))
+		}
+		got := m.Stats()
+		if got.Establishments != int64(len(bundles)) || got.DocumentBytes != docs {
+			t.Errorf("stats: got %+v, want %d establishments and %d document bytes", got, len(bundles), docs)
+		}
+		if got.HeldBytes < got.DocumentBytes {
+			t.Errorf("stats: %d bytes held for %d document bytes", got.HeldBytes, got.DocumentBytes)
+		}
+	}
+	want(t, testBundle(alice, 1))
+
+	waitBucket(t, m, putBundle(t, kv, testBundle(bob, 1)))
+	want(t, testBundle(alice, 1), testBundle(bob, 1))
+
+	smaller := testBundle(alice, 2)
+	smaller.MenuDetails = nil
+	waitBucket(t, m, putBundle(t, kv, smaller))
+	want(t, smaller, testBundle(bob, 1))
+
+	if err := kv.Delete(t.Context(), dockey.Key(bob)); err != nil {
+		t.Fatal(err)
+	}
+	waitBucket(t, m, putBundle(t, kv, testBundle(alice, 3)))
+	want(t, testBundle(alice, 3))
+}

@@ -550,6 +550,9 @@ func (m *Main) status(ctx context.Context) map[string]any {
 	if seq, err := m.Store.LastStreamSequence(ctx); err == nil {
 		out["log_sequence"] = seq
 	}
+	if m.Mirror != nil {
+		out["mirror"] = m.Mirror.Stats()
+	}
 	if m.ClockRole != nil {
 		out["clock"] = m.ClockRole.Status()
 	}

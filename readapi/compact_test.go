@@ -1,0 +1,187 @@
+package readapi
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"strconv"
+	"testing"
+	"unsafe"
+
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// TestCompactEntryHoldsTheBundleInOneArray checks that an entry serves exactly the bytes, tags
+// and locations of its bundle, that all of them lie in the one array compact made, and that the
+// entry keeps nothing of the decoded bundle.
+func TestCompactEntryHoldsTheBundleInOneArray(t *testing.T) {
+	t.Parallel()
+	for _, slug := range []string{alice, bob, dan, quinn} {
+		t.Run(slug, func(t *testing.T) {
+			t.Parallel()
+			want := testBundle(slug, 7)
+			b := testBundle(slug, 7)
+			e := mustEntry(t, b)
+
+			// Every byte lies in one of two arrays, back to back, nothing shared or skipped.
+			type run struct{ start, end uintptr }
+			var runs []run
+			eachBytes(e, func(p []byte) {
+				start := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+				runs = append(runs, run{start, start + uintptr(len(p))})
+			})
+			slices.SortFunc(runs, func(a, b run) int { return cmp.Compare(a.start, b.start) })
+			runs = slices.Compact(runs) // an entity tag and its header value share their bytes
+			arrays, held := 1, 0
+			for i, r := range runs {
+				held += int(r.end - r.start)
+				if i > 0 && r.start != runs[i-1].end {
+					arrays++
+				}
+			}
+			if arrays > 2 || held > e.size {
+				t.Errorf("%d bytes in %d arrays, want them in at most 2 arrays of %d bytes", held, arrays, e.size)
+			}
+
+			// Overwrite every byte of the decoded bundle: the entry must not change.
+			scribble(&b)
+			checkDoc := func(name string, d *document, w dockey.Document) {
+				t.Helper()
+				if !bytes.Equal(d.body, w.Body) || d.etag != w.ETag || d.etagHeader[0] != w.ETag ||
+					d.length[0] != strconv.Itoa(len(w.Body)) {
+					t.Errorf("%s: body, etag or length differ from the bundle's", name)
+				}
+				if !bytes.Equal(d.gzip, w.Gzip) || d.gzipETag != dockey.GzipETag(w.ETag) ||
+					d.gzipETagHeader[0] != d.gzipETag || d.gzipLength[0] != strconv.Itoa(len(w.Gzip)) {
+					t.Errorf("%s: gzip coding or its headers differ from the bundle's", name)
+				}
+			}
+			checkVars := func(name string, v *variants, w dockey.Variants) {
+				checkDoc(name+".all", &v.all, w.All)
+				checkDoc(name+".fr", &v.fr, w.FR)
+				checkDoc(name+".en", &v.en, w.EN)
+			}
+			checkDoc("establishment", &e.establishment, want.Establishment)
+			checkDoc("hours", &e.hours, want.Hours)
+			checkVars("menus", &e.menus, want.Menus)
+			if len(e.menuDetails) != len(want.MenuDetails) {
+				t.Fatalf("menu details: got %d, want %d", len(e.menuDetails), len(want.MenuDetails))
+			}
+			for menuType, w := range want.MenuDetails {
+				v := e.menuDetails[menuType]
+				if v == nil {
+					t.Fatalf("menu details: %s missing", menuType)
+				}
+				checkVars("menu_details."+menuType, v, w)
+			}
+			if e.slug != want.Slug || e.revisionHeader[0] != "7" {
+				t.Errorf("slug %q, revision header %q", e.slug, e.revisionHeader[0])
+			}
+			if want.MasterMenuURL == "" && e.masterMenu != nil || want.MasterMenuURL != "" && e.masterMenu[0] != want.MasterMenuURL {
+				t.Errorf("master menu: got %v, want %q", e.masterMenu, want.MasterMenuURL)
+			}
+			for menuType, w := range want.Redirects {
+				r, ok := e.redirects[menuType]
+				if !ok || location(r.fr) != w.FR || location(r.en) != w.EN {
+					t.Errorf("redirects %s: got %v, want %+v", menuType, r, w)
+				}
+			}
+			if got, n := e.documentBytes(), bundleDocumentBytes(&want); got != n {
+				t.Errorf("documentBytes: got %d, want %d", got, n)
+			}
+		})
+	}
+}
+
+// eachBytes calls fn with every byte slice and string of e that compact moves.
+func eachBytes(e *entry, fn func([]byte)) {
+	str := func(s string) {
+		if s != "" {
+			fn(unsafe.Slice(unsafe.StringData(s), len(s)))
+		}
+	}
+	strs := func(ss []string) {
+		for _, s := range ss {
+			str(s)
+		}
+	}
+	str(e.slug)
+	strs(e.revisionHeader)
+	strs(e.masterMenu)
+	for menuType, r := range e.redirects {
+		str(menuType)
+		strs(r.fr)
+		strs(r.en)
+	}
+	for menuType := range e.menuDetails {
+		str(menuType)
+	}
+	eachDocument(e, func(d *document) {
+		if d.body == nil {
+			return
+		}
+		fn(d.body)
+		if d.gzip != nil {
+			fn(d.gzip)
+		}
+		str(d.etag)
+		strs(d.etagHeader)
+		strs(d.length)
+		str(d.gzipETag)
+		strs(d.gzipETagHeader)
+		strs(d.gzipLength)
+	})
+}
+
+// scribble overwrites every body and coding of b.
+func scribble(b *dockey.Bundle) {
+	doc := func(d *dockey.Document) {
+		for i := range d.Body {
+			d.Body[i] = 'x'
+		}
+		for i := range d.Gzip {
+			d.Gzip[i] = 'x'
+		}
+	}
+	vars := func(v *dockey.Variants) { doc(&v.All); doc(&v.FR); doc(&v.EN) }
+	doc(&b.Establishment)
+	doc(&b.Hours)
+	vars(&b.Menus)
+	for _, v := range b.MenuDetails {
+		vars(&v)
+	}
+}
+
+func bundleDocumentBytes(b *dockey.Bundle) int {
+	n := 0
+	doc := func(d dockey.Document) { n += len(d.Body) + len(d.Gzip) }
+	vars := func(v dockey.Variants) { doc(v.All); doc(v.FR); doc(v.EN) }
+	doc(b.Establishment)
+	doc(b.Hours)
+	vars(b.Menus)
+	for _, v := range b.MenuDetails {
+		vars(v)
+	}
+	return n
+}
+
+func location(l []string) string {
+	if l == nil {
+		return ""
+	}
+	return l[0]
+}
+
+func TestArraySizesFollowTheAllocator(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 7, 8, 9, 100, 1000, 4097, 20000, 32767, 32768, 32769, 40000, 40960, 100000, 1 << 20} {
+		got := cap(append([]byte(nil), make([]byte, n)...)) // append grows to the size given
+		if a := allocated(n); a != got {
+			t.Errorf("allocated(%d) = %d, want %d", n, a, got)
+		}
+		below := unroundedBelow(n)
+		if below > n || allocated(below) != below {
+			t.Errorf("unroundedBelow(%d) = %d: want a size at most %d that is not rounded", n, below, n)
+		}
+	}
+}
