@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -28,8 +26,12 @@ const MaxBundleSize = 8 << 20
 type Bucket interface {
 	// Put stores value under key.
 	Put(ctx context.Context, key string, value []byte) (uint64, error)
-	// Watch delivers the current values of the keys matching keys, then a nil entry.
-	Watch(ctx context.Context, keys string, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error)
+	// Get returns the value under key, or jetstream.ErrKeyNotFound.
+	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
+	// ListKeysFiltered lists the keys matching filters.
+	ListKeysFiltered(ctx context.Context, filters ...string) (jetstream.KeyLister, error)
+	// Status describes the bucket.
+	Status(ctx context.Context) (jetstream.KeyValueStatus, error)
 }
 
 // OpenBucket creates the bucket dockey.Bucket, or updates it to this configuration: one value
@@ -121,6 +123,10 @@ func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
 	events.WriteJSONString(buf, b.Slug)
 	buf.WriteString(`,"content_revision":`)
 	buf.WriteString(strconv.FormatInt(b.Revision, 10))
+	if b.Sequence != 0 {
+		buf.WriteString(`,"log_sequence":`)
+		buf.WriteString(strconv.FormatUint(b.Sequence, 10))
+	}
 	buf.WriteString(`,"status":`)
 	events.WriteJSONString(buf, b.Status)
 	buf.WriteString(`,"public_api_enabled":`)
@@ -208,43 +214,4 @@ func writeDocument(buf *bytes.Buffer, d *dockey.Document) {
 		buf.WriteByte('"')
 	}
 	buf.WriteByte('}')
-}
-
-// loadSummaries reads every bundle stored in kv and returns their summaries, by slug; one bundle
-// at a time is decoded, so memory holds the summaries only. A value that cannot be decoded is
-// logged and left out: it will be replaced.
-func loadSummaries(ctx context.Context, kv Bucket, logger *slog.Logger) (map[string]*summary, error) {
-	w, err := kv.Watch(ctx, dockey.Watch, jetstream.IgnoreDeletes())
-	if err != nil {
-		return nil, fmt.Errorf("read stored bundles: %w", err)
-	}
-	defer func() {
-		if err := w.Stop(); err != nil {
-			logger.Debug("stop bundle watcher", "err", err)
-		}
-	}()
-	out := make(map[string]*summary)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("read stored bundles: %w", ctx.Err())
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("read stored bundles: watcher closed")
-			}
-			if e == nil {
-				return out, nil
-			}
-			slug, ok := dockey.SlugOf(e.Key())
-			if !ok {
-				continue
-			}
-			s, err := summarizeStored(e.Value())
-			if err != nil {
-				logger.Warn("stored bundle cannot be decoded and will be replaced", "key", e.Key(), "err", err)
-				continue
-			}
-			out[slug] = s
-		}
-	}
 }

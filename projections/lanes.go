@@ -9,6 +9,9 @@ import (
 	"github.com/opencarte/publisher/events"
 )
 
+// recordSlug names the establishment of a record, for fanOut.
+func recordSlug(rec events.Record) string { return rec.Establishment }
+
 // laneQueue is how many records wait for each worker; with the records being handled, it bounds
 // what the projector holds beyond its model.
 const laneQueue = 64
@@ -17,14 +20,15 @@ const laneQueue = 64
 // records of one establishment are projected in the order of the log.
 func laneOf(slug string, n int) int { return int(xxhash.Sum64String(slug) % uint64(n)) }
 
-// fanOut runs source, which passes records to dispatch in the order of the log; each record is
-// handled by work on the worker of its establishment, with that worker's share of the model. It
-// returns once source returned and every dispatched record was handled: the first failure of
-// work or source, if any (the other workers then stop, dispatch fails with the context's error,
-// and later records are not handled), otherwise source's result.
-func fanOut(ctx context.Context, models []*model,
-	work func(context.Context, *model, events.Record) error,
-	source func(ctx context.Context, dispatch func(events.Record) error) (uint64, error),
+// fanOut runs source, which passes items (records of the log, in its order, or establishments'
+// slugs) to dispatch; each item is handled by work on the worker of its establishment, named by
+// slugOf, with that worker's share of the establishments. It returns once source returned and
+// every dispatched item was handled: the first failure of work or source, if any (the other
+// workers then stop, dispatch fails with the context's error, and later items are not handled),
+// otherwise source's result.
+func fanOut[W, I any](ctx context.Context, workers []W, slugOf func(I) string,
+	work func(context.Context, W, I) error,
+	source func(ctx context.Context, dispatch func(I) error) (uint64, error),
 ) (uint64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -33,24 +37,24 @@ func fanOut(ctx context.Context, models []*model,
 		failure error
 		wg      sync.WaitGroup
 	)
-	queues := make([]chan events.Record, len(models))
-	for i, m := range models {
-		q := make(chan events.Record, laneQueue)
+	queues := make([]chan I, len(workers))
+	for i, w := range workers {
+		q := make(chan I, laneQueue)
 		queues[i] = q
 		wg.Go(func() {
-			for rec := range q {
+			for item := range q {
 				if ctx.Err() != nil {
 					continue // stopping: what is queued is dropped
 				}
-				if err := work(ctx, m, rec); err != nil {
+				if err := work(ctx, w, item); err != nil {
 					once.Do(func() { failure = err; cancel() })
 				}
 			}
 		})
 	}
-	dispatch := func(rec events.Record) error {
+	dispatch := func(item I) error {
 		select {
-		case queues[laneOf(rec.Establishment, len(queues))] <- rec:
+		case queues[laneOf(slugOf(item), len(queues))] <- item:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()

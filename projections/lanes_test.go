@@ -109,8 +109,8 @@ func TestParallelProjectionStoresWhatSequentialDoes(t *testing.T) {
 
 	seqKV, parKV := n.bucketNamed(t, "SEQ"), n.bucketNamed(t, "PAR")
 	var seqChanges, parChanges recorder
-	seqP := startProjectorWith(t, Config{Store: n.store, KV: seqKV, Notifier: &seqChanges, Workers: 1})
-	parP := startProjectorWith(t, Config{Store: n.store, KV: parKV, Notifier: &parChanges, Workers: 8})
+	seqP := startProjectorWith(t, Config{Store: n.store, KV: seqKV, State: n.freshState(t), Notifier: &seqChanges, Workers: 1})
+	parP := startProjectorWith(t, Config{Store: n.store, KV: parKV, State: n.freshState(t), Notifier: &parChanges, Workers: 8})
 	// The second half arrives while both follow the log.
 	last := generatedLog(t, n, copies, 3, 6)
 	seqP.waitFor(t, last)
@@ -127,7 +127,7 @@ func TestParallelProjectionStoresWhatSequentialDoes(t *testing.T) {
 
 	// A replay into an empty bucket stores the same bytes too.
 	replayKV := n.bucketNamed(t, "REPLAY")
-	replayP := startProjectorWith(t, Config{Store: n.store, KV: replayKV, Workers: 8})
+	replayP := startProjectorWith(t, Config{Store: n.store, KV: replayKV, State: n.freshState(t), Workers: 8})
 	replayP.waitFor(t, last)
 	compareBuckets(t, "replay, eight workers", bucketValues(t, replayKV), want)
 
@@ -135,7 +135,7 @@ func TestParallelProjectionStoresWhatSequentialDoes(t *testing.T) {
 	if err := parP.stop(t); err != nil && err != context.Canceled {
 		t.Fatalf("stop: %v", err)
 	}
-	again := startProjectorWith(t, Config{Store: n.store, KV: parKV, Notifier: &parChanges, Workers: 8})
+	again := startProjectorWith(t, Config{Store: n.store, KV: parKV, State: n.freshState(t), Notifier: &parChanges, Workers: 8})
 	again.waitFor(t, last)
 	compareBuckets(t, "after a restart", bucketValues(t, parKV), want)
 	if c := parChanges.take(); len(c) != 0 {
@@ -149,7 +149,7 @@ func compareBuckets(t *testing.T, what string, got, want map[string][]byte) {
 		if g, ok := got[key]; !ok {
 			t.Errorf("%s: %s missing", what, key)
 		} else if !bytes.Equal(g, w) {
-			t.Errorf("%s: %s differs from the projection one record at a time", what, key)
+			t.Errorf("%s: %s differs from the projection one record at a time: %.120s, want %.120s", what, key, g, w)
 		}
 	}
 	for key := range got {
@@ -200,7 +200,7 @@ func TestFanOutReturnsWhenTheSourceFails(t *testing.T) {
 	models := []*model{newModel(slog.New(slog.DiscardHandler)), newModel(slog.New(slog.DiscardHandler))}
 	done := make(chan error, 1)
 	go func() {
-		_, err := fanOut(context.Background(), models,
+		_, err := fanOut(context.Background(), models, recordSlug,
 			func(ctx context.Context, _ *model, _ events.Record) error {
 				<-ctx.Done() // a write retried until the projector stops
 				return ctx.Err()

@@ -8,8 +8,9 @@ import (
 	"github.com/opencarte/publisher/events"
 )
 
-// model is the projector's memory: every establishment rebuilt from the log, with the summary of
-// the bundle stored for it. It is used by one goroutine at a time.
+// model holds establishments rebuilt from their records, each with the summary of the bundle a
+// projection of them stores: what verify and the tests replay one establishment at a time into.
+// It is used by one goroutine at a time.
 type model struct {
 	logger *slog.Logger
 	byslug map[string]*tracked
@@ -19,9 +20,13 @@ type model struct {
 // is stored).
 type tracked struct {
 	agg    *domain.Establishment
+	seq    uint64 // sequence of the last record applied to agg
 	stored *summary
 	// changed is the time of the record that last changed the replayed bundle.
 	changed time.Time
+	// unsaved counts the records applied since agg was read from a stored state, or since it was
+	// built from nothing.
+	unsaved int
 }
 
 func newModel(logger *slog.Logger) *model {
@@ -43,17 +48,25 @@ func (m *model) apply(rec events.Record) *tracked {
 		t = &tracked{agg: domain.New(slug)}
 		m.byslug[rec.Establishment] = t
 	}
+	t.apply(m.logger, rec)
+	return t
+}
+
+// apply applies the events of rec to t's aggregate. An event that cannot be decoded is logged and
+// skipped; the other events of the record still apply, since the log is the truth.
+func (t *tracked) apply(logger *slog.Logger, rec events.Record) {
 	for _, env := range rec.Events {
 		ev, err := domain.DecodeEventWith(env.Type, env.SchemaVersion, env.Payload, events.Unmarshal)
 		if err != nil {
-			m.logger.Warn("skip undecodable event",
+			logger.Warn("skip undecodable event",
 				"seq", rec.Sequence, "establishment", rec.Establishment, "event", env.ID,
 				"type", env.Type, "schema_version", env.SchemaVersion, "err", err)
 			continue
 		}
 		t.agg.Apply(ev)
 	}
-	return t
+	t.seq = rec.Sequence
+	t.unsaved++
 }
 
 // project decides what follows the stored bundle of t now that its aggregate changed, with
@@ -63,5 +76,7 @@ func (t *tracked) project(floor uint64) (u update, ok bool) {
 	if !t.agg.Created {
 		return update{}, false
 	}
-	return next(t.stored, render(t.agg), int64(floor)), true
+	u = next(t.stored, render(t.agg), int64(floor))
+	u.bundle.Sequence = t.seq
+	return u, true
 }

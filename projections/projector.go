@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/dockey"
 )
@@ -27,6 +27,13 @@ type Log interface {
 	Replay(ctx context.Context, from uint64, fn func(events.Record) error) (last uint64, err error)
 	// Follow calls fn for every record from sequence from, stored or to come, until ctx is done.
 	Follow(ctx context.Context, from uint64, fn func(events.Record) error) error
+	// Range returns the records of one establishment from sequence from through to, the
+	// sequence of one of its records, oldest first.
+	Range(ctx context.Context, slug string, from, to uint64) ([]events.Record, error)
+	// Slugs lists, sorted, the establishments with at least one record.
+	Slugs(ctx context.Context) ([]string, error)
+	// LastStreamSequence returns the sequence of the log's last record.
+	LastStreamSequence(ctx context.Context) (uint64, error)
 }
 
 // Notifier is told about every rise of an establishment's content_revision, after the bundle
@@ -66,6 +73,16 @@ type Config struct {
 	Store Log
 	// KV is the bucket of bundles, normally the jetstream.KeyValue returned by OpenBucket.
 	KV Bucket
+	// State is where the projector keeps its checkpoint and the state of the establishments it
+	// does not hold in memory, normally the jetstream.KeyValue returned by OpenStateBucket.
+	State StateStore
+	// CacheSize bounds how many establishments the projector holds in memory, all workers
+	// together; zero means DefaultCacheSize. The others are loaded from State and the log when
+	// a record of theirs arrives.
+	CacheSize int
+	// CheckpointEvery is how often, at most, the projector saves the position it reached, from
+	// which it resumes at its next start; zero means DefaultCheckpointEvery.
+	CheckpointEvery time.Duration
 	// Logger receives skipped events and retried writes; nil discards them.
 	Logger *slog.Logger
 	// Notifier, optional, is called after each stored rise of a revision, by several workers
@@ -91,6 +108,15 @@ func (c Config) Validate() error {
 	if c.KV == nil {
 		errs = append(errs, errors.New("projections: config: kv bucket is required"))
 	}
+	if c.State == nil {
+		errs = append(errs, errors.New("projections: config: state bucket is required"))
+	}
+	if c.CacheSize < 0 {
+		errs = append(errs, fmt.Errorf("projections: config: cache size %d is negative", c.CacheSize))
+	}
+	if c.CheckpointEvery < 0 {
+		errs = append(errs, fmt.Errorf("projections: config: checkpoint interval %s is negative", c.CheckpointEvery))
+	}
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("projections: config: workers %d is negative", c.Workers))
 	}
@@ -99,6 +125,13 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// DefaultCacheSize is how many establishments the projector holds in memory unless told
+// otherwise.
+const DefaultCacheSize = 10_000
+
+// DefaultCheckpointEvery is how often the projector saves its position unless told otherwise.
+const DefaultCheckpointEvery = 5 * time.Second
 
 // Retry delays of a bundle write that failed, for instance while NATS is unreachable.
 const (
@@ -114,6 +147,8 @@ type Projector struct {
 
 	started atomic.Bool
 	stopped chan struct{} // closed when Run returns
+
+	bucket string // the identity of the bucket of bundles, for checkpoints; set by Run
 
 	mu       sync.Mutex
 	position uint64        // guarded by mu
@@ -134,6 +169,13 @@ func New(cfg Config) (*Projector, error) {
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.CacheSize == 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
+	cfg.CacheSize = max(cfg.CacheSize, cfg.Workers) // one establishment per worker at least
+	if cfg.CheckpointEvery == 0 {
+		cfg.CheckpointEvery = DefaultCheckpointEvery
 	}
 	return &Projector{
 		cfg:      cfg,
@@ -186,54 +228,156 @@ func (p *Projector) advance(seq uint64) {
 
 // Run projects the log until ctx is done or the log cannot be read; a projector runs once.
 //
-// It reads the bundles already stored, replays the whole log in memory, stores a bundle only
-// where the replayed one differs from the stored one, and then follows new records as they
-// arrive, storing each change. Revisions follow the rule of next: a stored revision never goes
-// back, whatever the bucket held before.
+// When the state bucket holds a checkpoint of this code, it follows the log from there. Otherwise
+// it replays the whole log, storing nothing meanwhile, then stores a bundle only where the
+// replayed one differs from the stored one, writes a checkpoint, and follows. Either way it holds
+// at most Config.CacheSize establishments in memory. Revisions follow the rule of next: a stored
+// revision never goes back, whatever the bucket held before.
 func (p *Projector) Run(ctx context.Context) error {
 	if !p.started.CompareAndSwap(false, true) {
 		return errors.New("projections: run: projector already started")
 	}
 	defer close(p.stopped)
-
-	stored, err := loadSummaries(ctx, p.cfg.KV, p.logger)
-	if err != nil {
-		return fmt.Errorf("projections: %w", err)
+	err := p.run(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err == nil:
+		return errors.New("projections: follow: the event log stopped delivering records")
 	}
-	// The model is shared out among the workers by establishment: each works on its own share.
-	models := make([]*model, p.cfg.Workers)
-	for i := range models {
-		models[i] = newModel(p.logger)
+	return fmt.Errorf("projections: %w", err)
+}
+
+func (p *Projector) run(ctx context.Context) error {
+	lanes := make([]*lane, p.cfg.Workers)
+	for i := range lanes {
+		lanes[i] = newLane(p, p.cfg.CacheSize/p.cfg.Workers)
 	}
 	start := time.Now()
-	last, err := fanOut(ctx, models, replayRecord, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
+	var err error
+	if p.bucket, err = bucketIdentity(ctx, p.cfg.KV); err != nil {
+		return err
+	}
+	last, resumed, err := p.resumeFrom(ctx)
+	if err != nil {
+		return err
+	}
+	// Records up to the end of the log as it is at a resumption may have been projected before
+	// the last stop, after the checkpoint: their announcements are checked again.
+	var recheckTo uint64
+	if resumed {
+		p.logger.Info("projections resume from their checkpoint", "position", last)
+		if recheckTo, err = p.cfg.Store.LastStreamSequence(ctx); err != nil {
+			return err
+		}
+	} else {
+		if last, err = p.replayAll(ctx, lanes); err != nil {
+			return err
+		}
+		p.logger.Info("projections caught up", "position", last, "took", time.Since(start).Round(time.Millisecond))
+	}
+	p.advance(last)
+	if err := p.follow(ctx, lanes, last, recheckTo); err != nil {
+		return fmt.Errorf("follow: %w", err)
+	}
+	return nil
+}
+
+// resumeFrom returns the position of the stored checkpoint, with false when the whole log must
+// be replayed: there is no checkpoint of this code and this bucket of bundles, or the log no
+// longer holds what it vouches for.
+func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
+	cp, ok, err := readCheckpoint(ctx, p.cfg.State)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	if cp.Bucket != p.bucket {
+		p.logger.Warn("the checkpoint is of another bucket of bundles: replaying the whole log",
+			"checkpoint_bucket", cp.Bucket, "bucket", p.bucket)
+		return 0, false, nil
+	}
+	last, err := p.cfg.Store.LastStreamSequence(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	if cp.Position > last {
+		p.logger.Warn("the checkpoint is past the end of the log: replaying the whole log",
+			"checkpoint", cp.Position, "log_sequence", last)
+		return 0, false, nil
+	}
+	return cp.Position, true, nil
+}
+
+// replayAll replays the whole log without storing, then stores what differs from the bucket and
+// writes a checkpoint. It returns the position reached.
+func (p *Projector) replayAll(ctx context.Context, lanes []*lane) (uint64, error) {
+	generation := time.Now().UnixNano()
+	for _, l := range lanes {
+		l.replay = generation
+	}
+	last, err := fanOut(ctx, lanes, recordSlug, p.replayRecord, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
 		return p.read(ctx, 1, nil, dispatch)
 	})
 	if err != nil {
-		return fmt.Errorf("projections: replay: %w", err)
+		return 0, fmt.Errorf("replay: %w", err)
 	}
-	written, err := p.reconcile(ctx, models, stored)
-	if err != nil {
-		return fmt.Errorf("projections: reconcile: %w", err)
+	if err := p.reconcile(ctx, lanes); err != nil {
+		return 0, fmt.Errorf("reconcile: %w", err)
 	}
-	p.advance(last)
-	established := 0
-	for _, m := range models {
-		established += len(m.byslug)
+	for _, l := range lanes {
+		l.replay = 0
 	}
-	p.logger.Info("projections caught up", "position", last, "establishments", established,
-		"stored", len(stored), "written", written, "took", time.Since(start).Round(time.Millisecond))
+	if err := writeCheckpoint(ctx, p.cfg.State, last, p.bucket); err != nil {
+		return 0, err
+	}
+	return last, nil
+}
 
-	// Records finish out of order across workers; the position moves past a record only once
-	// every record before it is stored.
+// replayRecord applies rec to its establishment and keeps the summary of the bundle a projection
+// one record at a time would have stored, without storing it.
+func (p *Projector) replayRecord(ctx context.Context, l *lane, rec events.Record) error {
+	t, err := l.establishment(ctx, rec)
+	if t == nil || rec.Sequence <= t.seq {
+		return err
+	}
+	t.apply(p.logger, rec)
+	if u, ok := t.project(rec.Sequence); ok && u.write {
+		t.stored = summarize(&u.bundle)
+		if len(rec.Events) > 0 {
+			t.changed = rec.Events[0].Time
+		}
+	}
+	return nil
+}
+
+// follow projects the records from sequence last+1 on as they come, storing each change, and
+// writes a checkpoint every CheckpointEvery. Records finish out of order across workers; the
+// position moves past a record only once every record before it is stored.
+func (p *Projector) follow(ctx context.Context, lanes []*lane, last, recheckTo uint64) error {
 	reached := newWatermark()
 	dispatched := last
-	_, err = fanOut(ctx, models, func(ctx context.Context, m *model, rec events.Record) error {
-		if err := p.handle(ctx, m, rec); err != nil {
+	var (
+		checkpointing sync.Mutex // held by the worker writing a checkpoint
+		saved         = time.Now()
+	)
+	moved := func(ctx context.Context, seq uint64) error {
+		p.advance(seq)
+		if !checkpointing.TryLock() {
+			return nil // another worker is saving the position
+		}
+		defer checkpointing.Unlock()
+		if time.Since(saved) < p.cfg.CheckpointEvery {
+			return nil
+		}
+		saved = time.Now()
+		return writeCheckpoint(ctx, p.cfg.State, p.Position(), p.bucket)
+	}
+	_, err := fanOut(ctx, lanes, recordSlug, func(ctx context.Context, l *lane, rec events.Record) error {
+		if err := p.handle(ctx, l, rec, rec.Sequence <= recheckTo); err != nil {
 			return err
 		}
 		if seq, ok := reached.finish(rec.Sequence); ok {
-			p.advance(seq)
+			return moved(ctx, seq)
 		}
 		return nil
 	}, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
@@ -253,29 +397,15 @@ func (p *Projector) Run(ctx context.Context) error {
 			return dispatch(rec)
 		})
 	})
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case err == nil:
-		return errors.New("projections: follow: the event log stopped delivering records")
-	}
-	return fmt.Errorf("projections: follow: %w", err)
-}
-
-// replayRecord applies rec to the model and keeps the summary of the bundle a projection one
-// record at a time would have stored, without storing it.
-func replayRecord(_ context.Context, m *model, rec events.Record) error {
-	t := m.apply(rec)
-	if t == nil {
-		return nil
-	}
-	if u, ok := t.project(rec.Sequence); ok && u.write {
-		t.stored = summarize(&u.bundle)
-		if len(rec.Events) > 0 {
-			t.changed = rec.Events[0].Time
+	if ctx.Err() != nil {
+		// Stopping: the position reached is saved, so the next start has less to do again.
+		save, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if werr := writeCheckpoint(save, p.cfg.State, p.Position(), p.bucket); werr != nil {
+			p.logger.Warn("checkpoint not saved at stop", "err", werr)
 		}
 	}
-	return nil
+	return err
 }
 
 // read passes the records of the log from sequence from to fn: those stored now, or, when
@@ -321,101 +451,154 @@ func (p *Projector) read(ctx context.Context, from uint64, skipped func(seq uint
 }
 
 // reconcile stores, for every establishment of the replayed log, the bundle that follows the one
-// found in the bucket, each worker its share of the establishments, and returns how many it
-// wrote. Content equal to the stored content keeps the stored revision; different content gets
-// max(replayed revision, stored revision + 1).
-func (p *Projector) reconcile(ctx context.Context, models []*model, stored map[string]*summary) (int, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// found in the bucket, each worker its share of the establishments. Content equal to the stored
+// content keeps the stored revision; different content gets max(replayed revision, stored
+// revision + 1).
+func (p *Projector) reconcile(ctx context.Context, lanes []*lane) error {
+	slugs, err := p.cfg.Store.Slugs(ctx)
+	if err != nil {
+		return err
+	}
 	var (
-		wg       sync.WaitGroup
 		mu       sync.Mutex
 		written  int
-		failures []error
+		absent   int
+		examples []string // the first absentExamples by slug
 	)
-	for _, m := range models {
-		wg.Go(func() {
-			n, err := p.reconcileModel(ctx, m, stored)
-			mu.Lock()
-			defer mu.Unlock()
-			written += n
-			if err != nil {
-				failures = append(failures, err)
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	if len(failures) > 0 {
-		return written, failures[0]
-	}
-	var absent []string
-	for slug := range stored {
-		if t := models[laneOf(slug, len(models))].byslug[slug]; t == nil || !t.agg.Created {
-			absent = append(absent, slug)
+	noteAbsent := func(slug string) {
+		mu.Lock()
+		defer mu.Unlock()
+		absent++
+		i, _ := slices.BinarySearch(examples, slug)
+		if examples = slices.Insert(examples, i, slug); len(examples) > absentExamples {
+			examples = examples[:absentExamples]
 		}
 	}
-	if len(absent) > 0 {
-		// One line, whatever their number: a count and the first few by slug.
-		slices.Sort(absent)
-		p.logger.Warn("stored bundles of establishments absent from the log are left as they are",
-			"count", len(absent), "examples", absent[:min(len(absent), absentExamples)])
+	_, err = fanOut(ctx, lanes, func(slug string) string { return slug }, func(ctx context.Context, l *lane, slug string) error {
+		w, err := p.reconcileOne(ctx, l, slug)
+		if errors.Is(err, errAbsentFromLog) {
+			noteAbsent(slug)
+			return nil
+		}
+		if w {
+			mu.Lock()
+			written++
+			mu.Unlock()
+		}
+		return err
+	}, func(ctx context.Context, dispatch func(string) error) (uint64, error) {
+		for _, slug := range slugs {
+			if err := dispatch(slug); err != nil {
+				return 0, err
+			}
+		}
+		// Bundles of establishments the log has no record of at all.
+		keys, err := p.cfg.KV.ListKeysFiltered(ctx, dockey.Watch)
+		if err != nil {
+			return 0, fmt.Errorf("list stored bundles: %w", err)
+		}
+		defer func() { _ = keys.Stop() }()
+		for key := range keys.Keys() {
+			if slug, ok := dockey.SlugOf(key); ok {
+				if _, found := slices.BinarySearch(slugs, slug); !found {
+					noteAbsent(slug)
+				}
+			}
+		}
+		return 0, nil
+	})
+	if err != nil {
+		return err
 	}
-	return written, nil
+	if absent > 0 {
+		// One line, whatever their number: a count and the first few by slug.
+		p.logger.Warn("stored bundles of establishments absent from the log are left as they are",
+			"count", absent, "examples", examples)
+	}
+	p.logger.Info("projections reconciled with the stored bundles", "establishments", len(slugs), "written", written)
+	return nil
 }
+
+// errAbsentFromLog marks a bundle stored for an establishment the log never created.
+var errAbsentFromLog = errors.New("stored bundle of an establishment absent from the log")
 
 // absentExamples is how many slugs the warning about bundles absent from the log names.
 const absentExamples = 5
 
-// reconcileModel reconciles the establishments of one worker's share of the model, in the order
-// of their slugs.
-func (p *Projector) reconcileModel(ctx context.Context, m *model, stored map[string]*summary) (int, error) {
-	written := 0
-	for _, slug := range slices.Sorted(maps.Keys(m.byslug)) {
-		t := m.byslug[slug]
-		replayed := t.stored
-		if replayed == nil {
-			continue // the log holds no creation for this slug
-		}
-		var u update
-		if s, ok := stored[slug]; ok {
-			t.stored = s
-			u = next(s, render(t.agg), replayed.revision)
-		} else {
-			// Nothing stored: the replayed bundle, rendered again from the final state.
-			t.stored = nil
-			u = next(nil, render(t.agg), replayed.revision)
-		}
-		if !u.write {
-			if err := p.reannounce(ctx, t); err != nil {
-				return written, err
-			}
-			continue
-		}
-		ok, err := p.store(ctx, u)
+// reconcileOne reconciles one establishment of the replay with its stored bundle, and reports
+// whether it stored a bundle.
+func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string) (bool, error) {
+	t, ok := l.cache.Peek(slug)
+	if !ok {
+		parsed, err := domain.ParseSlug(slug)
 		if err != nil {
-			return written, err
+			return false, nil // its records were skipped
 		}
-		if ok {
-			t.stored = summarize(&u.bundle)
-			written++
+		if t, err = l.stored(ctx, parsed); err != nil {
+			return false, err
 		}
 	}
-	return written, nil
+	stored, err := p.storedSummary(ctx, slug)
+	if err != nil {
+		return false, err
+	}
+	if t == nil || t.stored == nil {
+		// The log holds no creation for this slug.
+		if stored != nil {
+			return false, errAbsentFromLog
+		}
+		return false, nil
+	}
+	replayed := t.stored
+	t.stored = stored
+	u := next(stored, render(t.agg), replayed.revision)
+	u.bundle.Sequence = replayed.sequence // the record a projection one at a time last stored
+	if !u.write {
+		return false, p.reannounce(ctx, t)
+	}
+	ok, err = p.store(ctx, u)
+	if ok {
+		t.stored = summarize(&u.bundle)
+	}
+	return ok, err
 }
 
-// handle projects one live record on the share of the model of its establishment.
-func (p *Projector) handle(ctx context.Context, m *model, rec events.Record) error {
-	if t := m.apply(rec); t != nil {
-		if u, ok := t.project(rec.Sequence); ok && u.write {
-			stored, err := p.store(ctx, u)
-			if err != nil {
-				return err
-			}
-			if stored {
-				t.stored = summarize(&u.bundle)
-			}
+// handle projects one live record on its establishment. recheck says the record may have been
+// projected before the last stop: when it changes nothing stored, the announcement of the stored
+// revision is checked.
+func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, recheck bool) error {
+	t, err := l.establishment(ctx, rec)
+	if t == nil || rec.Sequence <= t.seq {
+		return err // no establishment, or a record whose effect is stored already
+	}
+	t.apply(p.logger, rec)
+	if recheck && len(rec.Events) > 0 {
+		t.changed = rec.Events[0].Time
+	}
+	if t.stored != nil && rec.Sequence <= t.stored.sequence {
+		// Projected before the last stop, after the checkpoint: the stored bundle reflects this
+		// record already, and its announcement may be what was lost.
+		return p.reannounce(ctx, t)
+	}
+	u, ok := t.project(rec.Sequence)
+	if !ok {
+		return nil
+	}
+	if !u.write {
+		if recheck {
+			return p.reannounce(ctx, t)
 		}
+		return nil
+	}
+	if len(rec.Events) > 0 {
+		t.changed = rec.Events[0].Time
+	}
+	stored, err := p.store(ctx, u)
+	if err != nil {
+		return err
+	}
+	if stored {
+		t.stored = summarize(&u.bundle)
 	}
 	return nil
 }

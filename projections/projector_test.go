@@ -54,6 +54,7 @@ type natsEnv struct {
 	js       jetstream.JetStream
 	kv       jetstream.KeyValue
 	commands int // commands appended so far, for unique command ids
+	states   int // state buckets created so far, for unique names
 }
 
 func newNATSEnv(t *testing.T) *natsEnv {
@@ -73,6 +74,17 @@ func newNATSEnv(t *testing.T) *natsEnv {
 		t.Fatalf("open bucket: %v", err)
 	}
 	return &natsEnv{store: store, js: js, kv: kv}
+}
+
+// freshState returns a new, empty state bucket: a projector started with it replays the whole log.
+func (n *natsEnv) freshState(t *testing.T) jetstream.KeyValue {
+	t.Helper()
+	n.states++
+	kv, err := n.js.CreateKeyValue(testContext(t), jetstream.KeyValueConfig{Bucket: fmt.Sprintf("STATE_%d", n.states), History: 1})
+	if err != nil {
+		t.Fatalf("create state bucket: %v", err)
+	}
+	return kv
 }
 
 func testContext(tb testing.TB) context.Context {
@@ -116,11 +128,6 @@ type running struct {
 	*Projector
 	cancel context.CancelFunc
 	done   chan error
-}
-
-func startProjector(t *testing.T, store Log, kv Bucket, n Notifier) *running {
-	t.Helper()
-	return startProjectorWith(t, Config{Store: store, KV: kv, Notifier: n})
 }
 
 // startProjectorWith starts a projector of cfg, logging to the test's output.
@@ -184,7 +191,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10") // seq 3, 4
 
 	rec := &recorder{}
-	p := startProjector(t, n.store, n.kv, rec)
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: rec})
 	p.waitFor(t, seq)
 
 	// The replay stores what rendering the fixtures gives, at the sequence of the last visible
@@ -198,6 +205,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 		{cave, "testdata/uploaded-only/snapshot.json", "2026-03-10", 3},
 	} {
 		want := Render(fixture(t, tc.snapshot, date(t, tc.today)), tc.revision)
+		want.Sequence = uint64(tc.revision) // the record of the change
 		compress(&want)
 		wantValue, err := EncodeBundle(&want)
 		if err != nil {
@@ -297,7 +305,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 	_, demoValue, demoRev := entry(t, n.kv, demo)
 	_, caveValue, caveRev := entry(t, n.kv, cave)
 	rec2 := &recorder{}
-	p2 := startProjector(t, n.store, n.kv, rec2)
+	p2 := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: rec2})
 	p2.waitFor(t, seq)
 	if _, v, r := entry(t, n.kv, demo); r != demoRev || !bytes.Equal(v, demoValue) {
 		t.Errorf("restart rewrote %s: kv revision %d, want %d", demo, r, demoRev)
@@ -324,7 +332,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p3 := startProjector(t, n.store, fresh, nil)
+	p3 := startProjectorWith(t, Config{Store: n.store, KV: fresh, State: n.freshState(t)})
 	p3.waitFor(t, seq)
 	for _, slug := range []string{demo, cave} {
 		_, live, _ := entry(t, n.kv, slug)
@@ -362,7 +370,7 @@ func TestProjectorNeverGoesBelowStoredRevisions(t *testing.T) {
 	caveKV := put(Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 500))
 
 	rec := &recorder{}
-	p := startProjector(t, n.store, n.kv, rec)
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: rec})
 	p.waitFor(t, seq)
 	if b, _, _ := entry(t, n.kv, demo); b.Revision != 1001 {
 		t.Errorf("%s: revision %d, want 1001", demo, b.Revision)
@@ -386,7 +394,7 @@ func TestProjectorLifecycle(t *testing.T) {
 	if _, err := New(Config{}); err == nil {
 		t.Errorf("new without store and bucket: got no error")
 	}
-	p := startProjector(t, n.store, n.kv, nil)
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := p.WaitFor(ctx, 1); !errors.Is(err, context.Canceled) {
@@ -435,7 +443,7 @@ func TestProjectorRetriesFailedWrites(t *testing.T) {
 	n := newNATSEnv(t)
 	kv := &flakyBucket{Bucket: n.kv, failures: 2}
 	rec := &recorder{}
-	p := startProjector(t, n.store, kv, rec)
+	p := startProjectorWith(t, Config{Store: n.store, KV: kv, State: n.freshState(t), Notifier: rec})
 	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
 	p.waitFor(t, seq)
 	if b, _, _ := entry(t, n.kv, "cave-a-vins"); b.Revision != int64(seq-1) {
@@ -461,7 +469,7 @@ func TestProjectorKeepsPreviousBundleWhenTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(Config{Store: n.store, KV: n.kv, MaxValueSize: len(value) + 100})
+	p, err := New(Config{Store: n.store, KV: n.kv, State: n.freshState(t), MaxValueSize: len(value) + 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +502,7 @@ func TestProjectorKeepsPreviousBundleWhenTooLarge(t *testing.T) {
 	if after, _, _ := entry(t, n.kv, "cave-a-vins"); after.Revision != int64(seq) {
 		t.Errorf("revision after a change that fits: %d, want %d", after.Revision, seq)
 	}
-	if _, err := New(Config{Store: n.store, KV: n.kv, MaxValueSize: MaxBundleSize + 1}); err == nil {
+	if _, err := New(Config{Store: n.store, KV: n.kv, State: n.freshState(t), MaxValueSize: MaxBundleSize + 1}); err == nil {
 		t.Errorf("max value size above the bucket's: got no error")
 	}
 }
@@ -536,7 +544,7 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 	// Two failures, then the announcement.
 	flaky := &announcer{}
 	flaky.failures.Store(2)
-	p := startProjector(t, n.store, n.kv, flaky)
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: flaky})
 	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
 	p.waitFor(t, seq)
 	first := flaky.take()
@@ -549,7 +557,7 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 	down := &announcer{}
 	down.recorder.changes = first // what the notifier announced before
 	down.down.Store(true)
-	p = startProjector(t, n.store, n.kv, down)
+	p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: down})
 	p.waitFor(t, seq)
 	url := "https://cdn.example.fr/carte-2.pdf"
 	next := n.append(t, "cave-a-vins", domain.MasterMenuChanged{URL: &url})
@@ -570,7 +578,7 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 	up := &announcer{}
 	up.recorder.changes = []Change{first[0]}
 	for range 2 {
-		p = startProjector(t, n.store, n.kv, up)
+		p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: up})
 		p.waitFor(t, next)
 		_ = p.stop(t)
 	}
@@ -598,7 +606,7 @@ func TestBundlesAbsentFromTheLogAreReportedInOneLine(t *testing.T) {
 		}
 	}
 	var logs bytes.Buffer
-	p, err := New(Config{Store: n.store, KV: n.kv, Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))})
+	p, err := New(Config{Store: n.store, KV: n.kv, State: n.freshState(t), Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

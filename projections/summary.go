@@ -17,6 +17,7 @@ import (
 // describes takes tens of kilobytes.
 type summary struct {
 	revision int64
+	sequence uint64        // the bundle's Sequence: the establishment's last record it reflects
 	access   dockey.Bundle // access fields only: no documents, no revision
 	docs     map[string]docSummary
 }
@@ -47,7 +48,7 @@ func resourceDocs(b *dockey.Bundle, fn func(name string, d *dockey.Document)) {
 
 // summarize returns the summary of b.
 func summarize(b *dockey.Bundle) *summary {
-	s := &summary{revision: b.Revision, access: accessFields(b), docs: make(map[string]docSummary, 5+3*len(b.MenuDetails))}
+	s := &summary{revision: b.Revision, sequence: b.Sequence, access: accessFields(b), docs: make(map[string]docSummary, 5+3*len(b.MenuDetails))}
 	resourceDocs(b, func(name string, d *dockey.Document) {
 		s.docs[name] = docSummary{digest: xxhash.Sum64(d.Body), hashed: true, etag: d.ETag}
 	})
@@ -144,6 +145,7 @@ type storedVariants struct {
 type storedBundle struct {
 	Slug                string                     `json:"slug"`
 	Revision            int64                      `json:"content_revision"`
+	Sequence            uint64                     `json:"log_sequence"`
 	Status              string                     `json:"status"`
 	APIEnabled          bool                       `json:"public_api_enabled"`
 	KeyHash             string                     `json:"key_hash"`
@@ -169,7 +171,7 @@ func summarizeStored(value []byte) (*summary, error) {
 		Slug: sb.Slug, Revision: sb.Revision, Status: sb.Status, APIEnabled: sb.APIEnabled, KeyHash: sb.KeyHash,
 		MenuRedirectEnabled: sb.MenuRedirectEnabled, MasterMenuURL: sb.MasterMenuURL, Redirects: sb.Redirects,
 	}
-	s := &summary{revision: sb.Revision, access: accessFields(&b), docs: make(map[string]docSummary, 5+3*len(sb.MenuDetails))}
+	s := &summary{revision: sb.Revision, sequence: sb.Sequence, access: accessFields(&b), docs: make(map[string]docSummary, 5+3*len(sb.MenuDetails))}
 	add := func(name string, d storedDoc) {
 		digest, ok := digestOfTag(d.ETag)
 		s.docs[name] = docSummary{digest: digest, hashed: ok, etag: d.ETag}

@@ -11,7 +11,7 @@ import (
 func TestVerifyComparesTheBucketWithTheLog(t *testing.T) {
 	n := newNATSEnv(t)
 	seq := n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")
-	r := startProjector(t, n.store, n.kv, nil)
+	r := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
 	r.waitFor(t, seq)
 	seq = n.append(t, "chez-marcel", domain.MenuRedirectChanged{Enabled: false})
 	r.waitFor(t, seq)
@@ -57,7 +57,7 @@ func TestVerifyListsABoundedNumberOfDifferences(t *testing.T) {
 		n.append(t, slug, importEvents(t, domain.New(domain.Slug(slug)), s)...)
 		seq = n.append(t, slug, domain.DayStarted{Date: date(t, "2026-11-22")})
 	}
-	r := startProjector(t, n.store, n.kv, nil)
+	r := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
 	r.waitFor(t, seq)
 	_ = r.stop(t)
 	for _, slug := range slugs {

@@ -63,6 +63,7 @@ type Config struct {
 	CacheSize        int    // aggregates the write side keeps in memory
 	SnapshotEach     int    // records folded before an aggregate snapshot is written
 	ProjectorWorkers int    // establishments projected at once; 0: one per CPU
+	ProjectorCache   int    // establishments the projector holds in memory; 0: projections.DefaultCacheSize
 	LogLevel         string
 	DuplicateTTL     time.Duration
 
@@ -101,6 +102,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.CacheSize, "aggregate-cache", app.DefaultCacheSize, "establishments the admin and clock roles keep in memory (least recently used first out)")
 	fs.IntVar(&c.SnapshotEach, "snapshot-every", app.DefaultSnapshotEvery, "records folded into an establishment before its snapshot is written again")
 	fs.IntVar(&c.ProjectorWorkers, "projector-workers", 0, "establishments the projector renders and stores at once (0: one per CPU)")
+	fs.IntVar(&c.ProjectorCache, "projector-cache", projections.DefaultCacheSize, "establishments the projector keeps in memory (least recently projected first out)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of the read API shown in the demo (default from --http)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.DuplicateTTL, "dedupe-window", time.Hour, "how long a command id is remembered for idempotent retries")
@@ -258,8 +260,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	if c.has(roleProjector) {
+		state, err := projections.OpenStateBucket(ctx, js, c.Replicas)
+		if err != nil {
+			return err
+		}
 		m.Projector, err = projections.New(projections.Config{
-			Store: m.Store, KV: docs, Logger: m.Logger.With("role", roleProjector),
+			Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache,
+			Logger: m.Logger.With("role", roleProjector),
 			// A change signal goes out once every document of the new revision is stored.
 			Notifier: signalNotifier{m.Signals},
 			// A bundle larger than the server accepts is refused at once rather than retried.

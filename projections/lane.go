@@ -1,0 +1,210 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// stateEvery is how many records an establishment takes in before the projector, letting go of
+// it, writes its state: fewer are read again from the log when it next has a record. Most
+// establishments take in one record a day, so most are never written at all.
+const stateEvery = 8
+
+// lane is one projector worker's share of the establishments: the ones it projected most recently,
+// at most a fixed number of them. Any other is loaded when a record of its arrives: its state as
+// the projector last wrote it, the records of the log since, and the summary of its stored bundle.
+// A lane is used by its worker's goroutine only.
+type lane struct {
+	p       *Projector
+	cache   *simplelru.LRU[string, *tracked]
+	evicted []*tracked // let go of by the cache, their state still to write
+	// replay is the generation of the replay of the whole log under way, zero while following.
+	// While replaying, what is stored is not the replay's yet: every establishment let go of is
+	// written with the replay's summary, and a state of another replay is not read.
+	replay int64
+}
+
+func newLane(p *Projector, size int) *lane {
+	l := &lane{p: p}
+	l.cache, _ = simplelru.NewLRU(max(size, 1), func(_ string, t *tracked) {
+		l.evicted = append(l.evicted, t)
+	})
+	return l
+}
+
+// establishment returns the establishment of rec as it stands before rec, or after it when its
+// effect is already stored (its seq is then rec's or later); nil when rec names no valid
+// establishment.
+func (l *lane) establishment(ctx context.Context, rec events.Record) (*tracked, error) {
+	if t, ok := l.cache.Get(rec.Establishment); ok {
+		return t, nil
+	}
+	slug, err := domain.ParseSlug(rec.Establishment)
+	if err != nil {
+		l.p.logger.Warn("skip record of an invalid establishment slug",
+			"seq", rec.Sequence, "command", rec.CommandID, "err", err)
+		return nil, nil
+	}
+	t, err := l.load(ctx, slug, rec.Sequence)
+	if err != nil {
+		return nil, err
+	}
+	l.cache.Add(rec.Establishment, t)
+	return t, l.letGo(ctx)
+}
+
+// load rebuilds the establishment slug up to the record before sequence before.
+func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*tracked, error) {
+	t, err := l.stored(ctx, slug)
+	if err != nil {
+		return nil, err
+	}
+	if l.replay != 0 {
+		// The replay reads the log from its start: an establishment it did not let go of has had
+		// no record yet.
+		if t == nil {
+			t = &tracked{agg: domain.New(slug)}
+		}
+		return t, nil
+	}
+	if t == nil {
+		t = &tracked{agg: domain.New(slug)}
+	}
+	t.stored, err = l.p.storedSummary(ctx, string(slug))
+	if err != nil {
+		return nil, err
+	}
+	if t.seq+1 < before {
+		// Records the state does not hold: those since it was written, or every one without it.
+		var recs []events.Record
+		err := l.p.retry(ctx, "read records of "+string(slug), func() (err error) {
+			recs, err = l.p.cfg.Store.Range(ctx, string(slug), t.seq+1, before)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			if rec.Sequence > t.seq && rec.Sequence < before {
+				t.apply(l.p.logger, rec)
+			}
+		}
+	}
+	return t, nil
+}
+
+// stored returns the state the projector wrote for slug, or nil when it holds none this lane can
+// use.
+func (l *lane) stored(ctx context.Context, slug domain.Slug) (*tracked, error) {
+	var value []byte
+	err := l.p.retry(ctx, "read state of "+string(slug), func() error {
+		e, err := l.p.cfg.State.Get(ctx, stateKey(string(slug)))
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			return nil
+		case err != nil:
+			return err
+		}
+		value = e.Value()
+		return nil
+	})
+	if err != nil || value == nil {
+		return nil, err
+	}
+	t, replay, ok := decodeState(slug, value)
+	if !ok || l.replay != 0 && replay != l.replay {
+		return nil, nil
+	}
+	t.unsaved = 0
+	return t, nil
+}
+
+// letGo writes the state of the establishments the cache let go of: every one while replaying,
+// otherwise those that took in stateEvery records or more since their state was last read or
+// written.
+func (l *lane) letGo(ctx context.Context) error {
+	for i, t := range l.evicted {
+		l.evicted[i] = nil
+		if l.replay == 0 && t.unsaved < stateEvery {
+			continue
+		}
+		if err := l.writeState(ctx, t); err != nil {
+			l.evicted = l.evicted[i+1:]
+			return err
+		}
+	}
+	l.evicted = l.evicted[:0]
+	return nil
+}
+
+func (l *lane) writeState(ctx context.Context, t *tracked) error {
+	value, err := encodeState(t, l.replay)
+	if err != nil {
+		return err
+	}
+	key := stateKey(string(t.agg.Slug))
+	return l.p.retry(ctx, "write state of "+string(t.agg.Slug), func() error {
+		_, err := l.p.cfg.State.Put(ctx, key, value)
+		return err
+	})
+}
+
+// storedSummary returns the summary of the bundle stored for slug, nil when none is.
+func (p *Projector) storedSummary(ctx context.Context, slug string) (*summary, error) {
+	var s *summary
+	err := p.retry(ctx, "read bundle of "+slug, func() error {
+		e, err := p.cfg.KV.Get(ctx, dockey.Key(slug))
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			s = nil
+			return nil
+		case err != nil:
+			return err
+		}
+		if s, err = summarizeStored(e.Value()); err != nil {
+			// A bundle that cannot be read is replaced by the next one stored.
+			p.logger.Warn("stored bundle cannot be read", "slug", slug, "err", err)
+			s = nil
+		}
+		return nil
+	})
+	return s, err
+}
+
+// retry calls fn until it succeeds or ctx ends, waiting longer between failures: the bucket or
+// the log may be briefly unreachable, and the projector resumes when they are back.
+func (p *Projector) retry(ctx context.Context, what string, fn func() error) error {
+	for wait := retryFirstWait; ; wait = min(2*wait, retryMaxWait) {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.logger.Warn(what+" failed, retrying", "retry_in", wait, "err", err)
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

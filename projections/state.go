@@ -1,0 +1,208 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// StateBucketName is the KV bucket where the projector keeps what lets it hold only some
+// establishments in memory and start where it stopped: the state of establishments it let go of,
+// and its checkpoint.
+const StateBucketName = "PROJECTOR"
+
+// Keys of the state bucket.
+const (
+	stateKeyPrefix = "est."
+	checkpointKey  = "checkpoint"
+)
+
+func stateKey(slug string) string { return stateKeyPrefix + slug }
+
+// renderRevision names the renderer. A checkpoint written by a projector of another renderer is
+// not resumed from: the whole log is replayed and every bundle whose bytes differ is stored again.
+// TestRenderRevisionFollowsTheGoldens fails when the rendering of the golden establishments
+// changes and this number does not.
+const renderRevision = 1
+
+// stateFormat names the encoding of a stored establishment state, the domain's included: a state
+// of another format is not read, the establishment is rebuilt from the log instead.
+func stateFormat() string { return "projections/1+" + domain.StateFormat() }
+
+// checkpointFormat names what a checkpoint vouches for: states of stateFormat and bundles of this
+// renderer.
+func checkpointFormat() string { return stateFormat() + "+render/" + strconv.Itoa(renderRevision) }
+
+// StateStore is the part of the state bucket the projector uses; jetstream.KeyValue satisfies it.
+type StateStore interface {
+	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
+	Put(ctx context.Context, key string, value []byte) (uint64, error)
+}
+
+// OpenStateBucket creates the bucket StateBucketName, or updates it to this configuration: one
+// value per key, file storage, replicas copies (at least 1).
+func OpenStateBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:       StateBucketName,
+		Description:  "The projector's checkpoint and the state of establishments it does not hold in memory.",
+		History:      1,
+		Storage:      jetstream.FileStorage,
+		MaxValueSize: MaxBundleSize,
+		Replicas:     max(replicas, 1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", StateBucketName, err)
+	}
+	return kv, nil
+}
+
+// checkpoint says that every record of the log up to Position is projected and stored in the
+// bucket of bundles Bucket names.
+type checkpoint struct {
+	Format   string    `json:"format"`
+	Position uint64    `json:"position"`
+	Bucket   string    `json:"bucket"`
+	Written  time.Time `json:"written"`
+}
+
+// bucketIdentity tells the bucket of bundles apart from any other of the same name, one deleted
+// and created again say: its name and the creation time of its stream.
+func bucketIdentity(ctx context.Context, kv Bucket) (string, error) {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return "", fmt.Errorf("describe bucket of bundles: %w", err)
+	}
+	if s, ok := st.(interface{ StreamInfo() *jetstream.StreamInfo }); ok && s.StreamInfo() != nil {
+		return st.Bucket() + "@" + s.StreamInfo().Created.UTC().Format(time.RFC3339Nano), nil
+	}
+	return st.Bucket(), nil
+}
+
+// readCheckpoint returns the stored checkpoint, with false when there is none of this code's
+// format.
+func readCheckpoint(ctx context.Context, kv StateStore) (checkpoint, bool, error) {
+	e, err := kv.Get(ctx, checkpointKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return checkpoint{}, false, nil
+	}
+	if err != nil {
+		return checkpoint{}, false, fmt.Errorf("read checkpoint: %w", err)
+	}
+	var cp checkpoint
+	if err := json.Unmarshal(e.Value(), &cp); err != nil || cp.Format != checkpointFormat() {
+		return checkpoint{}, false, nil
+	}
+	return cp, true, nil
+}
+
+func writeCheckpoint(ctx context.Context, kv StateStore, position uint64, bucket string) error {
+	value, err := json.Marshal(checkpoint{Format: checkpointFormat(), Position: position, Bucket: bucket, Written: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Put(ctx, checkpointKey, value); err != nil {
+		return fmt.Errorf("write checkpoint at %d: %w", position, err)
+	}
+	return nil
+}
+
+// storedState is an establishment as the projector lets go of it: its aggregate after the record
+// Sequence. During a replay of the whole log it also carries the replay's generation and the
+// summary and change time the replay had reached, which the bucket does not hold yet.
+type storedState struct {
+	Format   string          `json:"format"`
+	Sequence uint64          `json:"sequence"`
+	State    json.RawMessage `json:"state"`
+	Replay   int64           `json:"replay,omitempty"`
+	Summary  *storedSummary  `json:"summary,omitempty"`
+	Changed  time.Time       `json:"changed,omitzero"`
+}
+
+type storedSummary struct {
+	Revision int64                   `json:"revision"`
+	Sequence uint64                  `json:"sequence"`
+	Access   storedAccess            `json:"access"`
+	Docs     map[string]storedDigest `json:"docs"`
+}
+
+type storedAccess struct {
+	Status              string                     `json:"status"`
+	APIEnabled          bool                       `json:"public_api_enabled"`
+	KeyHash             string                     `json:"key_hash,omitempty"`
+	MenuRedirectEnabled bool                       `json:"menu_redirect_enabled"`
+	MasterMenuURL       string                     `json:"master_menu_url,omitempty"`
+	Redirects           map[string]dockey.Redirect `json:"redirects,omitempty"`
+}
+
+type storedDigest struct {
+	Digest uint64 `json:"digest"`
+	Hashed bool   `json:"hashed"`
+	ETag   string `json:"etag"`
+}
+
+// encodeState encodes t; with replay not zero, the replay's summary and change time too.
+func encodeState(t *tracked, replay int64) ([]byte, error) {
+	state, err := domain.EncodeState(t.agg)
+	if err != nil {
+		return nil, err
+	}
+	st := storedState{Format: stateFormat(), Sequence: t.seq, State: state}
+	if replay != 0 {
+		st.Replay, st.Changed = replay, t.changed
+		if s := t.stored; s != nil {
+			a := s.access
+			st.Summary = &storedSummary{
+				Revision: s.revision,
+				Sequence: s.sequence,
+				Access: storedAccess{
+					Status: a.Status, APIEnabled: a.APIEnabled, KeyHash: a.KeyHash,
+					MenuRedirectEnabled: a.MenuRedirectEnabled, MasterMenuURL: a.MasterMenuURL, Redirects: a.Redirects,
+				},
+				Docs: make(map[string]storedDigest, len(s.docs)),
+			}
+			for name, d := range s.docs {
+				st.Summary.Docs[name] = storedDigest{Digest: d.digest, Hashed: d.hashed, ETag: d.etag}
+			}
+		}
+	}
+	return json.Marshal(st)
+}
+
+// decodeState returns the establishment slug as a stored state holds it, and the replay
+// generation it was written by; ok is false for a state of another format or one that cannot be
+// read, which is rebuilt from the log instead.
+func decodeState(slug domain.Slug, value []byte) (t *tracked, replay int64, ok bool) {
+	var st storedState
+	if err := json.Unmarshal(value, &st); err != nil || st.Format != stateFormat() {
+		return nil, 0, false
+	}
+	agg, err := domain.DecodeState(slug, st.State)
+	if err != nil {
+		return nil, 0, false
+	}
+	t = &tracked{agg: agg, seq: st.Sequence, changed: st.Changed}
+	if s := st.Summary; s != nil {
+		a := s.Access
+		t.stored = &summary{
+			revision: s.Revision,
+			sequence: s.Sequence,
+			access: dockey.Bundle{
+				Slug: string(slug), Status: a.Status, APIEnabled: a.APIEnabled, KeyHash: a.KeyHash,
+				MenuRedirectEnabled: a.MenuRedirectEnabled, MasterMenuURL: a.MasterMenuURL, Redirects: a.Redirects,
+			},
+			docs: make(map[string]docSummary, len(s.Docs)),
+		}
+		for name, d := range s.Docs {
+			t.stored.docs[name] = docSummary{digest: d.Digest, hashed: d.Hashed, etag: d.ETag}
+		}
+	}
+	return t, st.Replay, true
+}

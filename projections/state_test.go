@@ -1,0 +1,223 @@
+package projections
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+)
+
+// countingLog is the event log, counting the replays of the whole log.
+type countingLog struct {
+	*events.Store
+	replays atomic.Int32
+}
+
+func (c *countingLog) Replay(ctx context.Context, from uint64, fn func(events.Record) error) (uint64, error) {
+	c.replays.Add(1)
+	return c.Store.Replay(ctx, from, fn)
+}
+
+// dayRecords appends rounds of days to every establishment generatedLog made, each round
+// changing the dated menus, and returns the sequence of the last record.
+func dayRecords(t *testing.T, n *natsEnv, copies, from, to int) uint64 {
+	t.Helper()
+	days := []string{"2026-11-22", "2026-11-23"}
+	var last uint64
+	for r := from; r < to; r++ {
+		for i := range copies {
+			for f := range 3 {
+				last = n.append(t, fmt.Sprintf("gen-%d-%d", f, i), domain.DayStarted{Date: date(t, days[r%2])})
+			}
+		}
+	}
+	return last
+}
+
+func stateKeys(t *testing.T, kv jetstream.KeyValue) []string {
+	t.Helper()
+	var keys []string
+	for key := range bucketValues(t, kv) {
+		if strings.HasPrefix(key, stateKeyPrefix) {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+func identityOf(t *testing.T, kv Bucket) string {
+	t.Helper()
+	id, err := bucketIdentity(testContext(t), kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestBoundedProjectorStoresWhatAnUnboundedOneDoes projects the same log holding one
+// establishment per worker in memory and holding them all, live, after a crash between writing
+// states and moving the checkpoint, and by replay, and finds the same bytes every time.
+func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
+	n := newNATSEnv(t)
+	const copies = 6
+	first := generatedLog(t, n, copies, 0, 3)
+
+	allKV, boundedKV := n.bucketNamed(t, "ALL"), n.bucketNamed(t, "BOUNDED")
+	boundedState := n.freshState(t)
+	var allChanges, boundedChanges recorder
+	all := startProjectorWith(t, Config{Store: n.store, KV: allKV, State: n.freshState(t), Notifier: &allChanges, Workers: 1, CacheSize: 1000})
+	bounded := startProjectorWith(t, Config{Store: n.store, KV: boundedKV, State: boundedState, Notifier: &boundedChanges, Workers: 2, CacheSize: 2})
+	// Both replay the same records, then follow the others.
+	all.waitFor(t, first)
+	bounded.waitFor(t, first)
+	mid := generatedLog(t, n, copies, 3, 6)
+	// Enough records per establishment for the states of those let go of to be written.
+	last := dayRecords(t, n, copies, 0, 2*stateEvery)
+	all.waitFor(t, last)
+	bounded.waitFor(t, last)
+
+	want := bucketValues(t, allKV)
+	if len(want) != 3*copies {
+		t.Fatalf("stored %d bundles, want %d", len(want), 3*copies)
+	}
+	compareBuckets(t, "one establishment per worker", bucketValues(t, boundedKV), want)
+	if got, want := revisionsBySlug(boundedChanges.take()), revisionsBySlug(allChanges.take()); !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("announced revisions differ:\n bounded %v\n all in memory %v", got, want)
+	}
+	if len(stateKeys(t, boundedState)) == 0 {
+		t.Errorf("no state written for the establishments let go of")
+	}
+
+	// A stop after states were written but before the checkpoint moved past them: the next start
+	// resumes from the older checkpoint, stores nothing new and announces nothing.
+	if err := bounded.stop(t); err != nil && err != context.Canceled {
+		t.Fatalf("stop: %v", err)
+	}
+	if err := writeCheckpoint(testContext(t), boundedState, mid, identityOf(t, boundedKV)); err != nil {
+		t.Fatal(err)
+	}
+	log := &countingLog{Store: n.store}
+	again := startProjectorWith(t, Config{Store: log, KV: boundedKV, State: boundedState, Notifier: &boundedChanges, Workers: 2, CacheSize: 2})
+	again.waitFor(t, last)
+	if r := log.replays.Load(); r != 0 {
+		t.Errorf("the restart replayed the log %d times, want it to resume from its checkpoint", r)
+	}
+	compareBuckets(t, "after resuming", bucketValues(t, boundedKV), want)
+	if c := boundedChanges.take(); len(c) != 0 {
+		t.Errorf("resuming announced %d changes, want none: %v", len(c), c)
+	}
+
+	// Both go on alike.
+	more := dayRecords(t, n, copies, 1, 4)
+	all.waitFor(t, more)
+	again.waitFor(t, more)
+	want = bucketValues(t, allKV)
+	compareBuckets(t, "following after resuming", bucketValues(t, boundedKV), want)
+	if got, want := revisionsBySlug(boundedChanges.take()), revisionsBySlug(allChanges.take()); !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("announced revisions differ after resuming:\n bounded %v\n all in memory %v", got, want)
+	}
+
+	// A replay of the whole log holding one establishment per worker stores the same bytes.
+	replayKV := n.bucketNamed(t, "BOUNDED_REPLAY")
+	replay := startProjectorWith(t, Config{Store: n.store, KV: replayKV, State: n.freshState(t), Workers: 2, CacheSize: 2})
+	replay.waitFor(t, more)
+	compareBuckets(t, "replay with one establishment per worker", bucketValues(t, replayKV), want)
+}
+
+// TestProjectorReplaysWhenItsCheckpointDoesNotHold restarts a projector over its state bucket
+// and checks that it resumes only from a checkpoint of its own code, bucket and log.
+func TestProjectorReplaysWhenItsCheckpointDoesNotHold(t *testing.T) {
+	n := newNATSEnv(t)
+	last := generatedLog(t, n, 2, 0, 6)
+	state := n.freshState(t)
+	first := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state})
+	first.waitFor(t, last)
+	if err := first.stop(t); err != nil && err != context.Canceled {
+		t.Fatalf("stop: %v", err)
+	}
+	want := bucketValues(t, n.kv)
+
+	restart := func(t *testing.T, kv Bucket) int32 {
+		t.Helper()
+		log := &countingLog{Store: n.store}
+		p := startProjectorWith(t, Config{Store: log, KV: kv, State: state})
+		p.waitFor(t, last)
+		if err := p.stop(t); err != nil && err != context.Canceled {
+			t.Fatalf("stop: %v", err)
+		}
+		return log.replays.Load()
+	}
+	put := func(t *testing.T, value string) {
+		t.Helper()
+		if _, err := state.Put(testContext(t), checkpointKey, []byte(value)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The steps depend on each other: they run in order.
+	t.Run("its own checkpoint is resumed from", func(t *testing.T) {
+		if r := restart(t, n.kv); r != 0 {
+			t.Errorf("replayed %d times, want 0", r)
+		}
+		compareBuckets(t, "resumed", bucketValues(t, n.kv), want)
+	})
+	t.Run("a checkpoint of another code is not", func(t *testing.T) {
+		put(t, fmt.Sprintf(`{"format":"projections/0","position":%d,"bucket":%q}`, last, identityOf(t, n.kv)))
+		if r := restart(t, n.kv); r != 1 {
+			t.Errorf("replayed %d times, want 1", r)
+		}
+		compareBuckets(t, "replayed", bucketValues(t, n.kv), want)
+		if r := restart(t, n.kv); r != 0 {
+			t.Errorf("after the replay: replayed %d times, want 0 (its checkpoint written)", r)
+		}
+	})
+	t.Run("a checkpoint past the end of the log is not", func(t *testing.T) {
+		put(t, fmt.Sprintf(`{"format":%q,"position":%d,"bucket":%q}`, checkpointFormat(), last+100, identityOf(t, n.kv)))
+		if r := restart(t, n.kv); r != 1 {
+			t.Errorf("replayed %d times, want 1", r)
+		}
+	})
+	t.Run("a checkpoint of another bucket is not", func(t *testing.T) {
+		fresh := n.bucketNamed(t, "FRESH")
+		if r := restart(t, fresh); r != 1 {
+			t.Errorf("replayed %d times, want 1", r)
+		}
+		got := bucketValues(t, fresh)
+		if len(got) != len(want) {
+			t.Fatalf("the new bucket holds %d bundles, want %d", len(got), len(want))
+		}
+	})
+}
+
+// TestRenderRevisionFollowsTheGoldens fails when the rendering of the golden establishments
+// changes while renderRevision stays: a projector resuming from a checkpoint of the previous
+// renderer would otherwise keep serving what it rendered.
+func TestRenderRevisionFollowsTheGoldens(t *testing.T) {
+	// The fingerprint of the golden documents each renderer renders.
+	fingerprints := map[int]string{
+		1: "1baa4ccc94594cf45f4d8c05aaf85f98b920eb4c1bea3058ca7644f680bbe853",
+	}
+	h := sha256.New()
+	for _, tc := range goldenCases {
+		b := Render(fixture(t, tc.snapshot, readToday(t, "testdata/"+tc.name)), goldenRevision)
+		files := goldenFiles(t, &b)
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			fmt.Fprintf(h, "%s/%s %d\n", tc.name, name, len(files[name]))
+			h.Write(files[name])
+		}
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	if fingerprints[renderRevision] != got {
+		t.Errorf("the golden documents of render revision %d have fingerprint %s, recorded %q: if the rendering changed, raise renderRevision and record the new fingerprint under it", renderRevision, got, fingerprints[renderRevision])
+	}
+}
