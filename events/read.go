@@ -50,12 +50,31 @@ func (s *Store) Last(ctx context.Context, slug string) (rec Record, ok bool, err
 // the establishment's subject: no consumer, so any number of establishments can be read at once,
 // and one request for up to readBatch records.
 func (s *Store) Range(ctx context.Context, slug string, from, to uint64) ([]Record, error) {
+	return s.records(ctx, slug, from, to, to)
+}
+
+// Before returns the records of one establishment from sequence from up to, not including, its
+// record at sequence before, oldest first, read as Range reads them. The record at before is
+// fetched, as the end of the walk, but not decoded.
+func (s *Store) Before(ctx context.Context, slug string, from, before uint64) ([]Record, error) {
+	if before == 0 || from >= before {
+		return nil, nil
+	}
+	return s.records(ctx, slug, from, before, before-1)
+}
+
+// records returns the records of one establishment from sequence from up to last, walking up to
+// to, the sequence of one of its records (0: its last).
+func (s *Store) records(ctx context.Context, slug string, from, to, last uint64) ([]Record, error) {
 	subject, err := Subject(slug)
 	if err != nil {
 		return nil, fmt.Errorf("read records: %w", err)
 	}
 	var recs []Record
 	err = s.walk(ctx, subject, jetstreamext.GetBatchSeq(max(from, 1)), false, to, func(msg *jetstream.RawStreamMsg) (bool, error) {
+		if last != 0 && msg.Sequence > last {
+			return true, nil
+		}
 		rec, err := decodeRaw(msg)
 		if err != nil {
 			return true, err

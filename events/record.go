@@ -125,21 +125,46 @@ func Decode(data []byte) (Record, error) {
 	if err := Unmarshal(data, &r); err != nil {
 		return Record{}, fmt.Errorf("decode record: %w: %w", ErrInvalidRecord, err)
 	}
-	// Unmarshal has checked each payload is a JSON value; Compact below reads it once more.
+	// Unmarshal has checked each payload is a JSON value; it is compacted below unless it is already.
 	if err := r.validate(); err != nil {
 		return Record{}, fmt.Errorf("decode record: %w", err)
 	}
 	for i := range r.Events {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, r.Events[i].Payload); err != nil {
-			return Record{}, fmt.Errorf("decode record: %w: event %d: payload: %w", ErrInvalidRecord, i, err)
+		p := r.Events[i].Payload
+		if !compact(p) {
+			// Encode stores payloads compacted; a record written otherwise is compacted here.
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, p); err != nil {
+				return Record{}, fmt.Errorf("decode record: %w: event %d: payload: %w", ErrInvalidRecord, i, err)
+			}
+			p = buf.Bytes()
+			r.Events[i].Payload = p
 		}
-		if buf.String() == "null" {
+		if string(p) == "null" {
 			return Record{}, fmt.Errorf("decode record: %w: event %d: null payload", ErrInvalidRecord, i)
 		}
-		r.Events[i].Payload = buf.Bytes()
 	}
 	return r, nil
+}
+
+// compact reports whether the JSON value v holds no insignificant space: no space, tab, carriage
+// return or line feed outside its strings. It only reads v, where json.Compact would copy it
+// through a scanner: every record read (a replay reads them all) is checked this way.
+func compact(v []byte) bool {
+	inString, escaped := false, false
+	for _, c := range v {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
 }
 
 // validate checks the invariants shared by Encode and Decode but that of the payloads, which

@@ -136,6 +136,19 @@ func TestRangeAcrossBatches(t *testing.T) {
 		t.Errorf("Range(%d, %d): got %d records from %s, want 301 from m-100 to m-400",
 			recs[100].Sequence, recs[400].Sequence, len(part), part[0].CommandID)
 	}
+
+	// The records before one of them, from a sequence that is not the establishment's.
+	before, err := st.Before(t.Context(), "long", recs[100].Sequence-1, recs[400].Sequence)
+	if err != nil {
+		t.Fatalf("Before: %v", err)
+	}
+	if len(before) != 300 || before[0].CommandID != "m-100" || before[299].CommandID != "m-399" {
+		t.Errorf("Before(%d, %d): got %d records, want 300 from m-100 to m-399",
+			recs[100].Sequence-1, recs[400].Sequence, len(before))
+	}
+	if none, err := st.Before(t.Context(), "long", 1, recs[0].Sequence); err != nil || len(none) != 0 {
+		t.Errorf("Before the first record: got %d records, %v; want none", len(none), err)
+	}
 }
 
 // A read that cannot reach the sequence it was asked for is an error, never a shorter history;

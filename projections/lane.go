@@ -86,16 +86,14 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 		// Records the state does not hold: those since it was written, or every one without it.
 		var recs []events.Record
 		err := l.p.retry(ctx, "read records of "+string(slug), func() (err error) {
-			recs, err = l.p.cfg.Store.Range(ctx, string(slug), t.seq+1, before)
+			recs, err = l.p.cfg.Store.Before(ctx, string(slug), t.seq+1, before)
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
 		for _, rec := range recs {
-			if rec.Sequence > t.seq && rec.Sequence < before {
-				t.apply(l.p.logger, rec)
-			}
+			t.apply(l.p.logger, rec)
 		}
 	}
 	return t, nil

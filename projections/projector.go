@@ -27,9 +27,9 @@ type Log interface {
 	Replay(ctx context.Context, from uint64, fn func(events.Record) error) (last uint64, err error)
 	// Follow calls fn for every record from sequence from, stored or to come, until ctx is done.
 	Follow(ctx context.Context, from uint64, fn func(events.Record) error) error
-	// Range returns the records of one establishment from sequence from through to, the
-	// sequence of one of its records, oldest first.
-	Range(ctx context.Context, slug string, from, to uint64) ([]events.Record, error)
+	// Before returns the records of one establishment from sequence from up to, not including,
+	// its record at sequence before, oldest first.
+	Before(ctx context.Context, slug string, from, before uint64) ([]events.Record, error)
 	// Slugs lists, sorted, the establishments with at least one record.
 	Slugs(ctx context.Context) ([]string, error)
 	// LastStreamSequence returns the sequence of the log's last record.
