@@ -50,22 +50,24 @@ func (s *Store) Last(ctx context.Context, slug string) (rec Record, ok bool, err
 // the establishment's subject: no consumer, so any number of establishments can be read at once,
 // and one request for up to readBatch records.
 func (s *Store) Range(ctx context.Context, slug string, from, to uint64) ([]Record, error) {
-	return s.records(ctx, slug, from, to, to)
+	return s.records(ctx, slug, from, to, to, nil)
 }
 
 // Before returns the records of one establishment from sequence from up to, not including, its
 // record at sequence before, oldest first, read as Range reads them. The record at before is
-// fetched, as the end of the walk, but not decoded.
-func (s *Store) Before(ctx context.Context, slug string, from, before uint64) ([]Record, error) {
+// fetched, as the end of the walk, but not decoded. A message that is not a readable record
+// (ErrInvalidRecord) is passed to unreadable and over.
+func (s *Store) Before(ctx context.Context, slug string, from, before uint64, unreadable func(seq uint64, err error)) ([]Record, error) {
 	if before == 0 || from >= before {
 		return nil, nil
 	}
-	return s.records(ctx, slug, from, before, before-1)
+	return s.records(ctx, slug, from, before, before-1, unreadable)
 }
 
 // records returns the records of one establishment from sequence from up to last, walking up to
-// to, the sequence of one of its records (0: its last).
-func (s *Store) records(ctx context.Context, slug string, from, to, last uint64) ([]Record, error) {
+// to, the sequence of one of its records (0: its last). An unreadable message is an error, or,
+// when unreadable is not nil, passed to it and over.
+func (s *Store) records(ctx context.Context, slug string, from, to, last uint64, unreadable func(seq uint64, err error)) ([]Record, error) {
 	subject, err := Subject(slug)
 	if err != nil {
 		return nil, fmt.Errorf("read records: %w", err)
@@ -76,10 +78,14 @@ func (s *Store) records(ctx context.Context, slug string, from, to, last uint64)
 			return true, nil
 		}
 		rec, err := decodeRaw(msg)
-		if err != nil {
+		switch {
+		case err != nil && unreadable != nil:
+			unreadable(msg.Sequence, err)
+		case err != nil:
 			return true, err
+		default:
+			recs = append(recs, rec)
 		}
-		recs = append(recs, rec)
 		return false, nil
 	})
 	if err != nil {
@@ -180,6 +186,44 @@ func (s *Store) Replay(ctx context.Context, from uint64, fn func(Record) error) 
 		return last, fmt.Errorf("replay %s: %w", StreamName, err)
 	}
 	return last, nil
+}
+
+// ReplayPart calls fn, in order, for the records of the log from sequence from through to whose
+// establishment keep accepts; the others are passed over without being decoded, so that reading
+// the log several times, a part of the establishments each time, costs little more than reading
+// it once. A kept message that is not a readable record (ErrInvalidRecord) is passed to
+// unreadable and over. It stops at the first error of fn and returns it wrapped.
+func (s *Store) ReplayPart(ctx context.Context, from, to uint64, keep func(slug string) bool, fn func(Record) error, unreadable func(seq uint64, err error)) error {
+	from = max(from, 1)
+	if to < from {
+		return nil
+	}
+	cfg := jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:   from,
+	}
+	err := s.each(ctx, cfg, false, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+		seq := meta.Sequence.Stream
+		if seq > to {
+			return true, nil
+		}
+		if keep(strings.TrimPrefix(msg.Subject(), subjectPrefix)) {
+			rec, err := decodeMsg(msg, meta)
+			switch {
+			case err != nil:
+				unreadable(seq, err)
+			default:
+				if err := fn(rec); err != nil {
+					return true, fmt.Errorf("seq %d: %w", seq, err)
+				}
+			}
+		}
+		return seq >= to, nil
+	})
+	if err != nil {
+		return fmt.Errorf("replay %s: %w", StreamName, err)
+	}
+	return nil
 }
 
 // Follow calls fn, in order, for every record of the log whose sequence is at least from, then

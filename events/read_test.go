@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/events/natstest"
 )
 
 // fill appends n records alternating between two establishments and returns their command ids in
@@ -215,5 +217,39 @@ func TestFollowStopsOnError(t *testing.T) {
 	})
 	if !errors.Is(err, stop) {
 		t.Errorf("Follow: got %v, want %v", err, stop)
+	}
+}
+
+// A partial replay passes the records of the establishments it keeps, up to the sequence it is
+// given, and passes over an unreadable message of theirs, telling it.
+func TestReplayPart(t *testing.T) {
+	t.Parallel()
+	nc := natstest.Connect(t, natstest.Start(t))
+	st := openStore(t, nc, events.Config{})
+	var a, b uint64
+	a = mustAppend(t, st, "alpha", a, "a-1", event("t", `{}`))
+	b = mustAppend(t, st, "beta", b, "b-1", event("t", `{}`))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := js.Publish(t.Context(), "events.alpha", []byte("not a record"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = mustAppend(t, st, "alpha", bad.Sequence, "a-2", event("t", `{}`))
+	to := a
+	mustAppend(t, st, "alpha", a, "a-3", event("t", `{}`)) // after to
+
+	var got []string
+	var unreadable []uint64
+	err = st.ReplayPart(t.Context(), 1, to, func(slug string) bool { return slug == "alpha" },
+		func(r events.Record) error { got = append(got, r.CommandID); return nil },
+		func(seq uint64, err error) { unreadable = append(unreadable, seq) })
+	if err != nil {
+		t.Fatalf("ReplayPart: %v", err)
+	}
+	if fmt.Sprint(got) != "[a-1 a-2]" || fmt.Sprint(unreadable) != fmt.Sprint([]uint64{bad.Sequence}) {
+		t.Errorf("ReplayPart: got %v, unreadable %v; want [a-1 a-2] and %d", got, unreadable, bad.Sequence)
 	}
 }

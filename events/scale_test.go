@@ -138,7 +138,7 @@ func TestRangeAcrossBatches(t *testing.T) {
 	}
 
 	// The records before one of them, from a sequence that is not the establishment's.
-	before, err := st.Before(t.Context(), "long", recs[100].Sequence-1, recs[400].Sequence)
+	before, err := st.Before(t.Context(), "long", recs[100].Sequence-1, recs[400].Sequence, nil)
 	if err != nil {
 		t.Fatalf("Before: %v", err)
 	}
@@ -146,7 +146,7 @@ func TestRangeAcrossBatches(t *testing.T) {
 		t.Errorf("Before(%d, %d): got %d records, want 300 from m-100 to m-399",
 			recs[100].Sequence-1, recs[400].Sequence, len(before))
 	}
-	if none, err := st.Before(t.Context(), "long", 1, recs[0].Sequence); err != nil || len(none) != 0 {
+	if none, err := st.Before(t.Context(), "long", 1, recs[0].Sequence, nil); err != nil || len(none) != 0 {
 		t.Errorf("Before the first record: got %d records, %v; want none", len(none), err)
 	}
 }

@@ -86,7 +86,8 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 		// Records the state does not hold: those since it was written, or every one without it.
 		var recs []events.Record
 		err := l.p.retry(ctx, "read records of "+string(slug), func() (err error) {
-			recs, err = l.p.cfg.Store.Before(ctx, string(slug), t.seq+1, before)
+			// An unreadable message was logged when the log was read: it is passed over again.
+			recs, err = l.p.cfg.Store.Before(ctx, string(slug), t.seq+1, before, func(uint64, error) {})
 			return err
 		})
 		if err != nil {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/dockey"
@@ -22,14 +24,15 @@ var ErrStopped = errors.New("projections: projector stopped")
 
 // Log is the event log the projector reads; *events.Store satisfies it.
 type Log interface {
-	// Replay calls fn for every stored record from sequence from, and returns the sequence of the
-	// last one.
-	Replay(ctx context.Context, from uint64, fn func(events.Record) error) (last uint64, err error)
+	// ReplayPart calls fn for every record from sequence from through to whose establishment
+	// keep accepts, and unreadable for every such message that is not a readable record.
+	ReplayPart(ctx context.Context, from, to uint64, keep func(slug string) bool, fn func(events.Record) error, unreadable func(seq uint64, err error)) error
 	// Follow calls fn for every record from sequence from, stored or to come, until ctx is done.
 	Follow(ctx context.Context, from uint64, fn func(events.Record) error) error
 	// Before returns the records of one establishment from sequence from up to, not including,
-	// its record at sequence before, oldest first.
-	Before(ctx context.Context, slug string, from, before uint64) ([]events.Record, error)
+	// its record at sequence before, oldest first, and passes to unreadable every message of
+	// its that is not a readable record.
+	Before(ctx context.Context, slug string, from, before uint64, unreadable func(seq uint64, err error)) ([]events.Record, error)
 	// Slugs lists, sorted, the establishments with at least one record.
 	Slugs(ctx context.Context) ([]string, error)
 	// LastStreamSequence returns the sequence of the log's last record.
@@ -83,6 +86,10 @@ type Config struct {
 	// CheckpointEvery is how often, at most, the projector saves the position it reached, from
 	// which it resumes at its next start; zero means DefaultCheckpointEvery.
 	CheckpointEvery time.Duration
+	// ReplayAll makes Run replay the whole log even when it could resume from its checkpoint,
+	// and store every bundle that differs from the replay: after the bucket of bundles was
+	// changed by other means, say.
+	ReplayAll bool
 	// Logger receives skipped events and retried writes; nil discards them.
 	Logger *slog.Logger
 	// Notifier, optional, is called after each stored rise of a revision, by several workers
@@ -249,18 +256,19 @@ func (p *Projector) Run(ctx context.Context) error {
 }
 
 func (p *Projector) run(ctx context.Context) error {
-	lanes := make([]*lane, p.cfg.Workers)
-	for i := range lanes {
-		lanes[i] = newLane(p, p.cfg.CacheSize/p.cfg.Workers)
-	}
 	start := time.Now()
 	var err error
 	if p.bucket, err = bucketIdentity(ctx, p.cfg.KV); err != nil {
 		return err
 	}
-	last, resumed, err := p.resumeFrom(ctx)
-	if err != nil {
-		return err
+	var (
+		last    uint64
+		resumed bool
+	)
+	if !p.cfg.ReplayAll {
+		if last, resumed, err = p.resumeFrom(ctx); err != nil {
+			return err
+		}
 	}
 	// Records up to the end of the log as it is at a resumption may have been projected before
 	// the last stop, after the checkpoint: their announcements are checked again.
@@ -271,13 +279,13 @@ func (p *Projector) run(ctx context.Context) error {
 			return err
 		}
 	} else {
-		if last, err = p.replayAll(ctx, lanes); err != nil {
+		if last, err = p.replayAll(ctx); err != nil {
 			return err
 		}
 		p.logger.Info("projections caught up", "position", last, "took", time.Since(start).Round(time.Millisecond))
 	}
 	p.advance(last)
-	if err := p.follow(ctx, lanes, last, recheckTo); err != nil {
+	if err := p.follow(ctx, p.newLanes(), last, recheckTo); err != nil {
 		return fmt.Errorf("follow: %w", err)
 	}
 	return nil
@@ -310,27 +318,71 @@ func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
 
 // replayAll replays the whole log without storing, then stores what differs from the bucket and
 // writes a checkpoint. It returns the position reached.
-func (p *Projector) replayAll(ctx context.Context, lanes []*lane) (uint64, error) {
-	generation := time.Now().UnixNano()
-	for _, l := range lanes {
-		l.replay = generation
-	}
-	last, err := fanOut(ctx, lanes, recordSlug, p.replayRecord, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
-		return p.read(ctx, 1, nil, dispatch)
-	})
+//
+// The establishments are replayed in as many passes over the log as it takes for each pass's share
+// to fit the cache: each pass decodes only its share's records, then reconciles its share, so that
+// no establishment is let go of and loaded again in the middle of the replay.
+func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
+	// The position first: every establishment with a record up to it is among the slugs.
+	last, err := p.cfg.Store.LastStreamSequence(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("replay: %w", err)
+		return 0, err
 	}
-	if err := p.reconcile(ctx, lanes); err != nil {
-		return 0, fmt.Errorf("reconcile: %w", err)
+	slugs, err := p.cfg.Store.Slugs(ctx)
+	if err != nil {
+		return 0, err
 	}
-	for _, l := range lanes {
-		l.replay = 0
+	passes := max(1, (len(slugs)+len(slugs)/10+p.cfg.CacheSize-1)/p.cfg.CacheSize) // a tenth spare: shares are uneven
+	generation := time.Now().UnixNano()
+	var tally reconciled
+	for pass := range passes {
+		keep := func(slug string) bool { return passOf(slug, passes) == pass }
+		lanes := p.newLanes()
+		for _, l := range lanes {
+			l.replay = generation
+		}
+		_, err := fanOut(ctx, lanes, recordSlug, p.replayRecord, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
+			return last, p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, func(seq uint64, err error) {
+				p.logger.Error("skip unreadable message of the event log", "seq", seq, "err", err)
+			})
+		})
+		if err != nil {
+			return 0, fmt.Errorf("replay: %w", err)
+		}
+		share := slices.DeleteFunc(slices.Clone(slugs), func(slug string) bool { return !keep(slug) })
+		if err := p.reconcile(ctx, lanes, share, &tally); err != nil {
+			return 0, fmt.Errorf("reconcile: %w", err)
+		}
+		if passes > 1 {
+			p.logger.Info("projections replayed a share of the establishments", "pass", pass+1, "passes", passes, "establishments", len(share))
+		}
 	}
+	if err := p.absentFromLog(ctx, slugs, &tally); err != nil {
+		return 0, err
+	}
+	if tally.absent > 0 {
+		// One line, whatever their number: a count and the first few by slug.
+		p.logger.Warn("stored bundles of establishments absent from the log are left as they are",
+			"count", tally.absent, "examples", tally.examples)
+	}
+	p.logger.Info("projections reconciled with the stored bundles", "establishments", len(slugs), "written", tally.written)
 	if err := writeCheckpoint(ctx, p.cfg.State, last, p.bucket); err != nil {
 		return 0, err
 	}
 	return last, nil
+}
+
+// passOf returns the pass of a replay in n passes that replays the establishment slug. It uses
+// other bits of the slug's hash than laneOf, so that a pass's share is spread over every worker.
+func passOf(slug string, n int) int { return int((xxhash.Sum64String(slug) >> 32) % uint64(n)) }
+
+// newLanes returns one empty lane per worker, sharing the cache size between them.
+func (p *Projector) newLanes() []*lane {
+	lanes := make([]*lane, p.cfg.Workers)
+	for i := range lanes {
+		lanes[i] = newLane(p, p.cfg.CacheSize/p.cfg.Workers)
+	}
+	return lanes
 }
 
 // replayRecord applies rec to its establishment and keeps the summary of the bundle a projection
@@ -388,7 +440,7 @@ func (p *Projector) follow(ctx context.Context, lanes []*lane, last, recheckTo u
 				p.advance(seq)
 			}
 		}
-		return p.read(ctx, last+1, skipped, func(rec events.Record) error {
+		return 0, p.read(ctx, last+1, skipped, func(rec events.Record) error {
 			if rec.Sequence <= dispatched {
 				return nil // delivered again: already projected or on its way
 			}
@@ -408,13 +460,11 @@ func (p *Projector) follow(ctx context.Context, lanes []*lane, last, recheckTo u
 	return err
 }
 
-// read passes the records of the log from sequence from to fn: those stored now, or, when
-// skipped is not nil, also those to come until ctx ends. A stored message that is not a readable
-// record (events.ErrInvalidRecord) is logged and passed over, so that one bad message never stops
-// the projection; while following, skipped is told the sequence passed over. It returns the
-// sequence up to which the log has been read.
-func (p *Projector) read(ctx context.Context, from uint64, skipped func(seq uint64), fn func(events.Record) error) (uint64, error) {
-	follow := skipped != nil
+// read passes the records of the log from sequence from to fn, those stored now and those to come,
+// until ctx ends. A stored message that is not a readable record (events.ErrInvalidRecord) is
+// logged and passed over, so that one bad message never stops the projection, and skipped is told
+// its sequence.
+func (p *Projector) read(ctx context.Context, from uint64, skipped func(seq uint64), fn func(events.Record) error) error {
 	seen := from - 1 // last sequence passed to fn
 	var skip uint64  // messages passed over after seen
 	accept := func(rec events.Record) error {
@@ -425,65 +475,52 @@ func (p *Projector) read(ctx context.Context, from uint64, skipped func(seq uint
 		return nil
 	}
 	for {
-		start := seen + 1 + skip
-		var err error
-		if follow {
-			err = p.cfg.Store.Follow(ctx, start, accept)
-		} else {
-			_, err = p.cfg.Store.Replay(ctx, start, accept)
-		}
-		if err == nil {
-			// Every message before start that was not passed to fn is unreadable or absent.
-			return max(seen, start-1), nil
-		}
-		if ctx.Err() != nil || !errors.Is(err, events.ErrInvalidRecord) {
-			return seen, err
+		err := p.cfg.Store.Follow(ctx, seen+1+skip, accept)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, events.ErrInvalidRecord) {
+			return err
 		}
 		// The first message from start on is unreadable, and nothing readable lies between seen
 		// and it, or the consumer would have delivered it first: every sequence up to start is
 		// absent or unreadable. Resume one message further.
 		skip++
 		p.logger.Error("skip unreadable message of the event log", "after_seq", seen, "skipped", skip, "err", err)
-		if follow {
-			skipped(seen + skip)
-		}
+		skipped(seen + skip)
 	}
 }
 
-// reconcile stores, for every establishment of the replayed log, the bundle that follows the one
-// found in the bucket, each worker its share of the establishments. Content equal to the stored
-// content keeps the stored revision; different content gets max(replayed revision, stored
+// reconciled counts what a replay's reconciliation did, over all its passes.
+type reconciled struct {
+	mu       sync.Mutex
+	written  int
+	absent   int
+	examples []string // the first absentExamples absent ones by slug
+}
+
+func (r *reconciled) noteAbsent(slug string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.absent++
+	i, _ := slices.BinarySearch(r.examples, slug)
+	if r.examples = slices.Insert(r.examples, i, slug); len(r.examples) > absentExamples {
+		r.examples = r.examples[:absentExamples]
+	}
+}
+
+// reconcile stores, for every establishment of slugs, replayed by lanes, the bundle that follows
+// the one found in the bucket, each worker its share of the establishments. Content equal to the
+// stored content keeps the stored revision; different content gets max(replayed revision, stored
 // revision + 1).
-func (p *Projector) reconcile(ctx context.Context, lanes []*lane) error {
-	slugs, err := p.cfg.Store.Slugs(ctx)
-	if err != nil {
-		return err
-	}
-	var (
-		mu       sync.Mutex
-		written  int
-		absent   int
-		examples []string // the first absentExamples by slug
-	)
-	noteAbsent := func(slug string) {
-		mu.Lock()
-		defer mu.Unlock()
-		absent++
-		i, _ := slices.BinarySearch(examples, slug)
-		if examples = slices.Insert(examples, i, slug); len(examples) > absentExamples {
-			examples = examples[:absentExamples]
-		}
-	}
-	_, err = fanOut(ctx, lanes, func(slug string) string { return slug }, func(ctx context.Context, l *lane, slug string) error {
-		w, err := p.reconcileOne(ctx, l, slug)
+func (p *Projector) reconcile(ctx context.Context, lanes []*lane, slugs []string, tally *reconciled) error {
+	_, err := fanOut(ctx, lanes, func(slug string) string { return slug }, func(ctx context.Context, l *lane, slug string) error {
+		written, err := p.reconcileOne(ctx, l, slug)
 		if errors.Is(err, errAbsentFromLog) {
-			noteAbsent(slug)
+			tally.noteAbsent(slug)
 			return nil
 		}
-		if w {
-			mu.Lock()
-			written++
-			mu.Unlock()
+		if written {
+			tally.mu.Lock()
+			tally.written++
+			tally.mu.Unlock()
 		}
 		return err
 	}, func(ctx context.Context, dispatch func(string) error) (uint64, error) {
@@ -492,30 +529,26 @@ func (p *Projector) reconcile(ctx context.Context, lanes []*lane) error {
 				return 0, err
 			}
 		}
-		// Bundles of establishments the log has no record of at all.
-		keys, err := p.cfg.KV.ListKeysFiltered(ctx, dockey.Watch)
-		if err != nil {
-			return 0, fmt.Errorf("list stored bundles: %w", err)
-		}
-		defer func() { _ = keys.Stop() }()
-		for key := range keys.Keys() {
-			if slug, ok := dockey.SlugOf(key); ok {
-				if _, found := slices.BinarySearch(slugs, slug); !found {
-					noteAbsent(slug)
-				}
-			}
-		}
 		return 0, nil
 	})
+	return err
+}
+
+// absentFromLog counts the bundles stored for establishments the log has no record of at all;
+// slugs, sorted, are those it has.
+func (p *Projector) absentFromLog(ctx context.Context, slugs []string, tally *reconciled) error {
+	keys, err := p.cfg.KV.ListKeysFiltered(ctx, dockey.Watch)
 	if err != nil {
-		return err
+		return fmt.Errorf("list stored bundles: %w", err)
 	}
-	if absent > 0 {
-		// One line, whatever their number: a count and the first few by slug.
-		p.logger.Warn("stored bundles of establishments absent from the log are left as they are",
-			"count", absent, "examples", examples)
+	defer func() { _ = keys.Stop() }()
+	for key := range keys.Keys() {
+		if slug, ok := dockey.SlugOf(key); ok {
+			if _, found := slices.BinarySearch(slugs, slug); !found {
+				tally.noteAbsent(slug)
+			}
+		}
 	}
-	p.logger.Info("projections reconciled with the stored bundles", "establishments", len(slugs), "written", written)
 	return nil
 }
 
@@ -551,6 +584,10 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string) (boo
 	}
 	replayed := t.stored
 	t.stored = stored
+	if stored.same(replayed) {
+		// What the replay would have stored is stored: nothing to render.
+		return false, p.reannounce(ctx, t)
+	}
 	u := next(stored, render(t.agg), replayed.revision)
 	u.bundle.Sequence = replayed.sequence // the record a projection one at a time last stored
 	if !u.write {

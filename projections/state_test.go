@@ -17,15 +17,15 @@ import (
 	"github.com/opencarte/publisher/events"
 )
 
-// countingLog is the event log, counting the replays of the whole log.
+// countingLog is the event log, counting the passes of replays of the whole log.
 type countingLog struct {
 	*events.Store
 	replays atomic.Int32
 }
 
-func (c *countingLog) Replay(ctx context.Context, from uint64, fn func(events.Record) error) (uint64, error) {
+func (c *countingLog) ReplayPart(ctx context.Context, from, to uint64, keep func(string) bool, fn func(events.Record) error, unreadable func(uint64, error)) error {
 	c.replays.Add(1)
-	return c.Store.Replay(ctx, from, fn)
+	return c.Store.ReplayPart(ctx, from, to, keep, fn, unreadable)
 }
 
 // dayRecords appends rounds of days to every establishment generatedLog made, each round
@@ -147,10 +147,10 @@ func TestProjectorReplaysWhenItsCheckpointDoesNotHold(t *testing.T) {
 	}
 	want := bucketValues(t, n.kv)
 
-	restart := func(t *testing.T, kv Bucket) int32 {
+	restart := func(t *testing.T, kv Bucket, replayAll ...bool) int32 {
 		t.Helper()
 		log := &countingLog{Store: n.store}
-		p := startProjectorWith(t, Config{Store: log, KV: kv, State: state})
+		p := startProjectorWith(t, Config{Store: log, KV: kv, State: state, ReplayAll: len(replayAll) > 0})
 		p.waitFor(t, last)
 		if err := p.stop(t); err != nil && err != context.Canceled {
 			t.Fatalf("stop: %v", err)
@@ -170,6 +170,12 @@ func TestProjectorReplaysWhenItsCheckpointDoesNotHold(t *testing.T) {
 			t.Errorf("replayed %d times, want 0", r)
 		}
 		compareBuckets(t, "resumed", bucketValues(t, n.kv), want)
+	})
+	t.Run("nor when asked to replay", func(t *testing.T) {
+		if r := restart(t, n.kv, true); r != 1 {
+			t.Errorf("replayed %d times, want 1", r)
+		}
+		compareBuckets(t, "replayed", bucketValues(t, n.kv), want)
 	})
 	t.Run("a checkpoint of another code is not", func(t *testing.T) {
 		put(t, fmt.Sprintf(`{"format":"projections/0","position":%d,"bucket":%q}`, last, identityOf(t, n.kv)))

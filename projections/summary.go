@@ -113,6 +113,20 @@ func (s *summary) sameTags(b *dockey.Bundle) bool {
 	return same
 }
 
+// same reports whether s and o describe the same bundle: revision, access fields and every
+// document's digest and tag. A nil summary is the same as none other.
+func (s *summary) same(o *summary) bool {
+	if s == nil || o == nil || s.revision != o.revision || !sameAccess(&s.access, &o.access) || len(s.docs) != len(o.docs) {
+		return false
+	}
+	for name, d := range s.docs {
+		if od, ok := o.docs[name]; !ok || !d.hashed || od != d {
+			return false
+		}
+	}
+	return true
+}
+
 // resources lists every resource s has a document of, in Change.Resources order.
 func (s *summary) resources() []string {
 	names := map[string]bool{}

@@ -48,6 +48,43 @@ func TestSummaryDecidesAsTheBundle(t *testing.T) {
 	if got := changedSince(nil, &bundles[0]); !cmp.Equal(got, changedResources(nil, &bundles[0])) {
 		t.Errorf("against nothing: got %v", got)
 	}
+
+	// Two summaries are the same exactly when their bundles are, revision and access included,
+	// and a summary read from a stored bundle is the same as the one made when storing it.
+	for i := range bundles {
+		for j := range bundles {
+			want := len(changedResources(&bundles[i], &bundles[j])) == 0 && sameAccess(&bundles[i], &bundles[j])
+			if got := summarize(&bundles[i]).same(summarize(&bundles[j])); got != want {
+				t.Errorf("bundles %d and %d: same %v, want %v", i, j, got, want)
+			}
+		}
+		b := bundles[i]
+		compress(&b)
+		value, err := EncodeBundle(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := summarizeStored(value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !stored.same(summarize(&b)) {
+			t.Errorf("bundle %d: the stored summary differs from the summary made when storing", i)
+		}
+		other := b
+		other.Revision++
+		access := b
+		access.KeyHash = "other"
+		for what, o := range map[string]*dockey.Bundle{"revision": &other, "access": &access} {
+			if summarize(&b).same(summarize(o)) {
+				t.Errorf("bundle %d: the same as one of another %s", i, what)
+			}
+		}
+	}
+	var none *summary
+	if none.same(summarize(&bundles[0])) || summarize(&bundles[0]).same(nil) {
+		t.Errorf("a nil summary is the same as another")
+	}
 }
 
 // A summary takes a small fraction of the memory of the bundle it describes.

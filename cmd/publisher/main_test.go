@@ -293,6 +293,23 @@ func TestRestartKeepsDocuments(t *testing.T) {
 			t.Errorf("GET %s after restart:\ngot  %s\nwant %s", p, got, want[i])
 		}
 	}
+
+	// The projector resumed where it stopped, and projects what comes next.
+	before := m2.get(t, est, key).revision(t)
+	renamed := bytes.Replace(demo, []byte(`"Chez Marcel"`), []byte(`"Chez Marcel et fils"`), 1)
+	m2.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel?wait=true", renamed)
+	if got := m2.get(t, est, key); got.revision(t) <= before || !bytes.Contains(got.body, []byte("Marcel et fils")) {
+		t.Errorf("after an edit: got revision %d (was %d), body %.200s", got.revision(t), before, got.body)
+	}
+	status := m2.admin(t, http.MethodGet, "/admin/v1/status", nil).json(t)
+	if status["projected_sequence"] != status["log_sequence"] {
+		t.Errorf("status: projected %v of %v", status["projected_sequence"], status["log_sequence"])
+	}
+	mirror, _ := status["mirror"].(map[string]any)
+	memory, _ := status["memory"].(map[string]any)
+	if mirror["establishments"] != 1.0 || mirror["document_bytes"].(float64) <= 0 || memory["heap_live_bytes"].(float64) <= 0 {
+		t.Errorf("status: mirror %v, memory %v", mirror, memory)
+	}
 }
 
 // TestDemoCommand runs `serve --demo` as a user would and uses the key it prints.

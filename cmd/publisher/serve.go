@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +65,7 @@ type Config struct {
 	SnapshotEach     int    // records folded before an aggregate snapshot is written
 	ProjectorWorkers int    // establishments projected at once; 0: one per CPU
 	ProjectorCache   int    // establishments the projector holds in memory; 0: projections.DefaultCacheSize
+	ProjectorReplay  bool   // replay the whole log at start instead of resuming from the checkpoint
 	LogLevel         string
 	DuplicateTTL     time.Duration
 
@@ -102,6 +104,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.CacheSize, "aggregate-cache", app.DefaultCacheSize, "establishments the admin and clock roles keep in memory (least recently used first out)")
 	fs.IntVar(&c.SnapshotEach, "snapshot-every", app.DefaultSnapshotEvery, "records folded into an establishment before its snapshot is written again")
 	fs.IntVar(&c.ProjectorWorkers, "projector-workers", 0, "establishments the projector renders and stores at once (0: one per CPU)")
+	fs.BoolVar(&c.ProjectorReplay, "projector-replay", false, "replay the whole event log at start instead of resuming from the projector's checkpoint")
 	fs.IntVar(&c.ProjectorCache, "projector-cache", projections.DefaultCacheSize, "establishments the projector keeps in memory (least recently projected first out)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of the read API shown in the demo (default from --http)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
@@ -265,7 +268,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return err
 		}
 		m.Projector, err = projections.New(projections.Config{
-			Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache,
+			Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: c.ProjectorReplay,
 			Logger: m.Logger.With("role", roleProjector),
 			// A change signal goes out once every document of the new revision is stored.
 			Notifier: signalNotifier{m.Signals},
@@ -560,6 +563,7 @@ func (m *Main) status(ctx context.Context) map[string]any {
 	if m.Mirror != nil {
 		out["mirror"] = m.Mirror.Stats()
 	}
+	out["memory"] = memoryStatus()
 	if m.ClockRole != nil {
 		out["clock"] = m.ClockRole.Status()
 	}
@@ -704,4 +708,31 @@ func (w webhookAdmin) DeliveryLog(ctx context.Context, endpointID string, limit 
 
 func (w webhookAdmin) Redeliver(ctx context.Context, deliveryID string) error {
 	return w.d.Redeliver(ctx, deliveryID)
+}
+
+// memoryMetrics are the runtime/metrics the status reports, by the name it gives them.
+var memoryMetrics = []struct{ name, metric string }{
+	{"heap_live_bytes", "/gc/heap/live:bytes"},
+	{"heap_goal_bytes", "/gc/heap/goal:bytes"},
+	{"go_total_bytes", "/memory/classes/total:bytes"},
+	{"go_released_bytes", "/memory/classes/heap/released:bytes"},
+	{"gc_cycles", "/gc/cycles/total:gc-cycles"},
+}
+
+// memoryStatus describes the process's memory as the Go runtime sees it: the heap's live bytes
+// after the last collection and its goal, and every byte mapped by the runtime (the embedded
+// NATS server's included), some of which it has released to the system.
+func memoryStatus() map[string]uint64 {
+	samples := make([]metrics.Sample, len(memoryMetrics))
+	for i, m := range memoryMetrics {
+		samples[i].Name = m.metric
+	}
+	metrics.Read(samples)
+	out := make(map[string]uint64, len(samples))
+	for i, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			out[memoryMetrics[i].name] = s.Value.Uint64()
+		}
+	}
+	return out
 }

@@ -11,7 +11,10 @@
 //   - data size on disk;
 //   - restart-to-ready, and a restart across a day change: time until every date-dependent
 //     establishment has started its new local day, and until its documents are served;
-//   - `publisher verify` duration and outcome.
+//   - the documents the mirror holds, and the memory of a process running the api role alone;
+//   - `publisher verify` duration and outcome;
+//   - a replay of the whole log by the projector alone, against rendering and compressing every
+//     establishment without it.
 //
 // Usage (from the repository root):
 //
@@ -170,6 +173,22 @@ func run(ctx context.Context, o options) error {
 	rss := svc.peakRSS()
 	r.add("memory: service peak RSS %s after the import (%s per establishment)", bytesText(rss), bytesText(rss/int64(o.n)))
 	r.add("data: %s on disk (%s per establishment)", bytesText(dirSize(svc.dir)), bytesText(dirSize(svc.dir)/int64(o.n)))
+	h, err := svc.held(ctx)
+	if err != nil {
+		return err
+	}
+	r.add("documents: the mirror holds %d establishments, %s of documents (identity and gzip, %s each); the process's Go heap %s live, %s mapped by the Go runtime",
+		h.establishments, bytesText(h.documentBytes), bytesText(h.documentBytes/max(h.establishments, 1)), bytesText(h.heapLive), bytesText(h.goTotal))
+
+	step("api role alone")
+	api, err := svc.apiOnly(ctx, h.documentBytes)
+	if err != nil {
+		return err
+	}
+	target := h.documentBytes*13/10 + 100<<20
+	r.add("api role alone, on the service's NATS, GOMEMLIMIT=%s: ready in %s; RSS %s settled (%.2f× the documents), peak %s (%.2f×); target 1.3× + 100 MiB = %s; Go heap live %s, the rest %s",
+		api.memLimit, api.ready.Round(time.Millisecond), bytesText(api.rss), float64(api.rss)/float64(h.documentBytes),
+		bytesText(api.peak), float64(api.peak)/float64(h.documentBytes), bytesText(target), bytesText(api.heapLive), bytesText(api.rss-api.heapLive))
 
 	step("admin role alone: concurrent reads")
 	reads, err := svc.adminReads(ctx, gen.slugs, o.adminReads)
@@ -222,8 +241,21 @@ func run(ctx context.Context, o options) error {
 		float64(o.n)/took.Seconds(), float64(o.n)/took.Seconds()/raw.replay, ver.summary)
 	rss = svc.peakRSS()
 	r.add("memory: service peak RSS %s over the whole run", bytesText(rss))
-	r.add("log: longest line of the service %d bytes", svc.longestLogLine())
 	svc.stop()
+
+	step("replay of the whole log, projector alone")
+	renderRate, rendered, err := renderOnly(file, o.today)
+	if err != nil {
+		return err
+	}
+	rp, err := svc.replayAll(ctx)
+	if err != nil {
+		return err
+	}
+	replayRate := float64(o.n) / rp.took.Seconds()
+	r.add("replay: the projector alone replayed the whole log and reconciled it with the bucket in %s: %.0f establishments/s, %.2f of render-and-compress alone (%.0f/s over %d establishments, one per CPU at once); its peak RSS %s",
+		rp.took.Round(time.Millisecond), replayRate, replayRate/renderRate, renderRate, rendered, bytesText(rp.peak))
+	r.add("log: longest line of the service %d bytes", svc.longestLogLine())
 
 	fmt.Println()
 	fmt.Println("summary")

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections"
+)
+
+// held is what the service's status says its mirror and its Go runtime hold.
+type held struct {
+	establishments, documentBytes, heapLive, goTotal int64
+}
+
+func (s *service) held(ctx context.Context) (held, error) {
+	st, err := s.status(ctx)
+	if err != nil {
+		return held{}, err
+	}
+	mirror, _ := st["mirror"].(map[string]any)
+	memory, _ := st["memory"].(map[string]any)
+	num := func(m map[string]any, k string) int64 { f, _ := m[k].(float64); return int64(f) }
+	h := held{
+		establishments: num(mirror, "establishments"), documentBytes: num(mirror, "document_bytes"),
+		heapLive: num(memory, "heap_live_bytes"), goTotal: num(memory, "go_total_bytes"),
+	}
+	if h.documentBytes == 0 {
+		return h, errors.New("the status reports no mirror")
+	}
+	return h, nil
+}
+
+// apiResult is what a process running the api role alone measured.
+type apiResult struct {
+	ready     time.Duration
+	rss, peak int64 // resident set once caught up and settled, and its peak
+	heapLive  int64 // Go heap live after the last collection, from the runtime's trace
+	memLimit  string
+}
+
+// gcLine matches the live heap after a collection in a GODEBUG=gctrace=1 line ("A->B->C MB").
+var gcLine = regexp.MustCompile(`->(\d+) MB, \d+ MB goal`)
+
+// apiOnly runs the api role alone against the service's NATS server, with the soft memory limit
+// a deployment sizes from the documents it serves, and measures its memory once it serves them
+// all.
+func (s *service) apiOnly(ctx context.Context, documentBytes int64) (apiResult, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return apiResult{}, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	logName := filepath.Join(filepath.Dir(s.dir), "api-only.log")
+	logFile, err := os.Create(logName)
+	if err != nil {
+		return apiResult{}, err
+	}
+	defer logFile.Close()
+	res := apiResult{memLimit: strconv.FormatInt((documentBytes*6/5+200<<20)>>20, 10) + "MiB"}
+	cmd := exec.Command(s.bin, "serve", "--roles", "api", "--nats-url", s.natsURL,
+		"--http", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", filepath.Join(filepath.Dir(s.dir), "api-only"))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+res.memLimit, "GODEBUG=gctrace=1")
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return apiResult{}, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		if resp, err := http.Get(base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return apiResult{}, fmt.Errorf("api-only process not ready within 5 minutes; see %s", logName)
+		}
+		select {
+		case <-ctx.Done():
+			return apiResult{}, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	res.ready = time.Since(start)
+	time.Sleep(10 * time.Second) // settled: the catch-up's garbage collected
+	res.rss, res.peak = readStatus(cmd.Process.Pid, "VmRSS:"), readHWM(cmd.Process.Pid)
+	if b, err := os.ReadFile(logName); err == nil {
+		if m := gcLine.FindAllStringSubmatch(string(b), -1); len(m) > 0 {
+			mb, _ := strconv.ParseInt(m[len(m)-1][1], 10, 64)
+			res.heapLive = mb << 20
+		}
+	}
+	return res, nil
+}
+
+// readStatus returns a memory line of a process's /proc status, in bytes.
+func readStatus(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// replayResult is what a projector replaying the whole log measured.
+type replayResult struct {
+	took time.Duration // from its start to the end of its reconciliation, as it logs it
+	peak int64
+}
+
+// tookField reads the duration the projector logs when it has caught up.
+var tookField = regexp.MustCompile(`msg="projections caught up".* took=(\S+)`)
+
+// replayAll runs the projector role alone on the service's stopped data directory, told to
+// replay the whole log, and measures it until it has caught up.
+func (s *service) replayAll(ctx context.Context) (replayResult, error) {
+	logName := filepath.Join(filepath.Dir(s.dir), "replay.log")
+	logFile, err := os.Create(logName)
+	if err != nil {
+		return replayResult{}, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(s.bin, "serve", "--roles", "projector", "--projector-replay",
+		"--data-dir", s.dir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", s.natsPort))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+s.memLimit)
+	if err := cmd.Start(); err != nil {
+		return replayResult{}, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	var res replayResult
+	for deadline := time.Now().Add(30 * time.Minute); ; {
+		if hwm := readHWM(cmd.Process.Pid); hwm > res.peak {
+			res.peak = hwm
+		}
+		b, _ := os.ReadFile(logName)
+		if m := tookField.FindSubmatch(b); m != nil {
+			d, err := time.ParseDuration(string(m[1]))
+			if err != nil {
+				return res, fmt.Errorf("replay: %q: %w", m[1], err)
+			}
+			res.took = d
+			return res, nil
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("replay not done within 30 minutes; see %s", logName)
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// renderOnly renders and compresses every establishment of the file, one per CPU at once, and
+// returns the rate of that work alone: reading and importing each establishment is not counted.
+func renderOnly(file string, today domain.LocalDate) (rate float64, n int, err error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	lines := make(chan []byte, 64)
+	var (
+		wg       sync.WaitGroup
+		spent    atomic.Int64 // nanoseconds inside rendering, all workers
+		rendered atomic.Int64
+		failure  atomic.Value
+	)
+	workers := runtime.GOMAXPROCS(0)
+	for range workers {
+		wg.Go(func() {
+			for line := range lines {
+				snap, err := domain.ParseSnapshot(strings.NewReader(string(line)))
+				if err != nil {
+					failure.CompareAndSwap(nil, err)
+					continue
+				}
+				e := domain.New(domain.Slug(snap.Slug))
+				res, err := e.Import(snap, domain.NewAPIKey([32]byte{}))
+				if err != nil {
+					failure.CompareAndSwap(nil, err)
+					continue
+				}
+				for _, ev := range append(res.Events, domain.DayStarted{Date: today}) {
+					e.Apply(ev)
+				}
+				start := time.Now()
+				if _, err := projections.EncodedSize(e); err != nil {
+					failure.CompareAndSwap(nil, err)
+					continue
+				}
+				spent.Add(int64(time.Since(start)))
+				rendered.Add(1)
+			}
+		})
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		lines <- append([]byte(nil), sc.Bytes()...)
+	}
+	close(lines)
+	wg.Wait()
+	if err := sc.Err(); err != nil {
+		return 0, 0, err
+	}
+	if e, ok := failure.Load().(error); ok {
+		return 0, 0, fmt.Errorf("render only: %w", e)
+	}
+	seconds := time.Duration(spent.Load()).Seconds() / float64(workers)
+	if seconds == 0 {
+		return math.Inf(1), int(rendered.Load()), nil
+	}
+	return float64(rendered.Load()) / seconds, int(rendered.Load()), nil
+}
