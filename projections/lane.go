@@ -63,20 +63,17 @@ func (l *lane) establishment(ctx context.Context, rec events.Record) (*tracked, 
 
 // load rebuilds the establishment slug up to the record before sequence before.
 func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*tracked, error) {
-	t, err := l.stored(ctx, slug)
+	t, err := l.savedState(ctx, slug)
 	if err != nil {
 		return nil, err
 	}
-	if l.replay != 0 {
-		// The replay reads the log from its start: an establishment it did not let go of has had
-		// no record yet.
-		if t == nil {
-			t = &tracked{agg: domain.New(slug)}
-		}
-		return t, nil
-	}
 	if t == nil {
 		t = &tracked{agg: domain.New(slug)}
+	}
+	if l.replay != 0 {
+		// The replay reads the log from its start: an establishment it did not let go of has had
+		// no record yet, and the bucket of bundles holds nothing of the replay's.
+		return t, nil
 	}
 	t.stored, err = l.p.storedSummary(ctx, string(slug))
 	if err != nil {
@@ -100,9 +97,9 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 	return t, nil
 }
 
-// stored returns the state the projector wrote for slug, or nil when it holds none this lane can
-// use.
-func (l *lane) stored(ctx context.Context, slug domain.Slug) (*tracked, error) {
+// savedState returns the state the projector wrote for slug, or nil when it holds none this lane
+// can use.
+func (l *lane) savedState(ctx context.Context, slug domain.Slug) (*tracked, error) {
 	var value []byte
 	err := l.p.retry(ctx, "read state of "+string(slug), func() error {
 		e, err := l.p.cfg.State.Get(ctx, stateKey(string(slug)))

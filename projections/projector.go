@@ -412,24 +412,27 @@ func (p *Projector) follow(ctx context.Context, lanes []*lane, last, recheckTo u
 		checkpointing sync.Mutex // held by the worker writing a checkpoint
 		saved         = time.Now()
 	)
-	moved := func(ctx context.Context, seq uint64) error {
+	moved := func(ctx context.Context, seq uint64) {
 		p.advance(seq)
 		if !checkpointing.TryLock() {
-			return nil // another worker is saving the position
+			return // another worker is saving the position
 		}
 		defer checkpointing.Unlock()
 		if time.Since(saved) < p.cfg.CheckpointEvery {
-			return nil
+			return
 		}
 		saved = time.Now()
-		return writeCheckpoint(ctx, p.cfg.State, p.Position(), p.bucket)
+		// A checkpoint not saved only makes the next start read a little more of the log.
+		if err := writeCheckpoint(ctx, p.cfg.State, p.Position(), p.bucket); err != nil && ctx.Err() == nil {
+			p.logger.Warn("checkpoint not saved", "err", err)
+		}
 	}
 	_, err := fanOut(ctx, lanes, recordSlug, func(ctx context.Context, l *lane, rec events.Record) error {
 		if err := p.handle(ctx, l, rec, rec.Sequence <= recheckTo); err != nil {
 			return err
 		}
 		if seq, ok := reached.finish(rec.Sequence); ok {
-			return moved(ctx, seq)
+			moved(ctx, seq)
 		}
 		return nil
 	}, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
@@ -567,7 +570,7 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string) (boo
 		if err != nil {
 			return false, nil // its records were skipped
 		}
-		if t, err = l.stored(ctx, parsed); err != nil {
+		if t, err = l.savedState(ctx, parsed); err != nil {
 			return false, err
 		}
 	}
