@@ -54,11 +54,13 @@ func (s *Store) Range(ctx context.Context, slug string, from, to uint64) ([]Reco
 }
 
 // Before returns the records of one establishment from sequence from up to, not including, its
-// record at sequence before, oldest first, read as Range reads them. The record at before is
-// fetched, as the end of the walk, but not decoded. A message that is not a readable record
-// (ErrInvalidRecord) is passed to unreadable and over.
+// record at sequence before, oldest first, read as Range reads them; before must be the sequence
+// of one of its records, or the read ends as incomplete. The record at before is fetched, as the
+// end of the walk, but not decoded. A message that is not a readable record (ErrInvalidRecord) is
+// passed to unreadable and over, or, when unreadable is nil, is an error.
 func (s *Store) Before(ctx context.Context, slug string, from, before uint64, unreadable func(seq uint64, err error)) ([]Record, error) {
-	if before == 0 || from >= before {
+	from = max(from, 1)
+	if from >= before {
 		return nil, nil
 	}
 	return s.records(ctx, slug, from, before, before-1, unreadable)
@@ -192,7 +194,8 @@ func (s *Store) Replay(ctx context.Context, from uint64, fn func(Record) error) 
 // establishment keep accepts; the others are passed over without being decoded, so that reading
 // the log several times, a part of the establishments each time, costs little more than reading
 // it once. A kept message that is not a readable record (ErrInvalidRecord) is passed to
-// unreadable and over. It stops at the first error of fn and returns it wrapped.
+// unreadable and over, or, when unreadable is nil, ends the replay with its error. It stops at
+// the first error of fn and returns it wrapped.
 func (s *Store) ReplayPart(ctx context.Context, from, to uint64, keep func(slug string) bool, fn func(Record) error, unreadable func(seq uint64, err error)) error {
 	from = max(from, 1)
 	if to < from {
@@ -210,8 +213,10 @@ func (s *Store) ReplayPart(ctx context.Context, from, to uint64, keep func(slug 
 		if keep(strings.TrimPrefix(msg.Subject(), subjectPrefix)) {
 			rec, err := decodeMsg(msg, meta)
 			switch {
-			case err != nil:
+			case err != nil && unreadable != nil:
 				unreadable(seq, err)
+			case err != nil:
+				return true, err
 			default:
 				if err := fn(rec); err != nil {
 					return true, fmt.Errorf("seq %d: %w", seq, err)

@@ -157,6 +157,13 @@ func (c *compactor) place() int {
 			inSecond += len(p.src)
 		}
 	}
+	if allocated(inFirst)+allocated(inSecond) > allocated(total) {
+		// A piece larger than the room left the first array short: one array costs less.
+		for i := range first {
+			first[i] = true
+		}
+		inFirst, inSecond = total, 0
+	}
 	a, b := make([]byte, 0, inFirst), make([]byte, 0, inSecond)
 	for i, p := range c.pieces {
 		arr := &b

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -16,11 +17,32 @@ import (
 // entry keeps nothing of the decoded bundle.
 func TestCompactEntryHoldsTheBundleInOneArray(t *testing.T) {
 	t.Parallel()
+	cases := map[string]func() dockey.Bundle{}
 	for _, slug := range []string{alice, bob, dan, quinn} {
-		t.Run(slug, func(t *testing.T) {
+		cases[slug] = func() dockey.Bundle { return testBundle(slug, 7) }
+	}
+	// A draft without hours, a document without its coding, and one body larger than the
+	// allocator's small objects next to small ones.
+	cases["absent and uncoded"] = func() dockey.Bundle {
+		b := testBundle(dan, 7)
+		b.Hours = dockey.Document{}
+		b.Establishment.Gzip = nil
+		b.MenuDetails = nil
+		b.Redirects = nil
+		return b
+	}
+	cases["large body"] = func() dockey.Bundle {
+		b := testBundle(dan, 7)
+		b.Menus, b.MenuDetails, b.Redirects = dockey.Variants{}, nil, nil
+		body := `{"text":"` + strings.Repeat("x", 36<<10) + `"}`
+		b.Hours = dockey.Document{Body: []byte(body), ETag: `"large"`, Gzip: gzipOf(body)}
+		return b
+	}
+	for name, bundle := range cases {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			want := testBundle(slug, 7)
-			b := testBundle(slug, 7)
+			want := bundle()
+			b := bundle()
 			e := mustEntry(t, b)
 
 			// Every byte lies in one of two arrays, back to back, nothing shared or skipped.
@@ -42,11 +64,26 @@ func TestCompactEntryHoldsTheBundleInOneArray(t *testing.T) {
 			if arrays > 2 || held > e.size {
 				t.Errorf("%d bytes in %d arrays, want them in at most 2 arrays of %d bytes", held, arrays, e.size)
 			}
+			if e.size > allocated(held) {
+				t.Errorf("%d bytes held for %d, more than one array of them would take (%d)", e.size, held, allocated(held))
+			}
 
 			// Overwrite every byte of the decoded bundle: the entry must not change.
 			scribble(&b)
 			checkDoc := func(name string, d *document, w dockey.Document) {
 				t.Helper()
+				if len(w.Body) == 0 {
+					if d.body != nil || d.etagHeader != nil || d.gzip != nil {
+						t.Errorf("%s: an absent document holds something", name)
+					}
+					return
+				}
+				if w.Gzip == nil {
+					if d.gzip != nil || d.gzipETagHeader != nil || d.gzipLength != nil || !bytes.Equal(d.body, w.Body) || d.etagHeader[0] != w.ETag {
+						t.Errorf("%s: a document without coding differs from the bundle's", name)
+					}
+					return
+				}
 				if !bytes.Equal(d.body, w.Body) || d.etag != w.ETag || d.etagHeader[0] != w.ETag ||
 					d.length[0] != strconv.Itoa(len(w.Body)) {
 					t.Errorf("%s: body, etag or length differ from the bundle's", name)

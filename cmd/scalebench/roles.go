@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -78,18 +79,16 @@ func (s *service) apiOnly(ctx context.Context, documentBytes int64) (apiResult, 
 	cmd := exec.Command(s.bin, "serve", "--roles", "api", "--nats-url", s.natsURL,
 		"--http", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", filepath.Join(filepath.Dir(s.dir), "api-only"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+res.memLimit, "GODEBUG=gctrace=1")
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+res.memLimit, "GODEBUG="+strings.TrimPrefix(os.Getenv("GODEBUG")+",gctrace=1", ","))
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	c, err := startChild(cmd)
+	if err != nil {
 		return apiResult{}, err
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
+	defer c.stop()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	for deadline := time.Now().Add(5 * time.Minute); ; {
-		if resp, err := http.Get(base + "/readyz"); err == nil {
+		if resp, err := probe.Get(base + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				break
@@ -98,14 +97,14 @@ func (s *service) apiOnly(ctx context.Context, documentBytes int64) (apiResult, 
 		if time.Now().After(deadline) {
 			return apiResult{}, fmt.Errorf("api-only process not ready within 5 minutes; see %s", logName)
 		}
-		select {
-		case <-ctx.Done():
-			return apiResult{}, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		if err := c.wait(ctx, 20*time.Millisecond, logName); err != nil {
+			return apiResult{}, err
 		}
 	}
 	res.ready = time.Since(start)
-	time.Sleep(10 * time.Second) // settled: the catch-up's garbage collected
+	if err := c.wait(ctx, 10*time.Second, logName); err != nil {
+		return apiResult{}, err
+	}
 	res.rss, res.peak = readStatus(cmd.Process.Pid, "VmRSS:"), readHWM(cmd.Process.Pid)
 	if b, err := os.ReadFile(logName); err == nil {
 		if m := gcLine.FindAllStringSubmatch(string(b), -1); len(m) > 0 {
@@ -115,6 +114,47 @@ func (s *service) apiOnly(ctx context.Context, documentBytes int64) (apiResult, 
 	}
 	return res, nil
 }
+
+// child is a process the benchmark started, and the channel closed when it exits.
+type child struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func startChild(cmd *exec.Cmd) (*child, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(c.exited) }()
+	return c, nil
+}
+
+// stop ends the child with SIGTERM, then SIGKILL if it has not exited within a minute.
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(time.Minute):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// wait sleeps for d, and reports an error when the child exits or ctx ends first.
+func (c *child) wait(ctx context.Context, d time.Duration, log string) error {
+	select {
+	case <-c.exited:
+		return fmt.Errorf("process exited; see %s", log)
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// probe is the client of readiness checks: a check never waits long.
+var probe = &http.Client{Timeout: 5 * time.Second}
 
 // readStatus returns a memory line of a process's /proc status, in bytes.
 func readStatus(pid int, field string) int64 {
@@ -153,13 +193,11 @@ func (s *service) replayAll(ctx context.Context) (replayResult, error) {
 		"--data-dir", s.dir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", s.natsPort))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+s.memLimit)
-	if err := cmd.Start(); err != nil {
+	c, err := startChild(cmd)
+	if err != nil {
 		return replayResult{}, err
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
+	defer c.stop()
 	var res replayResult
 	for deadline := time.Now().Add(30 * time.Minute); ; {
 		if hwm := readHWM(cmd.Process.Pid); hwm > res.peak {
@@ -177,73 +215,96 @@ func (s *service) replayAll(ctx context.Context) (replayResult, error) {
 		if time.Now().After(deadline) {
 			return res, fmt.Errorf("replay not done within 30 minutes; see %s", logName)
 		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		if err := c.wait(ctx, 200*time.Millisecond, logName); err != nil {
+			return res, err
 		}
 	}
 }
 
-// renderOnly renders and compresses every establishment of the file, one per CPU at once, and
-// returns the rate of that work alone: reading and importing each establishment is not counted.
-func renderOnly(file string, today domain.LocalDate) (rate float64, n int, err error) {
+// renderOnly renders and compresses every establishment of the file, as it stands on day, one per
+// CPU at once, and returns the rate of that work alone, by the wall clock: the establishments are
+// read and imported beforehand, a chunk at a time, outside the time measured.
+func renderOnly(file string, day domain.LocalDate) (rate float64, n int, err error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer f.Close()
-	lines := make(chan []byte, 64)
+	const chunk = 5000
 	var (
-		wg       sync.WaitGroup
-		spent    atomic.Int64 // nanoseconds inside rendering, all workers
-		rendered atomic.Int64
-		failure  atomic.Value
+		spent time.Duration
+		lines [][]byte
+		built = make([]*domain.Establishment, chunk)
 	)
-	workers := runtime.GOMAXPROCS(0)
-	for range workers {
-		wg.Go(func() {
-			for line := range lines {
-				snap, err := domain.ParseSnapshot(strings.NewReader(string(line)))
-				if err != nil {
-					failure.CompareAndSwap(nil, err)
-					continue
-				}
-				e := domain.New(domain.Slug(snap.Slug))
-				res, err := e.Import(snap, domain.NewAPIKey([32]byte{}))
-				if err != nil {
-					failure.CompareAndSwap(nil, err)
-					continue
-				}
-				for _, ev := range append(res.Events, domain.DayStarted{Date: today}) {
-					e.Apply(ev)
-				}
-				start := time.Now()
-				if _, err := projections.EncodedSize(e); err != nil {
-					failure.CompareAndSwap(nil, err)
-					continue
-				}
-				spent.Add(int64(time.Since(start)))
-				rendered.Add(1)
+	flush := func() error {
+		err := parallel(len(lines), func(i int) error {
+			snap, err := domain.ParseSnapshot(bytes.NewReader(lines[i]))
+			if err != nil {
+				return err
 			}
+			e := domain.New(domain.Slug(snap.Slug))
+			res, err := e.Import(snap, domain.NewAPIKey([32]byte{}))
+			if err != nil {
+				return err
+			}
+			for _, ev := range append(res.Events, domain.DayStarted{Date: day}) {
+				e.Apply(ev)
+			}
+			built[i] = e
+			return nil
 		})
+		if err != nil {
+			return fmt.Errorf("render only: %w", err)
+		}
+		start := time.Now()
+		err = parallel(len(lines), func(i int) error {
+			_, err := projections.EncodedSize(built[i])
+			return err
+		})
+		spent += time.Since(start)
+		n += len(lines)
+		lines = lines[:0]
+		return err
 	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
-		lines <- append([]byte(nil), sc.Bytes()...)
+		lines = append(lines, append([]byte(nil), sc.Bytes()...))
+		if len(lines) == chunk {
+			if err := flush(); err != nil {
+				return 0, 0, err
+			}
+		}
 	}
-	close(lines)
-	wg.Wait()
 	if err := sc.Err(); err != nil {
 		return 0, 0, err
 	}
-	if e, ok := failure.Load().(error); ok {
-		return 0, 0, fmt.Errorf("render only: %w", e)
+	if err := flush(); err != nil {
+		return 0, 0, err
 	}
-	seconds := time.Duration(spent.Load()).Seconds() / float64(workers)
-	if seconds == 0 {
-		return math.Inf(1), int(rendered.Load()), nil
+	if spent == 0 {
+		return math.Inf(1), n, nil
 	}
-	return float64(rendered.Load()) / seconds, int(rendered.Load()), nil
+	return float64(n) / spent.Seconds(), n, nil
+}
+
+// parallel calls fn for 0 to n-1, one per CPU at once, and returns the first error.
+func parallel(n int, fn func(i int) error) error {
+	var (
+		next    atomic.Int64
+		wg      sync.WaitGroup
+		once    sync.Once
+		failure error
+	)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := fn(i); err != nil {
+					once.Do(func() { failure = err })
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return failure
 }
