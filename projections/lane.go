@@ -28,8 +28,11 @@ type lane struct {
 	evicted []*tracked // let go of by the cache, their state still to write
 	// replay is the generation of the replay of the whole log under way, zero while following.
 	// While replaying, what is stored is not the replay's yet: every establishment let go of is
-	// written with the replay's summary, and a state of another replay is not read.
+	// written with the replay's summary, and a replay lane reads no state of another replay.
 	replay int64
+	// kept holds, while replaying, the establishments let go of whose state is too large to save:
+	// the replay could not rebuild their summary otherwise.
+	kept map[string]*tracked
 }
 
 func newLane(p *Projector, size int) *lane {
@@ -40,9 +43,9 @@ func newLane(p *Projector, size int) *lane {
 	return l
 }
 
-// establishment returns the establishment of rec as it stands before rec, or after it when its
-// effect is already stored (its seq is then rec's or later); nil when rec names no valid
-// establishment.
+// establishment returns the establishment of rec as it stands before rec, or after it when the
+// lane holds it and rec is delivered again (its seq is then rec's or later); nil when rec names no
+// valid establishment.
 func (l *lane) establishment(ctx context.Context, rec events.Record) (*tracked, error) {
 	if t, ok := l.cache.Get(rec.Establishment); ok {
 		return t, nil
@@ -61,26 +64,30 @@ func (l *lane) establishment(ctx context.Context, rec events.Record) (*tracked, 
 	return t, l.letGo(ctx)
 }
 
-// load rebuilds the establishment slug up to the record before sequence before.
+// load rebuilds the establishment slug up to the record before sequence before: from its saved
+// state when there is one it can use, and the records of the log after that state. While
+// replaying, those records are replayed as the replay would have (an establishment whose state
+// could not be saved, or is not read back, is rebuilt whole); otherwise the summary of its
+// stored bundle is read from the bucket.
 func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*tracked, error) {
 	t, err := l.savedState(ctx, slug)
 	if err != nil {
 		return nil, err
 	}
+	if t != nil && t.seq >= before {
+		// A state ahead of the record in hand was saved by a replay, or before the log was
+		// replaced: it says nothing of what is stored. The establishment is rebuilt whole.
+		t = nil
+	}
 	if t == nil {
 		t = &tracked{agg: domain.New(slug)}
 	}
-	if l.replay != 0 {
-		// The replay reads the log from its start: an establishment it did not let go of has had
-		// no record yet, and the bucket of bundles holds nothing of the replay's.
-		return t, nil
-	}
-	t.stored, err = l.p.storedSummary(ctx, string(slug))
-	if err != nil {
-		return nil, err
+	if l.replay == 0 {
+		if t.stored, err = l.p.storedSummary(ctx, string(slug)); err != nil {
+			return nil, err
+		}
 	}
 	if t.seq+1 < before {
-		// Records the state does not hold: those since it was written, or every one without it.
 		var recs []events.Record
 		err := l.p.retry(ctx, "read records of "+string(slug), func() (err error) {
 			// An unreadable message was logged when the log was read: it is passed over again.
@@ -91,7 +98,11 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 			return nil, err
 		}
 		for _, rec := range recs {
-			t.apply(l.p.logger, rec)
+			if l.replay != 0 {
+				t.replay(l.p.logger, rec)
+			} else {
+				t.apply(l.p.logger, rec)
+			}
 		}
 	}
 	return t, nil
@@ -100,6 +111,10 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 // savedState returns the state the projector wrote for slug, or nil when it holds none this lane
 // can use.
 func (l *lane) savedState(ctx context.Context, slug domain.Slug) (*tracked, error) {
+	if t, ok := l.kept[string(slug)]; ok {
+		delete(l.kept, string(slug))
+		return t, nil
+	}
 	var value []byte
 	err := l.p.retry(ctx, "read state of "+string(slug), func() error {
 		e, err := l.p.cfg.State.Get(ctx, stateKey(string(slug)))
@@ -145,6 +160,17 @@ func (l *lane) writeState(ctx context.Context, t *tracked) error {
 	value, err := encodeState(t, l.replay)
 	if err != nil {
 		return err
+	}
+	if len(value) > l.p.cfg.MaxValueSize {
+		// Not saved: it is rebuilt from the log when next needed, or, while replaying, kept.
+		l.p.logger.Warn("state too large to save", "slug", t.agg.Slug, "bytes", len(value), "max_bytes", l.p.cfg.MaxValueSize)
+		if l.replay != 0 {
+			if l.kept == nil {
+				l.kept = make(map[string]*tracked)
+			}
+			l.kept[string(t.agg.Slug)] = t
+		}
+		return nil
 	}
 	key := stateKey(string(t.agg.Slug))
 	return l.p.retry(ctx, "write state of "+string(t.agg.Slug), func() error {

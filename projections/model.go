@@ -22,7 +22,8 @@ type tracked struct {
 	agg    *domain.Establishment
 	seq    uint64 // sequence of the last record applied to agg
 	stored *summary
-	// changed is the time of the record that last changed the replayed bundle.
+	// changed is the time of the record that last changed the bundle: the one stored or, while
+	// replaying, the one the replay would have stored.
 	changed time.Time
 	// unsaved counts the records applied since agg was read from a stored state, or since it was
 	// built from nothing.
@@ -67,6 +68,18 @@ func (t *tracked) apply(logger *slog.Logger, rec events.Record) {
 	}
 	t.seq = rec.Sequence
 	t.unsaved++
+}
+
+// replay applies rec to t and keeps the summary of the bundle a projection one record at a time
+// would have stored, without storing it.
+func (t *tracked) replay(logger *slog.Logger, rec events.Record) {
+	t.apply(logger, rec)
+	if u, ok := t.project(rec.Sequence); ok && u.write {
+		t.stored = summarize(&u.bundle)
+		if len(rec.Events) > 0 {
+			t.changed = rec.Events[0].Time
+		}
+	}
 }
 
 // project decides what follows the stored bundle of t now that its aggregate changed, with

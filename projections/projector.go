@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
@@ -238,8 +239,9 @@ func (p *Projector) advance(seq uint64) {
 // When the state bucket holds a checkpoint of this code, it follows the log from there. Otherwise
 // it replays the whole log, storing nothing meanwhile, then stores a bundle only where the
 // replayed one differs from the stored one, writes a checkpoint, and follows. Either way it holds
-// at most Config.CacheSize establishments in memory. Revisions follow the rule of next: a stored
-// revision never goes back, whatever the bucket held before.
+// at most Config.CacheSize establishments in memory (and, while replaying, the list of their
+// slugs). Revisions follow the rule of next: a stored revision never goes back, whatever the
+// bucket held before.
 func (p *Projector) Run(ctx context.Context) error {
 	if !p.started.CompareAndSwap(false, true) {
 		return errors.New("projections: run: projector already started")
@@ -293,7 +295,7 @@ func (p *Projector) run(ctx context.Context) error {
 
 // resumeFrom returns the position of the stored checkpoint, with false when the whole log must
 // be replayed: there is no checkpoint of this code and this bucket of bundles, or the log no
-// longer holds what it vouches for.
+// longer reaches the position it vouches for.
 func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
 	cp, ok, err := readCheckpoint(ctx, p.cfg.State)
 	if err != nil || !ok {
@@ -321,7 +323,9 @@ func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
 //
 // The establishments are replayed in as many passes over the log as it takes for each pass's share
 // to fit the cache: each pass decodes only its share's records, then reconciles its share, so that
-// no establishment is let go of and loaded again in the middle of the replay.
+// an establishment is rarely let go of and loaded again in the middle of the replay (only when a
+// worker's share of a pass outgrows its part of the cache). Memory also holds the list of the
+// log's establishments meanwhile: a slug each.
 func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	// The position first: every establishment with a record up to it is among the slugs.
 	last, err := p.cfg.Store.LastStreamSequence(ctx)
@@ -332,19 +336,35 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// A replay interrupted is started again at the next start, not resumed from an older
+	// checkpoint.
+	if err := p.retry(ctx, "remove the checkpoint", func() error {
+		err := p.cfg.State.Delete(ctx, checkpointKey)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return 0, err
+	}
 	passes := max(1, (len(slugs)+len(slugs)/10+p.cfg.CacheSize-1)/p.cfg.CacheSize) // a tenth spare: shares are uneven
 	generation := time.Now().UnixNano()
 	var tally reconciled
 	for pass := range passes {
 		keep := func(slug string) bool { return passOf(slug, passes) == pass }
-		lanes := p.newLanes()
-		for _, l := range lanes {
-			l.replay = generation
-		}
-		_, err := fanOut(ctx, lanes, recordSlug, p.replayRecord, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
-			return last, p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, func(seq uint64, err error) {
-				p.logger.Error("skip unreadable message of the event log", "seq", seq, "err", err)
+		var lanes []*lane
+		err := p.retry(ctx, "replay a share of the establishments", func() error {
+			// A pass that failed is made again, finding the states it saved.
+			lanes = p.newLanes()
+			for _, l := range lanes {
+				l.replay = generation
+			}
+			_, err := fanOut(ctx, lanes, recordSlug, p.replayRecord, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
+				return last, p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, func(seq uint64, err error) {
+					p.logger.Error("skip unreadable message of the event log", "seq", seq, "err", err)
+				})
 			})
+			return err
 		})
 		if err != nil {
 			return 0, fmt.Errorf("replay: %w", err)
@@ -357,8 +377,8 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 			p.logger.Info("projections replayed a share of the establishments", "pass", pass+1, "passes", passes, "establishments", len(share))
 		}
 	}
-	if err := p.absentFromLog(ctx, slugs, &tally); err != nil {
-		return 0, err
+	if err := p.absentFromLog(ctx, slugs, &tally); err != nil && ctx.Err() == nil {
+		p.logger.Warn("stored bundles not compared with the log's establishments", "err", err)
 	}
 	if tally.absent > 0 {
 		// One line, whatever their number: a count and the first few by slug.
@@ -366,14 +386,17 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 			"count", tally.absent, "examples", tally.examples)
 	}
 	p.logger.Info("projections reconciled with the stored bundles", "establishments", len(slugs), "written", tally.written)
-	if err := writeCheckpoint(ctx, p.cfg.State, last, p.bucket); err != nil {
+	if err := p.retry(ctx, "write the checkpoint", func() error {
+		return writeCheckpoint(ctx, p.cfg.State, last, p.bucket)
+	}); err != nil {
 		return 0, err
 	}
 	return last, nil
 }
 
-// passOf returns the pass of a replay in n passes that replays the establishment slug. It uses
-// other bits of the slug's hash than laneOf, so that a pass's share is spread over every worker.
+// passOf returns the pass of a replay in n passes that replays the establishment slug. It takes the
+// high bits of the slug's hash, where laneOf takes its remainder by the number of workers, so that
+// a pass's share is spread over every worker.
 func passOf(slug string, n int) int { return int((xxhash.Sum64String(slug) >> 32) % uint64(n)) }
 
 // newLanes returns one empty lane per worker, sharing the cache size between them.
@@ -385,20 +408,13 @@ func (p *Projector) newLanes() []*lane {
 	return lanes
 }
 
-// replayRecord applies rec to its establishment and keeps the summary of the bundle a projection
-// one record at a time would have stored, without storing it.
+// replayRecord replays rec on its establishment, storing nothing.
 func (p *Projector) replayRecord(ctx context.Context, l *lane, rec events.Record) error {
 	t, err := l.establishment(ctx, rec)
-	if t == nil || rec.Sequence <= t.seq {
+	if err != nil || t == nil || rec.Sequence <= t.seq {
 		return err
 	}
-	t.apply(p.logger, rec)
-	if u, ok := t.project(rec.Sequence); ok && u.write {
-		t.stored = summarize(&u.bundle)
-		if len(rec.Events) > 0 {
-			t.changed = rec.Events[0].Time
-		}
-	}
+	t.replay(p.logger, rec)
 	return nil
 }
 
@@ -579,7 +595,7 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string) (boo
 		return false, err
 	}
 	if t == nil || t.stored == nil {
-		// The log holds no creation for this slug.
+		// The log holds no creation for this slug, or its replayed state cannot be read back.
 		if stored != nil {
 			return false, errAbsentFromLog
 		}
@@ -608,26 +624,20 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string) (boo
 // revision is checked.
 func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, recheck bool) error {
 	t, err := l.establishment(ctx, rec)
-	if t == nil || rec.Sequence <= t.seq {
-		return err // no establishment, or a record whose effect is stored already
+	if err != nil || t == nil || rec.Sequence <= t.seq {
+		return err // no establishment, or a record delivered again
 	}
 	t.apply(p.logger, rec)
-	if recheck && len(rec.Events) > 0 {
-		t.changed = rec.Events[0].Time
-	}
-	if t.stored != nil && rec.Sequence <= t.stored.sequence {
-		// Projected before the last stop, after the checkpoint: the stored bundle reflects this
-		// record already, and its announcement may be what was lost.
+	if recheck && t.stored != nil && rec.Sequence <= t.stored.sequence {
+		// Projected before the last stop, after the checkpoint: the stored bundle was written by
+		// this record or a later one, and its announcement may be what was lost.
+		if len(rec.Events) > 0 {
+			t.changed = rec.Events[0].Time
+		}
 		return p.reannounce(ctx, t)
 	}
 	u, ok := t.project(rec.Sequence)
-	if !ok {
-		return nil
-	}
-	if !u.write {
-		if recheck {
-			return p.reannounce(ctx, t)
-		}
+	if !ok || !u.write {
 		return nil
 	}
 	if len(rec.Events) > 0 {
@@ -718,9 +728,17 @@ func (p *Projector) reannounce(ctx context.Context, t *tracked) error {
 	}
 	s := t.stored
 	slug := string(t.agg.Slug)
-	last, err := n.Announced(ctx, slug)
+	var last int64
+	err := p.retry(ctx, "read the last announcement of "+slug, func() (err error) {
+		last, err = n.Announced(ctx, slug)
+		if errors.Is(err, events.ErrInvalidSignal) {
+			// An announcement that cannot be read is as none: the stored revision is announced.
+			last, err = 0, nil
+		}
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("last announcement of %s: %w", slug, err)
+		return err
 	}
 	if last >= s.revision {
 		return nil

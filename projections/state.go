@@ -45,6 +45,7 @@ func checkpointFormat() string { return stateFormat() + "+render/" + strconv.Ito
 type StateStore interface {
 	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
 	Put(ctx context.Context, key string, value []byte) (uint64, error)
+	Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error
 }
 
 // OpenStateBucket creates the bucket StateBucketName, or updates it to this configuration: one

@@ -5,12 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
@@ -226,4 +229,97 @@ func TestRenderRevisionFollowsTheGoldens(t *testing.T) {
 	if fingerprints[renderRevision] != got {
 		t.Errorf("the golden documents of render revision %d have fingerprint %s, recorded %q: if the rendering changed, raise renderRevision and record the new fingerprint under it", renderRevision, got, fingerprints[renderRevision])
 	}
+}
+
+// At a resumption, an announcement lost in the stop is made, and a record that changed nothing
+// announces nothing, however long ago the stored revision was announced.
+func TestResumeAnnouncesWhatWasLostAndNothingElse(t *testing.T) {
+	n := newNATSEnv(t)
+	state := n.freshState(t)
+	const cave = "cave-a-vins"
+	start := func(log Log, a *announcer) *running {
+		return startProjectorWith(t, Config{Store: log, KV: n.kv, State: state, Notifier: a})
+	}
+	first := &announcer{}
+	p := start(n.store, first)
+	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	p.waitFor(t, seq)
+	announced := first.take()
+	_ = p.stop(t)
+
+	// The notifier is down: the next revision is stored, not announced, and the projector stops.
+	down := &announcer{}
+	down.recorder.changes = announced
+	down.down.Store(true)
+	p = start(n.store, down)
+	url := "https://cdn.example.fr/carte-2.pdf"
+	next := n.append(t, cave, domain.MasterMenuChanged{URL: &url})
+	deadline := time.Now().Add(testTimeout)
+	for b, _, _ := entry(t, n.kv, cave); b.Revision != int64(next); b, _, _ = entry(t, n.kv, cave) {
+		if time.Now().After(deadline) {
+			t.Fatalf("revision %d never stored", next)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = p.stop(t)
+
+	up := &announcer{}
+	up.recorder.changes = announced
+	log := &countingLog{Store: n.store}
+	p = start(log, up)
+	p.waitFor(t, next)
+	_ = p.stop(t)
+	if r := log.replays.Load(); r != 0 {
+		t.Errorf("replayed %d times, want a resumption", r)
+	}
+	want := []Change{announced[0], {Slug: cave, Revision: int64(next), Resources: announced[0].Resources}}
+	if diff := cmp.Diff(want, up.take()); diff != "" {
+		t.Errorf("announcements after resuming (-want +got):\n%s", diff)
+	}
+
+	// A record that changes no document, while the notifier has forgotten every announcement.
+	same := n.append(t, cave, domain.DayStarted{Date: date(t, "2026-03-10")})
+	forgot := &announcer{}
+	p = start(n.store, forgot)
+	p.waitFor(t, same)
+	_ = p.stop(t)
+	if got := forgot.take(); len(got) != 0 {
+		t.Errorf("a record that changed nothing announced %+v", got)
+	}
+}
+
+// A saved state ahead of the record in hand, as a replay stopped midway leaves, is not trusted:
+// the records it holds are still projected and stored.
+func TestStateAheadOfTheRecordIsNotTrusted(t *testing.T) {
+	n := newNATSEnv(t)
+	state := n.freshState(t)
+	const demo = "chez-marcel"
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state})
+	p.waitFor(t, n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22"))
+	_ = p.stop(t)
+
+	url := "https://cdn.example.fr/carte-2.pdf"
+	n.append(t, demo, domain.MasterMenuChanged{URL: &url})
+	last := n.append(t, demo, domain.DayStarted{Date: date(t, "2026-11-23")})
+	recs, err := n.store.History(testContext(t), demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(slog.New(slog.DiscardHandler))
+	for _, rec := range recs {
+		m.apply(rec)
+	}
+	value, err := encodeState(m.byslug[demo], 12345)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := state.Put(testContext(t), stateKey(demo), value); err != nil {
+		t.Fatal(err)
+	}
+
+	p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state})
+	p.waitFor(t, last)
+	replayKV := n.bucketNamed(t, "AHEAD_REPLAY")
+	startProjectorWith(t, Config{Store: n.store, KV: replayKV, State: n.freshState(t)}).waitFor(t, last)
+	compareBuckets(t, "resumed past a state ahead", bucketValues(t, n.kv), bucketValues(t, replayKV))
 }

@@ -17,7 +17,7 @@ import (
 // describes takes tens of kilobytes.
 type summary struct {
 	revision int64
-	sequence uint64        // the bundle's Sequence: the establishment's last record it reflects
+	sequence uint64        // the bundle's Sequence: the record that last wrote it
 	access   dockey.Bundle // access fields only: no documents, no revision
 	docs     map[string]docSummary
 }

@@ -49,8 +49,8 @@ const (
 type Bundle struct {
 	Slug     string `json:"slug"`
 	Revision int64  `json:"content_revision"`
-	// Sequence is the sequence in the event log of the establishment's last record the bundle
-	// reflects. The projector reads it to resume exactly where it stopped; readers ignore it.
+	// Sequence is the sequence in the event log of the record that last wrote the bundle. The
+	// projector reads it to resume exactly where it stopped; readers ignore it.
 	Sequence uint64 `json:"log_sequence,omitempty"`
 
 	// Access decides the status of a request before any document is looked at.
