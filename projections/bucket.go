@@ -37,16 +37,22 @@ type Bucket interface {
 // OpenBucket creates the bucket dockey.Bucket, or updates it to this configuration: one value
 // per key, file storage, values up to MaxBundleSize, replicas copies (at least 1).
 func OpenBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	return openBucket(ctx, js, dockey.Bucket, "Rendered documents and access state, one bundle per establishment.", replicas)
+}
+
+// openBucket creates the bucket name, or updates it to this configuration: one value per key,
+// file storage, values up to MaxBundleSize, replicas copies (at least 1).
+func openBucket(ctx context.Context, js jetstream.JetStream, name, description string, replicas int) (jetstream.KeyValue, error) {
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:       dockey.Bucket,
-		Description:  "Rendered documents and access state, one bundle per establishment.",
+		Bucket:       name,
+		Description:  description,
 		History:      1,
 		Storage:      jetstream.FileStorage,
 		MaxValueSize: MaxBundleSize,
 		Replicas:     max(replicas, 1),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", dockey.Bucket, err)
+		return nil, fmt.Errorf("open bucket %s: %w", name, err)
 	}
 	return kv, nil
 }

@@ -51,18 +51,7 @@ type StateStore interface {
 // OpenStateBucket creates the bucket StateBucketName, or updates it to this configuration: one
 // value per key, file storage, replicas copies (at least 1).
 func OpenStateBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:       StateBucketName,
-		Description:  "The projector's checkpoint and the state of establishments it does not hold in memory.",
-		History:      1,
-		Storage:      jetstream.FileStorage,
-		MaxValueSize: MaxBundleSize,
-		Replicas:     max(replicas, 1),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", StateBucketName, err)
-	}
-	return kv, nil
+	return openBucket(ctx, js, StateBucketName, "The projector's checkpoint and the state of establishments it does not hold in memory.", replicas)
 }
 
 // checkpoint says that every record of the log up to Position is projected and stored in the

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -87,8 +88,17 @@ func measureRaw(ctx context.Context, dir string, n, size int) (rawRates, error) 
 	}
 	start = time.Now()
 	for i := range n {
-		if _, err := js.PublishAsync(fmt.Sprintf("async.e%d", i), data); err != nil {
-			return r, err
+		for {
+			_, err := js.PublishAsync(fmt.Sprintf("async.e%d", i), data)
+			if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+				// The window of unacknowledged messages stayed full: wait for it to drain.
+				<-js.PublishAsyncComplete()
+				continue
+			}
+			if err != nil {
+				return r, err
+			}
+			break
 		}
 	}
 	select {
