@@ -306,6 +306,16 @@ func (s *Store) LastStreamSequence(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
+// Identity tells this log apart from any other of the same name, one deleted and created again or
+// restored from a backup: the stream's name and creation time.
+func (s *Store) Identity(ctx context.Context) (string, error) {
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		return "", fmt.Errorf("stream info %s: %w", StreamName, err)
+	}
+	return StreamName + "@" + info.Created.UTC().Format(time.RFC3339Nano), nil
+}
+
 // Slugs returns, sorted, the establishments that have at least one record.
 func (s *Store) Slugs(ctx context.Context) ([]string, error) {
 	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(subjectPrefix+"*"))

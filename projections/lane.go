@@ -130,7 +130,7 @@ func (l *lane) savedState(ctx context.Context, slug domain.Slug) (*tracked, erro
 	if err != nil || value == nil {
 		return nil, err
 	}
-	t, replay, ok := decodeState(slug, value)
+	t, replay, ok := decodeState(slug, l.p.log, value)
 	if !ok || l.replay != 0 && replay != l.replay {
 		return nil, nil
 	}
@@ -157,7 +157,7 @@ func (l *lane) letGo(ctx context.Context) error {
 }
 
 func (l *lane) writeState(ctx context.Context, t *tracked) error {
-	value, err := encodeState(t, l.replay)
+	value, err := encodeState(t, l.p.log, l.replay)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,8 @@ type Log interface {
 	Slugs(ctx context.Context) ([]string, error)
 	// LastStreamSequence returns the sequence of the log's last record.
 	LastStreamSequence(ctx context.Context) (uint64, error)
+	// Identity tells this log apart from any other, one restored from a backup say.
+	Identity(ctx context.Context) (string, error)
 }
 
 // Notifier is told about every rise of an establishment's content_revision, after the bundle
@@ -156,7 +158,9 @@ type Projector struct {
 	started atomic.Bool
 	stopped chan struct{} // closed when Run returns
 
-	bucket string // the identity of the bucket of bundles, for checkpoints; set by Run
+	// The identities of the bucket of bundles and of the log, which checkpoints and states name;
+	// set by Run.
+	bucket, log string
 
 	mu       sync.Mutex
 	position uint64        // guarded by mu
@@ -263,6 +267,9 @@ func (p *Projector) run(ctx context.Context) error {
 	if p.bucket, err = bucketIdentity(ctx, p.cfg.KV); err != nil {
 		return err
 	}
+	if p.log, err = p.cfg.Store.Identity(ctx); err != nil {
+		return err
+	}
 	var (
 		last    uint64
 		resumed bool
@@ -301,9 +308,9 @@ func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
 	if err != nil || !ok {
 		return 0, false, err
 	}
-	if cp.Bucket != p.bucket {
-		p.logger.Warn("the checkpoint is of another bucket of bundles: replaying the whole log",
-			"checkpoint_bucket", cp.Bucket, "bucket", p.bucket)
+	if cp.Bucket != p.bucket || cp.Log != p.log {
+		p.logger.Warn("the checkpoint is of another bucket of bundles or another log: replaying the whole log",
+			"checkpoint_bucket", cp.Bucket, "bucket", p.bucket, "checkpoint_log", cp.Log, "log", p.log)
 		return 0, false, nil
 	}
 	last, err := p.cfg.Store.LastStreamSequence(ctx)
@@ -387,7 +394,7 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	}
 	p.logger.Info("projections reconciled with the stored bundles", "establishments", len(slugs), "written", tally.written)
 	if err := p.retry(ctx, "write the checkpoint", func() error {
-		return writeCheckpoint(ctx, p.cfg.State, last, p.bucket)
+		return p.saveCheckpoint(ctx, last)
 	}); err != nil {
 		return 0, err
 	}
@@ -439,7 +446,7 @@ func (p *Projector) follow(ctx context.Context, lanes []*lane, last, recheckTo u
 		}
 		saved = time.Now()
 		// A checkpoint not saved only makes the next start read a little more of the log.
-		if err := writeCheckpoint(ctx, p.cfg.State, p.Position(), p.bucket); err != nil && ctx.Err() == nil {
+		if err := p.saveCheckpoint(ctx, p.Position()); err != nil && ctx.Err() == nil {
 			p.logger.Warn("checkpoint not saved", "err", err)
 		}
 	}
@@ -472,7 +479,7 @@ func (p *Projector) follow(ctx context.Context, lanes []*lane, last, recheckTo u
 		// Stopping: the position reached is saved, so the next start has less to do again.
 		save, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if werr := writeCheckpoint(save, p.cfg.State, p.Position(), p.bucket); werr != nil {
+		if werr := p.saveCheckpoint(save, p.Position()); werr != nil {
 			p.logger.Warn("checkpoint not saved at stop", "err", werr)
 		}
 	}

@@ -54,12 +54,13 @@ func OpenStateBucket(ctx context.Context, js jetstream.JetStream, replicas int) 
 	return openBucket(ctx, js, StateBucketName, "The projector's checkpoint and the state of establishments it does not hold in memory.", replicas)
 }
 
-// checkpoint says that every record of the log up to Position is projected and stored in the
-// bucket of bundles Bucket names.
+// checkpoint says that every record of the log Log names up to Position is projected and stored
+// in the bucket of bundles Bucket names.
 type checkpoint struct {
 	Format   string    `json:"format"`
 	Position uint64    `json:"position"`
 	Bucket   string    `json:"bucket"`
+	Log      string    `json:"log"`
 	Written  time.Time `json:"written"`
 }
 
@@ -93,22 +94,31 @@ func readCheckpoint(ctx context.Context, kv StateStore) (checkpoint, bool, error
 	return cp, true, nil
 }
 
-func writeCheckpoint(ctx context.Context, kv StateStore, position uint64, bucket string) error {
-	value, err := json.Marshal(checkpoint{Format: checkpointFormat(), Position: position, Bucket: bucket, Written: time.Now().UTC()})
+// writeCheckpoint stores cp, with this code's format and the time.
+func writeCheckpoint(ctx context.Context, kv StateStore, cp checkpoint) error {
+	cp.Format, cp.Written = checkpointFormat(), time.Now().UTC()
+	value, err := json.Marshal(cp)
 	if err != nil {
 		return err
 	}
 	if _, err := kv.Put(ctx, checkpointKey, value); err != nil {
-		return fmt.Errorf("write checkpoint at %d: %w", position, err)
+		return fmt.Errorf("write checkpoint at %d: %w", cp.Position, err)
 	}
 	return nil
 }
 
+// saveCheckpoint stores the checkpoint at position of p's bucket and log.
+func (p *Projector) saveCheckpoint(ctx context.Context, position uint64) error {
+	return writeCheckpoint(ctx, p.cfg.State, checkpoint{Position: position, Bucket: p.bucket, Log: p.log})
+}
+
 // storedState is an establishment as the projector lets go of it: its aggregate after the record
-// Sequence. During a replay of the whole log it also carries the replay's generation and the
-// summary and change time the replay had reached, which the bucket does not hold yet.
+// Sequence of the log Log names. During a replay of the whole log it also carries the replay's
+// generation and the summary and change time the replay had reached, which the bucket does not
+// hold yet.
 type storedState struct {
 	Format   string          `json:"format"`
+	Log      string          `json:"log"`
 	Sequence uint64          `json:"sequence"`
 	State    json.RawMessage `json:"state"`
 	Replay   int64           `json:"replay,omitempty"`
@@ -138,13 +148,14 @@ type storedDigest struct {
 	ETag   string `json:"etag"`
 }
 
-// encodeState encodes t; with replay not zero, the replay's summary and change time too.
-func encodeState(t *tracked, replay int64) ([]byte, error) {
+// encodeState encodes t, an establishment of the log named log; with replay not zero, the
+// replay's summary and change time too.
+func encodeState(t *tracked, log string, replay int64) ([]byte, error) {
 	state, err := domain.EncodeState(t.agg)
 	if err != nil {
 		return nil, err
 	}
-	st := storedState{Format: stateFormat(), Sequence: t.seq, State: state}
+	st := storedState{Format: stateFormat(), Log: log, Sequence: t.seq, State: state}
 	if replay != 0 {
 		st.Replay, st.Changed = replay, t.changed
 		if s := t.stored; s != nil {
@@ -166,12 +177,12 @@ func encodeState(t *tracked, replay int64) ([]byte, error) {
 	return json.Marshal(st)
 }
 
-// decodeState returns the establishment slug as a stored state holds it, and the replay
-// generation it was written by; ok is false for a state of another format or one that cannot be
-// read, which is rebuilt from the log instead.
-func decodeState(slug domain.Slug, value []byte) (t *tracked, replay int64, ok bool) {
+// decodeState returns the establishment slug of the log named log as a stored state holds it, and
+// the replay generation it was written by; ok is false for a state of another format or log, or
+// one that cannot be read, which is rebuilt from the log instead.
+func decodeState(slug domain.Slug, log string, value []byte) (t *tracked, replay int64, ok bool) {
 	var st storedState
-	if err := json.Unmarshal(value, &st); err != nil || st.Format != stateFormat() {
+	if err := json.Unmarshal(value, &st); err != nil || st.Format != stateFormat() || st.Log != log {
 		return nil, 0, false
 	}
 	agg, err := domain.DecodeState(slug, st.State)

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -58,6 +59,15 @@ func stateKeys(t *testing.T, kv jetstream.KeyValue) []string {
 	return keys
 }
 
+func logIdentity(t *testing.T, n *natsEnv) string {
+	t.Helper()
+	id, err := n.store.Identity(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func identityOf(t *testing.T, kv Bucket) string {
 	t.Helper()
 	id, err := bucketIdentity(testContext(t), kv)
@@ -106,7 +116,7 @@ func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
 	if err := bounded.stop(t); err != nil && err != context.Canceled {
 		t.Fatalf("stop: %v", err)
 	}
-	if err := writeCheckpoint(testContext(t), boundedState, mid, identityOf(t, boundedKV)); err != nil {
+	if err := writeCheckpoint(testContext(t), boundedState, checkpoint{Position: mid, Bucket: identityOf(t, boundedKV), Log: logIdentity(t, n)}); err != nil {
 		t.Fatal(err)
 	}
 	log := &countingLog{Store: n.store}
@@ -181,7 +191,7 @@ func TestProjectorReplaysWhenItsCheckpointDoesNotHold(t *testing.T) {
 		compareBuckets(t, "replayed", bucketValues(t, n.kv), want)
 	})
 	t.Run("a checkpoint of another code is not", func(t *testing.T) {
-		put(t, fmt.Sprintf(`{"format":"projections/0","position":%d,"bucket":%q}`, last, identityOf(t, n.kv)))
+		put(t, fmt.Sprintf(`{"format":"projections/0","position":%d,"bucket":%q,"log":%q}`, last, identityOf(t, n.kv), logIdentity(t, n)))
 		if r := restart(t, n.kv); r != 1 {
 			t.Errorf("replayed %d times, want 1", r)
 		}
@@ -191,7 +201,13 @@ func TestProjectorReplaysWhenItsCheckpointDoesNotHold(t *testing.T) {
 		}
 	})
 	t.Run("a checkpoint past the end of the log is not", func(t *testing.T) {
-		put(t, fmt.Sprintf(`{"format":%q,"position":%d,"bucket":%q}`, checkpointFormat(), last+100, identityOf(t, n.kv)))
+		put(t, fmt.Sprintf(`{"format":%q,"position":%d,"bucket":%q,"log":%q}`, checkpointFormat(), last+100, identityOf(t, n.kv), logIdentity(t, n)))
+		if r := restart(t, n.kv); r != 1 {
+			t.Errorf("replayed %d times, want 1", r)
+		}
+	})
+	t.Run("a checkpoint of another log is not", func(t *testing.T) {
+		put(t, fmt.Sprintf(`{"format":%q,"position":%d,"bucket":%q,"log":"CONTENT@2020-01-01T00:00:00Z"}`, checkpointFormat(), last, identityOf(t, n.kv)))
 		if r := restart(t, n.kv); r != 1 {
 			t.Errorf("replayed %d times, want 1", r)
 		}
@@ -309,7 +325,7 @@ func TestStateAheadOfTheRecordIsNotTrusted(t *testing.T) {
 	for _, rec := range recs {
 		m.apply(rec)
 	}
-	value, err := encodeState(m.byslug[demo], 12345)
+	value, err := encodeState(m.byslug[demo], logIdentity(t, n), 12345)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,4 +338,32 @@ func TestStateAheadOfTheRecordIsNotTrusted(t *testing.T) {
 	replayKV := n.bucketNamed(t, "AHEAD_REPLAY")
 	startProjectorWith(t, Config{Store: n.store, KV: replayKV, State: n.freshState(t)}).waitFor(t, last)
 	compareBuckets(t, "resumed past a state ahead", bucketValues(t, n.kv), bucketValues(t, replayKV))
+}
+
+// A saved state is read back as it was, and only for the log it was saved from: an establishment
+// of a log restored from a backup is rebuilt from that log.
+func TestStateIsReadOnlyForItsLog(t *testing.T) {
+	t.Parallel()
+	e := fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	b := Render(e, 7)
+	saved := &tracked{agg: e, seq: 42, stored: summarize(&b), changed: time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)}
+	value, err := encodeState(saved, "CONTENT@1", 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, replay, ok := decodeState(e.Slug, "CONTENT@1", value)
+	if !ok || replay != 99 || got.seq != 42 || !got.stored.same(saved.stored) || !got.changed.Equal(saved.changed) {
+		t.Fatalf("read back: ok %v, replay %d, seq %d, same summary %v", ok, replay, got.seq, ok && got.stored.same(saved.stored))
+	}
+	rendered := Render(got.agg, 7)
+	have, err := EncodeBundle(&rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := EncodeBundle(&b); !bytes.Equal(have, want) {
+		t.Errorf("the aggregate read back renders other documents")
+	}
+	if _, _, ok := decodeState(e.Slug, "CONTENT@2", value); ok {
+		t.Errorf("a state of another log was read")
+	}
 }
