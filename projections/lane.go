@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/nats-io/nats.go/jetstream"
@@ -199,34 +198,4 @@ func (p *Projector) storedSummary(ctx context.Context, slug string) (*summary, e
 		return nil
 	})
 	return s, err
-}
-
-// retry calls fn until it succeeds or ctx ends, waiting longer between failures: the bucket or
-// the log may be briefly unreachable, and the projector resumes when they are back.
-func (p *Projector) retry(ctx context.Context, what string, fn func() error) error {
-	for wait := retryFirstWait; ; wait = min(2*wait, retryMaxWait) {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		p.logger.Warn(what+" failed, retrying", "retry_in", wait, "err", err)
-		if err := sleep(ctx, wait); err != nil {
-			return err
-		}
-	}
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -149,6 +149,36 @@ const (
 	retryMaxWait   = 5 * time.Second
 )
 
+// retry calls fn until it succeeds or ctx ends, waiting longer between failures: the bucket or
+// the log may be briefly unreachable, and the projector resumes when they are back.
+func (p *Projector) retry(ctx context.Context, what string, fn func() error) error {
+	for wait := retryFirstWait; ; wait = min(2*wait, retryMaxWait) {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.logger.Warn(what+" failed, retrying", "retry_in", wait, "err", err)
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // Projector keeps the bucket of bundles equal to the rendering of the event log. Run does the
 // work; Position and WaitFor may be called from any goroutine.
 type Projector struct {
@@ -676,22 +706,11 @@ func (p *Projector) store(ctx context.Context, u update) (bool, error) {
 		return false, nil
 	}
 	key := dockey.Key(b.Slug)
-	for wait := retryFirstWait; ; wait = min(2*wait, retryMaxWait) {
+	if err := p.retry(ctx, fmt.Sprintf("store bundle %s at revision %d", key, b.Revision), func() error {
 		_, err := p.cfg.KV.Put(ctx, key, value)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		p.logger.Warn("store bundle failed, retrying", "key", key, "revision", b.Revision, "retry_in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false, ctx.Err()
-		case <-t.C:
-		}
+		return err
+	}); err != nil {
+		return false, err
 	}
 	if len(u.resources) > 0 {
 		if err := p.notify(ctx, Change{Slug: b.Slug, Revision: b.Revision, Resources: u.resources}); err != nil {
@@ -707,23 +726,9 @@ func (p *Projector) notify(ctx context.Context, c Change) error {
 	if p.cfg.Notifier == nil {
 		return nil
 	}
-	for wait := retryFirstWait; ; wait = min(2*wait, retryMaxWait) {
-		err := p.cfg.Notifier.Changed(ctx, c)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		p.logger.Warn("notify change failed, retrying", "slug", c.Slug, "revision", c.Revision, "retry_in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
+	return p.retry(ctx, fmt.Sprintf("notify change of %s at revision %d", c.Slug, c.Revision), func() error {
+		return p.cfg.Notifier.Changed(ctx, c)
+	})
 }
 
 // reannounce announces the stored bundle of t again, with every resource, when it changed
