@@ -183,7 +183,7 @@ func (s *Store) Replay(ctx context.Context, from uint64, fn func(Record) error) 
 	if err != nil {
 		return from - 1, fmt.Errorf("replay %s: %w", StreamName, err)
 	}
-	last, err = s.consume(ctx, from, info.State.LastSeq, false, fn)
+	last, err = s.consume(ctx, from, info.State.LastSeq, false, nil, nil, fn)
 	if err != nil {
 		return last, fmt.Errorf("replay %s: %w", StreamName, err)
 	}
@@ -197,35 +197,7 @@ func (s *Store) Replay(ctx context.Context, from uint64, fn func(Record) error) 
 // unreadable and over, or, when unreadable is nil, ends the replay with its error. It stops at
 // the first error of fn and returns it wrapped.
 func (s *Store) ReplayPart(ctx context.Context, from, to uint64, keep func(slug string) bool, fn func(Record) error, unreadable func(seq uint64, err error)) error {
-	from = max(from, 1)
-	if to < from {
-		return nil
-	}
-	cfg := jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:   from,
-	}
-	err := s.each(ctx, cfg, false, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
-		seq := meta.Sequence.Stream
-		if seq > to {
-			return true, nil
-		}
-		if keep(strings.TrimPrefix(msg.Subject(), subjectPrefix)) {
-			rec, err := decodeMsg(msg, meta)
-			switch {
-			case err != nil && unreadable != nil:
-				unreadable(seq, err)
-			case err != nil:
-				return true, err
-			default:
-				if err := fn(rec); err != nil {
-					return true, fmt.Errorf("seq %d: %w", seq, err)
-				}
-			}
-		}
-		return seq >= to, nil
-	})
-	if err != nil {
+	if _, err := s.consume(ctx, max(from, 1), to, false, keep, unreadable, fn); err != nil {
 		return fmt.Errorf("replay %s: %w", StreamName, err)
 	}
 	return nil
@@ -235,7 +207,7 @@ func (s *Store) ReplayPart(ctx context.Context, from, to uint64, keep func(slug 
 // for each new record as it is stored, until ctx is done or fn fails. It returns ctx.Err() or
 // fn's error wrapped.
 func (s *Store) Follow(ctx context.Context, from uint64, fn func(Record) error) error {
-	_, err := s.consume(ctx, max(from, 1), 0, true, fn)
+	_, err := s.consume(ctx, max(from, 1), 0, true, nil, nil, fn)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -246,9 +218,11 @@ func (s *Store) Follow(ctx context.Context, from uint64, fn func(Record) error) 
 }
 
 // consume passes to fn the records of the log from sequence from up to sequence last, or, when
-// follow is set, until ctx is done. It returns the sequence of the last record fn accepted, or
-// from-1.
-func (s *Store) consume(ctx context.Context, from, last uint64, follow bool, fn func(Record) error) (uint64, error) {
+// follow is set, until ctx is done. When keep is not nil, the records of the establishments it
+// refuses are passed over undecoded; when unreadable is not nil, it is told of a message that is
+// not a readable record, which is passed over instead of ending the read with its error. It
+// returns the sequence of the last record fn accepted, or from-1.
+func (s *Store) consume(ctx context.Context, from, last uint64, follow bool, keep func(slug string) bool, unreadable func(seq uint64, err error), fn func(Record) error) (uint64, error) {
 	done := from - 1
 	if !follow && last < from {
 		return done, nil
@@ -258,18 +232,25 @@ func (s *Store) consume(ctx context.Context, from, last uint64, follow bool, fn 
 		OptStartSeq:   from,
 	}
 	err := s.each(ctx, cfg, follow, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
-		rec, err := decodeMsg(msg, meta)
-		if err != nil {
-			return true, err
-		}
-		if !follow && rec.Sequence > last {
+		seq := meta.Sequence.Stream
+		if !follow && seq > last {
 			return true, nil
 		}
-		if err := fn(rec); err != nil {
-			return true, fmt.Errorf("seq %d: %w", rec.Sequence, err)
+		if keep == nil || keep(strings.TrimPrefix(msg.Subject(), subjectPrefix)) {
+			rec, err := decodeMsg(msg, meta)
+			switch {
+			case err != nil && unreadable != nil:
+				unreadable(seq, err)
+			case err != nil:
+				return true, err
+			default:
+				if err := fn(rec); err != nil {
+					return true, fmt.Errorf("seq %d: %w", seq, err)
+				}
+				done = seq
+			}
 		}
-		done = rec.Sequence
-		return !follow && done >= last, nil
+		return !follow && seq >= last, nil
 	})
 	return done, err
 }
