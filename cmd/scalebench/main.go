@@ -727,19 +727,7 @@ func (s *service) longestLogLine() int {
 }
 
 // readHWM returns the peak resident set of a process, in bytes, from /proc.
-func readHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func readHWM(pid int) int64 { return readStatus(pid, "VmHWM:") }
 
 func dirSize(dir string) int64 {
 	var n int64
