@@ -30,6 +30,8 @@ type Bucket interface {
 	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
 	// ListKeysFiltered lists the keys matching filters.
 	ListKeysFiltered(ctx context.Context, filters ...string) (jetstream.KeyLister, error)
+	// Watch passes the last value of every key matching keys, then nil, then every change.
+	Watch(ctx context.Context, keys string, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error)
 	// Status describes the bucket.
 	Status(ctx context.Context) (jetstream.KeyValueStatus, error)
 }

@@ -32,6 +32,10 @@ type lane struct {
 	// kept holds, while replaying, the establishments let go of whose state is too large to save:
 	// the replay could not rebuild their summary otherwise.
 	kept map[string]*tracked
+	// saved names, while replaying, the establishments whose state the lane wrote: the only
+	// states of the replay it reads back (see load). It grows only when the cache lets go of
+	// establishments in the middle of a pass, which the passes are sized to avoid.
+	saved map[string]struct{}
 }
 
 func newLane(p *Projector, size int) *lane {
@@ -64,10 +68,15 @@ func (l *lane) establishment(ctx context.Context, rec events.Record) (*tracked, 
 }
 
 // load rebuilds the establishment slug up to the record before sequence before: from its saved
-// state when there is one it can use, and the records of the log after that state. While
-// replaying, those records are replayed as the replay would have (an establishment whose state
-// could not be saved, or is not read back, is rebuilt whole); otherwise the summary of its
-// stored bundle is read from the bucket.
+// state when there is one it can use, and the records of the log after that state; the summary of
+// its stored bundle is read from the bucket.
+//
+// While replaying, the log is read from its start and every record of the lane's establishments
+// reaches the lane in order: an establishment met for the first time is met at its first record,
+// and one let go of had taken in every record before the one in hand. Nothing is read from the log
+// then, and no state but one the lane wrote itself, since any other of the replay's states is
+// ahead of the establishment's first record (the lane's pass was made again after a failure). An
+// establishment whose state the lane wrote but cannot read back is rebuilt whole.
 func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*tracked, error) {
 	t, err := l.savedState(ctx, slug)
 	if err != nil {
@@ -81,10 +90,12 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 	if t == nil {
 		t = &tracked{agg: domain.New(slug)}
 	}
-	if l.replay == 0 {
-		if t.stored, err = l.p.storedSummary(ctx, string(slug)); err != nil {
-			return nil, err
+	if l.replay != 0 {
+		if _, wrote := l.saved[string(slug)]; t.seq > 0 || !wrote {
+			return t, nil
 		}
+	} else if t.stored, err = l.p.storedSummary(ctx, string(slug)); err != nil {
+		return nil, err
 	}
 	if t.seq+1 < before {
 		var recs []events.Record
@@ -113,6 +124,9 @@ func (l *lane) savedState(ctx context.Context, slug domain.Slug) (*tracked, erro
 	if t, ok := l.kept[string(slug)]; ok {
 		delete(l.kept, string(slug))
 		return t, nil
+	}
+	if _, ok := l.saved[string(slug)]; l.replay != 0 && !ok {
+		return nil, nil
 	}
 	var value []byte
 	err := l.p.retry(ctx, "read state of "+string(slug), func() error {
@@ -172,10 +186,17 @@ func (l *lane) writeState(ctx context.Context, t *tracked) error {
 		return nil
 	}
 	key := stateKey(string(t.agg.Slug))
-	return l.p.retry(ctx, "write state of "+string(t.agg.Slug), func() error {
+	err = l.p.retry(ctx, "write state of "+string(t.agg.Slug), func() error {
 		_, err := l.p.cfg.State.Put(ctx, key, value)
 		return err
 	})
+	if err == nil && l.replay != 0 {
+		if l.saved == nil {
+			l.saved = make(map[string]struct{})
+		}
+		l.saved[string(t.agg.Slug)] = struct{}{}
+	}
+	return err
 }
 
 // storedSummary returns the summary of the bundle stored for slug, nil when none is.

@@ -361,8 +361,10 @@ func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
 // The establishments are replayed in as many passes over the log as it takes for each pass's share
 // to fit the cache: each pass decodes only its share's records, then reconciles its share, so that
 // an establishment is rarely let go of and loaded again in the middle of the replay (only when a
-// worker's share of a pass outgrows its part of the cache). Memory also holds the list of the
-// log's establishments meanwhile: a slug each.
+// worker's share of a pass outgrows its part of the cache). The bucket is read once, before the
+// passes, for the fingerprints of what it holds: an establishment whose stored bundle is the one
+// replayed costs no read of its own. Memory also holds the list of the log's establishments
+// meanwhile: a slug and a fingerprint each.
 func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	// The position first: every establishment with a record up to it is among the slugs.
 	last, err := p.cfg.Store.LastStreamSequence(ctx)
@@ -384,9 +386,19 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	}); err != nil {
 		return 0, err
 	}
+	var (
+		tally  reconciled
+		prints []uint64
+	)
+	if err := p.retry(ctx, "read the stored bundles", func() (err error) {
+		tally = reconciled{}
+		prints, err = p.storedPrints(ctx, slugs, &tally)
+		return err
+	}); err != nil {
+		return 0, err
+	}
 	passes := max(1, (len(slugs)+len(slugs)/10+p.cfg.CacheSize-1)/p.cfg.CacheSize) // a tenth spare: shares are uneven
 	generation := time.Now().UnixNano()
-	var tally reconciled
 	for pass := range passes {
 		keep := func(slug string) bool { return passOf(slug, passes) == pass }
 		var lanes []*lane
@@ -406,16 +418,18 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("replay: %w", err)
 		}
-		share := slices.DeleteFunc(slices.Clone(slugs), func(slug string) bool { return !keep(slug) })
+		var share []storedPrint
+		for i, slug := range slugs {
+			if keep(slug) {
+				share = append(share, storedPrint{slug, prints[i]})
+			}
+		}
 		if err := p.reconcile(ctx, lanes, share, &tally); err != nil {
 			return 0, fmt.Errorf("reconcile: %w", err)
 		}
 		if passes > 1 {
 			p.logger.Info("projections replayed a share of the establishments", "pass", pass+1, "passes", passes, "establishments", len(share))
 		}
-	}
-	if err := p.absentFromLog(ctx, slugs, &tally); err != nil && ctx.Err() == nil {
-		p.logger.Warn("stored bundles not compared with the log's establishments", "err", err)
 	}
 	if tally.absent > 0 {
 		// One line, whatever their number: a count and the first few by slug.
@@ -566,11 +580,11 @@ func (r *reconciled) noteAbsent(slug string) {
 // the one found in the bucket, each worker its share of the establishments. Content equal to the
 // stored content keeps the stored revision; different content gets max(replayed revision, stored
 // revision + 1).
-func (p *Projector) reconcile(ctx context.Context, lanes []*lane, slugs []string, tally *reconciled) error {
-	_, err := fanOut(ctx, lanes, func(slug string) string { return slug }, func(ctx context.Context, l *lane, slug string) error {
-		written, err := p.reconcileOne(ctx, l, slug)
+func (p *Projector) reconcile(ctx context.Context, lanes []*lane, share []storedPrint, tally *reconciled) error {
+	_, err := fanOut(ctx, lanes, func(s storedPrint) string { return s.slug }, func(ctx context.Context, l *lane, s storedPrint) error {
+		written, err := p.reconcileOne(ctx, l, s.slug, s.print)
 		if errors.Is(err, errAbsentFromLog) {
-			tally.noteAbsent(slug)
+			tally.noteAbsent(s.slug)
 			return nil
 		}
 		if written {
@@ -579,9 +593,9 @@ func (p *Projector) reconcile(ctx context.Context, lanes []*lane, slugs []string
 			tally.mu.Unlock()
 		}
 		return err
-	}, func(ctx context.Context, dispatch func(string) error) (uint64, error) {
-		for _, slug := range slugs {
-			if err := dispatch(slug); err != nil {
+	}, func(ctx context.Context, dispatch func(storedPrint) error) (uint64, error) {
+		for _, s := range share {
+			if err := dispatch(s); err != nil {
 				return 0, err
 			}
 		}
@@ -590,22 +604,55 @@ func (p *Projector) reconcile(ctx context.Context, lanes []*lane, slugs []string
 	return err
 }
 
-// absentFromLog counts the bundles stored for establishments the log has no record of at all;
-// slugs, sorted, are those it has.
-func (p *Projector) absentFromLog(ctx context.Context, slugs []string, tally *reconciled) error {
-	keys, err := p.cfg.KV.ListKeysFiltered(ctx, dockey.Watch)
+// storedPrint is an establishment of the log and the fingerprint of the summary of its stored
+// bundle, 0 when none was stored or its summary has none.
+type storedPrint struct {
+	slug  string
+	print uint64
+}
+
+// storedPrints reads every bundle of the bucket once, in the bucket's order, and returns the
+// fingerprint of each one's summary at the index of its establishment in slugs (sorted): 0 where
+// none is stored or its summary has no fingerprint. It counts in tally the bundles of
+// establishments absent from slugs. One read of the bucket in its order costs far less than a read
+// per establishment, each of which loads a block of the store's files: the reconciliation of an
+// establishment whose stored bundle is the replayed one reads nothing more.
+func (p *Projector) storedPrints(ctx context.Context, slugs []string, tally *reconciled) ([]uint64, error) {
+	w, err := p.cfg.KV.Watch(ctx, dockey.Watch, jetstream.IgnoreDeletes())
 	if err != nil {
-		return fmt.Errorf("list stored bundles: %w", err)
+		return nil, fmt.Errorf("read stored bundles: %w", err)
 	}
-	defer func() { _ = keys.Stop() }()
-	for key := range keys.Keys() {
-		if slug, ok := dockey.SlugOf(key); ok {
-			if _, found := slices.BinarySearch(slugs, slug); !found {
-				tally.noteAbsent(slug)
-			}
+	defer func() { _ = w.Stop() }()
+	prints := make([]uint64, len(slugs))
+	for {
+		var (
+			e  jetstream.KeyValueEntry
+			ok bool
+		)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e, ok = <-w.Updates():
+		}
+		switch {
+		case !ok:
+			return nil, errors.New("read stored bundles: the watch ended before the last one")
+		case e == nil:
+			return prints, nil // every bundle stored when the watch started
+		}
+		slug, valid := dockey.SlugOf(e.Key())
+		if !valid {
+			continue
+		}
+		i, found := slices.BinarySearch(slugs, slug)
+		if !found {
+			tally.noteAbsent(slug)
+			continue
+		}
+		if s, err := summarizeStored(e.Value()); err == nil {
+			prints[i] = s.fingerprint()
 		}
 	}
-	return nil
 }
 
 // errAbsentFromLog marks a bundle stored for an establishment the log never created.
@@ -614,9 +661,9 @@ var errAbsentFromLog = errors.New("stored bundle of an establishment absent from
 // absentExamples is how many slugs the warning about bundles absent from the log names.
 const absentExamples = 5
 
-// reconcileOne reconciles one establishment of the replay with its stored bundle, and reports
-// whether it stored a bundle.
-func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string) (bool, error) {
+// reconcileOne reconciles one establishment of the replay with its stored bundle, whose summary's
+// fingerprint is print, and reports whether it stored a bundle.
+func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string, print uint64) (bool, error) {
 	t, ok := l.cache.Peek(slug)
 	if !ok {
 		parsed, err := domain.ParseSlug(slug)
@@ -626,6 +673,14 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string) (boo
 		if t, err = l.savedState(ctx, parsed); err != nil {
 			return false, err
 		}
+	}
+	switch {
+	case (t == nil || t.stored == nil) && print == 0:
+		return false, nil // nothing was stored, nothing is to be
+	case t != nil && t.stored != nil && t.stored.fingerprint() == print:
+		// What the replay would have stored was stored when the bucket was read: nothing to
+		// render, nor to read again.
+		return false, p.reannounce(ctx, t)
 	}
 	stored, err := p.storedSummary(ctx, slug)
 	if err != nil {

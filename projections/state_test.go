@@ -21,10 +21,27 @@ import (
 	"github.com/opencarte/publisher/events"
 )
 
-// countingLog is the event log, counting the passes of replays of the whole log.
+// countingLog is the event log, counting the passes of replays of the whole log and the reads of
+// one establishment's records.
 type countingLog struct {
 	*events.Store
-	replays atomic.Int32
+	replays, befores atomic.Int32
+}
+
+func (c *countingLog) Before(ctx context.Context, slug string, from, before uint64, unreadable func(uint64, error)) ([]events.Record, error) {
+	c.befores.Add(1)
+	return c.Store.Before(ctx, slug, from, before, unreadable)
+}
+
+// countingBucket is a bucket of bundles counting the reads of one bundle.
+type countingBucket struct {
+	jetstream.KeyValue
+	gets atomic.Int32
+}
+
+func (c *countingBucket) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	c.gets.Add(1)
+	return c.KeyValue.Get(ctx, key)
 }
 
 func (c *countingLog) ReplayPart(ctx context.Context, from, to uint64, keep func(string) bool, fn func(events.Record) error, unreadable func(uint64, error)) error {
@@ -145,6 +162,25 @@ func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
 	replay := startProjectorWith(t, Config{Store: n.store, KV: replayKV, State: n.freshState(t), Workers: 2, CacheSize: 2})
 	replay.waitFor(t, more)
 	compareBuckets(t, "replay with one establishment per worker", bucketValues(t, replayKV), want)
+
+	// Replayed again over the bucket it stored, with states let go of and read back in the middle
+	// of its passes, it reads no establishment's records one by one, nor any bundle: the log once
+	// per pass and the bucket once, in their order.
+	if err := replay.stop(t); err != nil && err != context.Canceled {
+		t.Fatalf("stop: %v", err)
+	}
+	log = &countingLog{Store: n.store}
+	counted := &countingBucket{KeyValue: replayKV}
+	replayState := n.freshState(t)
+	again = startProjectorWith(t, Config{Store: log, KV: counted, State: replayState, Workers: 2, CacheSize: 2, ReplayAll: true})
+	again.waitFor(t, more)
+	compareBuckets(t, "replayed over its own bundles", bucketValues(t, replayKV), want)
+	if b, g := log.befores.Load(), counted.gets.Load(); b != 0 || g != 0 {
+		t.Errorf("the replay read records of one establishment %d times and one bundle %d times, want neither", b, g)
+	}
+	if len(stateKeys(t, replayState)) == 0 {
+		t.Errorf("no state written for the establishments the replay let go of")
+	}
 }
 
 // TestProjectorReplaysWhenItsCheckpointDoesNotHold restarts a projector over its state bucket

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"encoding/binary"
 	"maps"
 	"slices"
 	"strconv"
@@ -212,4 +213,52 @@ func digestOfTag(tag string) (uint64, bool) {
 	}
 	d, err := strconv.ParseUint(tag[1:17], 16, 64)
 	return d, err == nil
+}
+
+// fingerprint returns a 64-bit hash of everything same compares, and the bundle's sequence: two
+// summaries with the same fingerprint are, but for a 2⁻⁶⁴ chance, the same. It is 0, which no
+// summary's fingerprint is, for a summary with a document whose digest is unknown, which same
+// finds the same as no other.
+func (s *summary) fingerprint() uint64 {
+	h := xxhash.New()
+	var n [8]byte
+	num := func(v uint64) {
+		binary.LittleEndian.PutUint64(n[:], v)
+		_, _ = h.Write(n[:])
+	}
+	str := func(v string) { num(uint64(len(v))); _, _ = h.WriteString(v) }
+	flag := func(v bool) {
+		if v {
+			num(1)
+		} else {
+			num(0)
+		}
+	}
+	a := &s.access
+	num(uint64(s.revision))
+	num(s.sequence)
+	str(a.Slug)
+	str(a.Status)
+	flag(a.APIEnabled)
+	str(a.KeyHash)
+	flag(a.MenuRedirectEnabled)
+	str(a.MasterMenuURL)
+	num(uint64(len(a.Redirects)))
+	for _, name := range slices.Sorted(maps.Keys(a.Redirects)) {
+		r := a.Redirects[name]
+		str(name)
+		str(r.FR)
+		str(r.EN)
+	}
+	num(uint64(len(s.docs)))
+	for _, name := range slices.Sorted(maps.Keys(s.docs)) {
+		d := s.docs[name]
+		if !d.hashed {
+			return 0
+		}
+		str(name)
+		num(d.digest)
+		str(d.etag)
+	}
+	return max(h.Sum64(), 1)
 }

@@ -50,12 +50,16 @@ func TestSummaryDecidesAsTheBundle(t *testing.T) {
 	}
 
 	// Two summaries are the same exactly when their bundles are, revision and access included,
-	// and a summary read from a stored bundle is the same as the one made when storing it.
+	// and have the same fingerprint then only; a summary read from a stored bundle is the same as
+	// the one made when storing it.
 	for i := range bundles {
 		for j := range bundles {
 			want := len(changedResources(&bundles[i], &bundles[j])) == 0 && sameAccess(&bundles[i], &bundles[j])
 			if got := summarize(&bundles[i]).same(summarize(&bundles[j])); got != want {
 				t.Errorf("bundles %d and %d: same %v, want %v", i, j, got, want)
+			}
+			if got := summarize(&bundles[i]).fingerprint() == summarize(&bundles[j]).fingerprint(); got != want {
+				t.Errorf("bundles %d and %d: same fingerprint %v, want %v", i, j, got, want)
 			}
 		}
 		b := bundles[i]
@@ -68,17 +72,28 @@ func TestSummaryDecidesAsTheBundle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !stored.same(summarize(&b)) {
+		if !stored.same(summarize(&b)) || stored.fingerprint() != summarize(&b).fingerprint() {
 			t.Errorf("bundle %d: the stored summary differs from the summary made when storing", i)
 		}
 		other := b
 		other.Revision++
 		access := b
 		access.KeyHash = "other"
-		for what, o := range map[string]*dockey.Bundle{"revision": &other, "access": &access} {
-			if summarize(&b).same(summarize(o)) {
+		redirect := b
+		redirect.Redirects = map[string]dockey.Redirect{"master_menu": {FR: "https://example.com/carte.pdf"}}
+		sequence := b
+		sequence.Sequence++
+		for what, o := range map[string]*dockey.Bundle{"revision": &other, "access": &access, "redirect": &redirect} {
+			if summarize(&b).same(summarize(o)) || summarize(&b).fingerprint() == summarize(o).fingerprint() {
 				t.Errorf("bundle %d: the same as one of another %s", i, what)
 			}
+		}
+		if summarize(&b).fingerprint() == summarize(&sequence).fingerprint() {
+			t.Errorf("bundle %d: the fingerprint of one stored by another record is the same", i)
+		}
+		stored.docs[ResourceHours] = docSummary{etag: `W/"other"`}
+		if stored.fingerprint() != 0 {
+			t.Errorf("bundle %d: a summary with a digest unknown has a fingerprint", i)
 		}
 	}
 	var none *summary
