@@ -103,7 +103,7 @@ type Config struct {
 	// refused at once instead of retried.
 	MaxValueSize int
 	// Workers is how many establishments are projected at once, rendered, compressed and stored
-	// in parallel; zero means GOMAXPROCS. The records of one establishment are always projected
+	// in parallel; zero means WorkersPerCPU per CPU (GOMAXPROCS). The records of one establishment are always projected
 	// by the same worker, in the order of the log, so the bundles and revisions stored are those
 	// of a projection one record at a time.
 	Workers int
@@ -135,6 +135,13 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// WorkersPerCPU is how many workers the projector runs per CPU unless told otherwise. A worker
+// spends most of a live record waiting: for the bucket to acknowledge the bundle, then for the
+// change to be announced. With one worker per CPU the projector fell far behind an import while
+// the CPUs were not all busy; with 32 it kept within two seconds of it, the import slowing to
+// what the CPUs left over allowed. Each costs a goroutine and the bundle it has in hand.
+const WorkersPerCPU = 32
 
 // DefaultCacheSize is how many establishments the projector holds in memory unless told
 // otherwise.
@@ -210,7 +217,7 @@ func New(cfg Config) (*Projector, error) {
 		cfg.MaxValueSize = MaxBundleSize
 	}
 	if cfg.Workers == 0 {
-		cfg.Workers = runtime.GOMAXPROCS(0)
+		cfg.Workers = WorkersPerCPU * runtime.GOMAXPROCS(0)
 	}
 	if cfg.CacheSize == 0 {
 		cfg.CacheSize = DefaultCacheSize

@@ -63,7 +63,7 @@ type Config struct {
 	PublicURL        string // base URL printed in the demo's examples
 	CacheSize        int    // aggregates the write side keeps in memory
 	SnapshotEach     int    // records folded before an aggregate snapshot is written
-	ProjectorWorkers int    // establishments projected at once; 0: one per CPU
+	ProjectorWorkers int    // establishments projected at once; 0: projections.WorkersPerCPU per CPU
 	ProjectorCache   int    // establishments the projector holds in memory; 0: projections.DefaultCacheSize
 	ProjectorReplay  bool   // replay the whole log at start instead of resuming from the checkpoint
 	LogLevel         string
@@ -103,7 +103,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Demo, "demo", false, "load the sample establishment and print its key and example requests")
 	fs.IntVar(&c.CacheSize, "aggregate-cache", app.DefaultCacheSize, "establishments the admin and clock roles keep in memory (least recently used first out)")
 	fs.IntVar(&c.SnapshotEach, "snapshot-every", app.DefaultSnapshotEvery, "records folded into an establishment before its snapshot is written again")
-	fs.IntVar(&c.ProjectorWorkers, "projector-workers", 0, "establishments the projector renders and stores at once (0: one per CPU)")
+	fs.IntVar(&c.ProjectorWorkers, "projector-workers", 0, "establishments the projector renders and stores at once (0: 32 per CPU)")
 	fs.BoolVar(&c.ProjectorReplay, "projector-replay", false, "replay the whole event log at start instead of resuming from the projector's checkpoint")
 	fs.IntVar(&c.ProjectorCache, "projector-cache", projections.DefaultCacheSize, "establishments the projector keeps in memory (least recently projected first out)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of the read API shown in the demo (default from --http)")
