@@ -11,6 +11,8 @@
 //   - data size on disk;
 //   - restart-to-ready, and a restart across a day change: time until every date-dependent
 //     establishment has started its new local day, and until its documents are served;
+//   - webhooks: endpoints on a tenth of the establishments, all date-dependent, on an HTTPS
+//     receiver on loopback, and how many deliveries each receives after the day change, when;
 //   - the documents the mirror holds, and the memory of a process running the api role alone;
 //   - `publisher verify` duration and outcome;
 //   - a replay of the whole log by the projector alone, against rendering and compressing every
@@ -140,7 +142,12 @@ func run(ctx context.Context, o options) error {
 	r.add("  append, asynchronous:                                           %8.0f msg/s", raw.async)
 	r.add("  replay, ordered consumer:                                       %8.0f msg/s", raw.replay)
 
-	svc := &service{bin: bin, dir: filepath.Join(o.dir, "data"), token: "scalebench-admin-token-0123456789", memLimit: memLimit()}
+	hooks, err := newReceiver(o.dir)
+	if err != nil {
+		return err
+	}
+	defer hooks.close()
+	svc := &service{bin: bin, dir: filepath.Join(o.dir, "data"), token: "scalebench-admin-token-0123456789", memLimit: memLimit(), caFile: hooks.caFile}
 	r.add("service: GOMEMLIMIT=%s (60%% of the machine's memory)", svc.memLimit)
 	if err := svc.ports(); err != nil {
 		return err
@@ -210,6 +217,14 @@ func run(ctx context.Context, o options) error {
 	}
 	r.add("restart: ready (mirror caught up, every role running) in %s; projector caught up in %s", ready.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 
+	step("registering webhooks")
+	hooked := gen.dependentSlugs[:min(o.n/10, len(gen.dependentSlugs))]
+	start = time.Now()
+	if err := svc.registerHooks(ctx, hooks, hooked); err != nil {
+		return err
+	}
+	r.add("webhooks: %d endpoints registered, one on each of %d date-dependent establishments, in %s", len(hooked), len(hooked), time.Since(start).Round(time.Millisecond))
+
 	step("restart across a day change")
 	svc.stop()
 	next := o.today.AddDays(1)
@@ -225,6 +240,13 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	served := time.Since(start)
+	projected := time.Now()
+	const window = 30 * time.Second // the service's default --webhook-window
+	hc := hooks.waitHooks(ctx, hooked, projected.Add(window+10*time.Second), window+10*time.Second)
+	webhooks, _ := svc.status(ctx)
+	r.add("webhooks after the day change: %d endpoints received exactly one delivery, %d none, %d more than one (%d deliveries in all, %d unsigned); first %s after the restart, last %s after it, %s after the day change was projected (within the window %s + 10 s: %t); dispatcher %v",
+		hc.once, hc.none, hc.more, hc.total, hc.unsigned, hc.first.Sub(start).Round(time.Millisecond), hc.last.Sub(start).Round(time.Millisecond),
+		hc.last.Sub(projected).Round(time.Millisecond), window, hc.none == 0 && !hc.last.After(projected.Add(window+10*time.Second)), webhooks["webhooks"])
 	behind, err := svc.checkDay(ctx, gen.dependentSlugs, next)
 	if err != nil {
 		return err
@@ -319,6 +341,7 @@ func generate(o options, path string) (generated, error) {
 type service struct {
 	bin, dir, token        string
 	memLimit               string // GOMEMLIMIT of the service
+	caFile                 string // the certificate authorities the service trusts (SSL_CERT_FILE)
 	natsPort, http, admin  int
 	cmd                    *exec.Cmd
 	logFile                *os.File
@@ -354,11 +377,13 @@ func (s *service) start(ctx context.Context, today domain.LocalDate, name string
 	s.cmd = exec.Command(s.bin, "serve",
 		"--data-dir", s.dir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", s.natsPort),
 		"--http", fmt.Sprintf("127.0.0.1:%d", s.http), "--admin", fmt.Sprintf("127.0.0.1:%d", s.admin),
-		"--admin-token", s.token, "--today", today.String(), "--clock-interval", "1s")
+		"--admin-token", s.token, "--today", today.String(), "--clock-interval", "1s",
+		"--webhook-allow-private") // the webhook receiver is on loopback
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	// As a deployment should: a soft memory limit, so that the garbage collector works harder
-	// near it instead of letting the heap double past it.
-	s.cmd.Env = append(os.Environ(), "GOMEMLIMIT="+s.memLimit)
+	// near it instead of letting the heap double past it. The receiver's certificate is the only
+	// authority the service trusts.
+	s.cmd.Env = append(os.Environ(), "GOMEMLIMIT="+s.memLimit, "SSL_CERT_FILE="+s.caFile)
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}

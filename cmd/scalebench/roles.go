@@ -289,14 +289,17 @@ func renderOnly(file string, day domain.LocalDate) (rate float64, n int, err err
 }
 
 // parallel calls fn for 0 to n-1, one per CPU at once, and returns the first error.
-func parallel(n int, fn func(i int) error) error {
+func parallel(n int, fn func(i int) error) error { return parallelN(runtime.GOMAXPROCS(0), n, fn) }
+
+// parallelN calls fn for 0 to n-1, workers at once, and returns the first error.
+func parallelN(workers, n int, fn func(i int) error) error {
 	var (
 		next    atomic.Int64
 		wg      sync.WaitGroup
 		once    sync.Once
 		failure error
 	)
-	for range runtime.GOMAXPROCS(0) {
+	for range workers {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 				if err := fn(i); err != nil {
