@@ -317,6 +317,9 @@ func validateSpecialHours(in []SpecialHoursInput, fe *fieldErrors) []SpecialHour
 		if sh.EndDate != nil && !sh.StartDate.IsZero() && sh.EndDate.Before(sh.StartDate) {
 			fe.add(p+".end_date", "before start_date")
 		}
+		if sh.EndDate != nil && *sh.EndDate == sh.StartDate {
+			sh.EndDate = nil // a one-day exception has no end_date
+		}
 		sh.OpenTime = optClock(p+".open_time", s.OpenTime, fe)
 		sh.CloseTime = optClock(p+".close_time", s.CloseTime, fe)
 		switch {

@@ -731,3 +731,28 @@ func TestOpeningRangeEnds(t *testing.T) {
 		}
 	}
 }
+
+// A one-day exception has no end_date: one given equal to its start_date is dropped at import, so
+// that the establishment holds, exports and serves it as a one-day exception, and importing it
+// either way again changes nothing.
+func TestImportOneDayExceptionHasNoEndDate(t *testing.T) {
+	t.Parallel()
+	base := readFile(t, basePath)
+	start := "2026-12-24"
+	oneDay := mutate(t, base, set("special_hours[0].start_date", start), set("special_hours[0].end_date", start))
+	est := imported(t, baseSlug, oneDay)
+	if len(est.SpecialHours) == 0 || est.SpecialHours[0].EndDate != nil {
+		t.Fatalf("special hours: got %+v, want the first without end_date", est.SpecialHours)
+	}
+	if got := est.Snapshot().SpecialHours[0].EndDate; got != nil {
+		t.Errorf("exported end_date: got %q, want none", *got)
+	}
+	for name, body := range map[string][]byte{
+		"end_date equal to start_date": oneDay,
+		"end_date null":                mutate(t, base, set("special_hours[0].start_date", start), set("special_hours[0].end_date", nil)),
+	} {
+		if res, err := importBody(t, est, body, testKey(2)); err != nil || len(res.Events) != 0 {
+			t.Errorf("import again with %s: got events %v (%v), want none", name, eventTypes(res.Events), err)
+		}
+	}
+}

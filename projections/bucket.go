@@ -59,23 +59,33 @@ func openBucket(ctx context.Context, js jetstream.JetStream, name, description s
 	return kv, nil
 }
 
+// Value returns what the projector stores for e at revision: its bundle, rendered, compressed and
+// encoded.
+func Value(e *domain.Establishment, revision int64) ([]byte, error) {
+	b := Render(e, revision)
+	compress(&b)
+	return EncodeBundle(&b)
+}
+
 // EncodedSize returns the size in bytes of the bundle the projector would store for e, with a
-// revision as long as any it can have: what a write side checks against the bucket's maximum
-// value size before accepting a change, so that no accepted change is left unserved. It
+// revision as long as any it can have, once e is active: what a write side checks against the
+// bucket's maximum value size before accepting a change, so that no accepted change is left
+// unserved, a draft's at its activation included. It
 // compresses every document, which costs far more than rendering it: FitsIn avoids that.
 func EncodedSize(e *domain.Establishment) (int, error) {
-	b := Render(e, math.MaxInt64)
+	b := renderAll(e).bundle(math.MaxInt64)
 	compress(&b)
 	data, err := EncodeBundle(&b)
 	return len(data), err
 }
 
-// FitsIn reports whether the bundle the projector would store for e takes at most limit bytes,
+// FitsIn reports whether the bundle the projector would store for e, once active, takes at most
+// limit bytes,
 // and its size when it had to be measured. It first bounds the size from the rendered documents
 // alone (a gzip coding is never much larger than what it codes), and compresses only when that
 // bound is over the limit, which only very large establishments approach.
 func FitsIn(e *domain.Establishment, limit int) (fits bool, size int, err error) {
-	bound, err := sizeBound(Render(e, math.MaxInt64))
+	bound, err := sizeBound(renderAll(e).bundle(math.MaxInt64))
 	if err != nil || bound <= limit {
 		return err == nil, 0, err
 	}

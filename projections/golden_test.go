@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -25,6 +26,8 @@ var goldenCases = []struct {
 	{"demo", "../cmd/publisher/demo.json"},
 	{"uploaded-only", "testdata/uploaded-only/snapshot.json"},
 	{"dated", "testdata/dated/snapshot.json"},
+	// The same as uploaded-only, in draft: its bundle holds no document.
+	{"draft", "testdata/draft/snapshot.json"},
 }
 
 // goldenRevision stamps the golden documents.
@@ -82,6 +85,9 @@ func goldenFiles(tb testing.TB, b *dockey.Bundle) map[string][]byte {
 	files := map[string][]byte{}
 	etags := map[string]string{}
 	add := func(name string, d dockey.Document) {
+		if len(d.Body) == 0 {
+			return // absent
+		}
 		files[name] = d.Body
 		etags[name] = d.ETag
 	}
@@ -153,6 +159,9 @@ func TestDocumentsWellFormed(t *testing.T) {
 				docs = append(docs, v.All, v.FR, v.EN)
 			}
 			for _, d := range docs {
+				if len(d.Body) == 0 && b.Status != string(domain.StatusActive) {
+					continue // nothing of it is public
+				}
 				if !etagPattern.MatchString(d.ETag) || d.ETag != ETag(d.Body) {
 					t.Errorf("etag %s of %s: want %s", d.ETag, d.Body[:40], ETag(d.Body))
 				}

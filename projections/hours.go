@@ -53,7 +53,8 @@ func hoursDoc(e *domain.Establishment) hoursBody {
 	}
 	for _, s := range e.SpecialHoursComing() {
 		sb := specialBody{StartDate: s.StartDate.String(), Closed: s.Closed}
-		if s.EndDate != nil {
+		// A one-day exception has no end_date, also as recorded before imports left it out.
+		if s.EndDate != nil && *s.EndDate != s.StartDate {
 			sb.EndDate = ptr(s.EndDate.String())
 		}
 		if s.OpenTime != nil {

@@ -117,7 +117,7 @@ func TestSummary(t *testing.T) {
 }
 
 func TestBusinessHoursOrder(t *testing.T) {
-	e := &domain.Establishment{Slug: "x", Created: true, Identity: domain.Identity{Name: "X"}}
+	e := &domain.Establishment{Slug: "x", Created: true, Status: domain.StatusActive, Identity: domain.Identity{Name: "X"}}
 	e.Hours.Ranges = []domain.OpeningRange{
 		rng(t, "dimanche", "10:00", "dimanche", "12:00"),
 		rng(t, "lundi", "19:00", "lundi", "22:00"),
@@ -139,9 +139,9 @@ func TestSpecialHoursComing(t *testing.T) {
 		}
 		return s
 	}
-	e := &domain.Establishment{Slug: "x", Created: true, Identity: domain.Identity{Name: "X"}, Today: date(t, "2026-11-18")}
+	e := &domain.Establishment{Slug: "x", Created: true, Status: domain.StatusActive, Identity: domain.Identity{Name: "X"}, Today: date(t, "2026-11-18")}
 	e.SpecialHours = []domain.SpecialHours{
-		closed("2026-12-25", ""),
+		closed("2026-12-25", "2026-12-25"), // one day, its end given as its start: no end_date
 		closed("2026-11-17", ""),           // yesterday: gone
 		closed("2026-11-10", "2026-11-18"), // ends today: kept
 		closed("2026-11-18", ""),           // today: kept

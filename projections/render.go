@@ -23,16 +23,20 @@ const (
 func MenuResource(slug string) string { return ResourceMenus + "/" + slug }
 
 // Render returns the bundle of e with every document stamped with revision. It is a pure
-// function: the same aggregate and revision always give the same bytes.
+// function: the same aggregate and revision always give the same bytes. The bundle of an
+// establishment that is not active holds its access fields and no document: nothing of it is
+// public, so that editing it changes no document, raises no revision and announces nothing, and
+// its activation publishes every document at once, with one revision.
 func Render(e *domain.Establishment, revision int64) dockey.Bundle {
 	return render(e).bundle(revision)
 }
 
 // content is the rendered public content of one establishment without its revision: every
-// document as a template, and the access fields. Stamping a revision into it is cheap, so that
+// document as a template (none when it is not public), and the access fields. Stamping a revision into it is cheap, so that
 // the projector renders once per record and compares documents at any revision.
 type content struct {
 	access        dockey.Bundle // access fields only: no documents, no revision
+	public        bool          // the documents below are rendered
 	establishment template
 	hours         template
 	menus         variantTemplates
@@ -44,11 +48,21 @@ type variantTemplates struct {
 	all, fr, en template
 }
 
-// render renders every document of e.
+// render renders the public content of e: every document when it is active, none otherwise.
 func render(e *domain.Establishment) content {
+	if e.Status != domain.StatusActive {
+		return content{access: accessOf(e, activeMenus(e))}
+	}
+	return renderAll(e)
+}
+
+// renderAll renders every document of e, whatever its status: what its bundle holds once it is
+// active, and what the write side measures before accepting a change.
+func renderAll(e *domain.Establishment) content {
 	menus := activeMenus(e)
 	c := content{
 		access:        accessOf(e, menus),
+		public:        true,
 		establishment: newTemplate(headWithLanguage, establishmentDoc(e)),
 		hours:         newTemplate(headRevision, hoursDoc(e)),
 	}
@@ -72,6 +86,9 @@ func render(e *domain.Establishment) content {
 func (c content) bundle(revision int64) dockey.Bundle {
 	b := c.access
 	b.Revision = revision
+	if !c.public {
+		return b
+	}
 	b.Establishment = c.establishment.stamp(revision)
 	b.Hours = c.hours.stamp(revision)
 	b.Menus = c.menus.stamp(revision)

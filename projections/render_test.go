@@ -424,7 +424,7 @@ func TestSectionsOrderedByPositionAndEmptyForUploaded(t *testing.T) {
 }
 
 func TestEstablishmentAllNullsAndCategoryAlias(t *testing.T) {
-	e := &domain.Establishment{Slug: "x", Created: true, Status: domain.StatusDraft, Identity: domain.Identity{Name: "X"}}
+	e := &domain.Establishment{Slug: "x", Created: true, Status: domain.StatusActive, Identity: domain.Identity{Name: "X"}}
 	want := `{"language":"fr","content_revision":42,"name":"X","description":null,"business_type":"restaurant",` +
 		`"public_category":null,"category":null,"website_url":null,"menu_url":null,` +
 		`"contact":{"email":null,"phone_number":null},"location":{"address":null,"latitude":null,"longitude":null},"logo_url":null}`

@@ -1,8 +1,10 @@
 package projections
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -251,7 +253,7 @@ func TestRevisionNeverGoesBack(t *testing.T) {
 
 func TestUndecodableEventsAreSkipped(t *testing.T) {
 	s := newSim(t)
-	s.record("x", domain.EstablishmentCreated{Slug: "x", TimeZone: "Europe/Paris"})
+	s.record("x", domain.EstablishmentCreated{Slug: "x", TimeZone: "Europe/Paris"}, domain.Activated{})
 	good := envelopes(t, domain.IdentityChanged{Identity: domain.Identity{Name: "Bon nom", BusinessType: "cafe"}})[0]
 	u := s.raw(events.Record{Sequence: 2, CommandID: "c2", Establishment: "x", Events: []events.Envelope{
 		{Type: "something.unknown", SchemaVersion: 1, Payload: json.RawMessage(`{}`)},
@@ -287,5 +289,45 @@ func TestChangedResourcesOfAppearingMenu(t *testing.T) {
 	after := render(e).bundle(1)
 	if diff := cmp.Diff([]string{"menus", "menus/nouveau"}, changedResources(&before, &after)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// Nothing of an establishment in draft is public: editing it stores no document, raises no
+// revision and announces nothing; its activation publishes every document at once, with one
+// revision, and a replay of the same records stores the same.
+func TestDraftEditsAreNotPublished(t *testing.T) {
+	s := newSim(t)
+	name := func(n string) domain.Event {
+		return domain.IdentityChanged{Identity: domain.Identity{Name: n, BusinessType: "cafe"}}
+	}
+	created := s.record("x", domain.EstablishmentCreated{Slug: "x", TimeZone: "Europe/Paris"}, name("Brouillon"))
+	if !created.write || created.bundle.Revision != 1 || len(created.resources) != 0 || len(created.bundle.Establishment.Body) != 0 {
+		t.Errorf("created in draft: got write %v revision %d resources %v body %q, want a write at 1 of no document and nothing announced",
+			created.write, created.bundle.Revision, created.resources, created.bundle.Establishment.Body)
+	}
+	for i, ev := range []domain.Event{name("Autre nom"), domain.HoursChanged{Hours: domain.Hours{Ranges: []domain.OpeningRange{rng(t, "lundi", "12:00", "lundi", "14:00")}}}} {
+		if u := s.record("x", ev); u.write || len(u.resources) != 0 {
+			t.Errorf("edit %d of a draft: got write %v revision %d resources %v, want nothing stored nor announced", i, u.write, u.bundle.Revision, u.resources)
+		}
+	}
+	active := s.record("x", domain.Activated{})
+	if want := []string{ResourceEstablishment, ResourceHours, ResourceMenus}; !active.write || active.bundle.Revision != 4 || !slices.Equal(active.resources, want) {
+		t.Errorf("activation: got write %v revision %d resources %v, want a write at 4 announcing %v", active.write, active.bundle.Revision, active.resources, want)
+	}
+	checkRevisions(t, &active.bundle)
+	if !bytes.Contains(active.bundle.Establishment.Body, []byte(`"name":"Autre nom"`)) || !bytes.Contains(active.bundle.Hours.Body, []byte(`"open_time":"12:00"`)) {
+		t.Errorf("activation: the documents miss the draft's edits: %s %s", active.bundle.Establishment.Body, active.bundle.Hours.Body)
+	}
+
+	// The stored form of a draft reads back as what was stored, so that a replay over it finds
+	// nothing to do.
+	b := created.bundle
+	value, err := EncodeBundle(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := summarizeStored(value)
+	if err != nil || !stored.same(summarize(&b)) || stored.fingerprint() != summarize(&b).fingerprint() {
+		t.Errorf("the stored summary of a draft differs from the summary made when storing it (%v)", err)
 	}
 }

@@ -31,7 +31,7 @@ func stateKey(slug string) string { return stateKeyPrefix + slug }
 // not resumed from: the whole log is replayed and every bundle whose bytes differ is stored again.
 // TestRenderRevisionFollowsTheGoldens fails when the rendering of the golden establishments
 // changes and this number does not.
-const renderRevision = 1
+const renderRevision = 2
 
 // stateFormat names the encoding of a stored establishment state, the domain's included: a state
 // of another format is not read, the establishment is rebuilt from the log instead.

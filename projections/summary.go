@@ -189,6 +189,9 @@ func summarizeStored(value []byte) (*summary, error) {
 	s := &summary{revision: sb.Revision, sequence: sb.Sequence, access: accessFields(&b), docs: make(map[string]docSummary, 5+3*len(sb.MenuDetails))}
 	add := func(name string, d storedDoc) {
 		digest, ok := digestOfTag(d.ETag)
+		if d.ETag == "" {
+			digest, ok = emptyDigest, true // an absent document, as a bundle that is not public holds
+		}
 		s.docs[name] = docSummary{digest: digest, hashed: ok, etag: d.ETag}
 	}
 	variants := func(prefix string, v storedVariants) {
@@ -204,6 +207,9 @@ func summarizeStored(value []byte) (*summary, error) {
 	}
 	return s, nil
 }
+
+// emptyDigest is the digest of an empty body: a document that is absent.
+var emptyDigest = xxhash.Sum64(nil)
 
 // digestOfTag returns the xxhash an entity tag made by ETag holds, and false for a tag of
 // another form.
