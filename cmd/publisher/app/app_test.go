@@ -398,3 +398,37 @@ func TestFailedCommandLeavesNoState(t *testing.T) {
 			*after.Establishment.Settings.MenuRedirectEnabled, after.Version, *before.Establishment.Settings.MenuRedirectEnabled, before.Version)
 	}
 }
+
+// An establishment moved to a time zone behind its old one has, from the move on, the date of its
+// new zone, though earlier than the day it had started; one moved ahead starts the later date.
+func TestTimeZoneMoveStartsTheNewZonesDate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	c, _ := e.commands(t, Config{})
+	// 10:30 UTC on 24 November: already the 25th at UTC+14, still the 23rd at UTC−11.
+	now := time.Date(2026, 11, 24, 10, 30, 0, 0, time.UTC)
+	c.clock = func(loc *time.Location) domain.LocalDate { return domain.DateOf(now.In(loc)) }
+	dep := dependentEstablishment(10)
+	for _, move := range []struct {
+		zone, today string
+		changed     bool
+	}{
+		{"Pacific/Kiritimati", "2026-11-25", true},
+		{"Pacific/Pago_Pago", "2026-11-23", true},
+		{"Europe/Paris", "2026-11-24", true},
+		{"Europe/Paris", "2026-11-24", false}, // not moved: nothing to do
+	} {
+		dep.TimeZone = move.zone
+		res := mustImport(t, c, dep)
+		st, err := c.Get(t.Context(), domain.Slug(dep.Slug))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Today != move.today || st.Establishment.TimeZone != move.zone {
+			t.Errorf("moved to %s: today %s in %s, want %s", move.zone, st.Today, st.Establishment.TimeZone, move.today)
+		}
+		if changed := res.Events > 0; changed != move.changed {
+			t.Errorf("moved to %s: %d events appended, want some: %t", move.zone, res.Events, move.changed)
+		}
+	}
+}

@@ -223,14 +223,20 @@ func (c *Commands) execute(ctx context.Context, req Request, kind commandKind, d
 }
 
 // withDay puts a day-started event before the events of a user command when the calendar moved
-// since the establishment's last event, so that they render against today; a new establishment
-// records its first day after its creation.
+// since the establishment's last event, so that they render against today. A new establishment
+// records its first day after its creation, and one the command moves to another time zone
+// records that zone's date after the move, whichever way the date moves: today, for its clients,
+// is its local date (its revision still rises, as for any change of its documents).
 func (c *Commands) withDay(e *domain.Establishment, evs []domain.Event) []domain.Event {
 	if slices.ContainsFunc(evs, func(ev domain.Event) bool { _, ok := ev.(domain.DayStarted); return ok }) {
 		return evs
 	}
-	if !e.Created {
-		return append(evs, domain.DayStarted{Date: c.clock(locationOf(evs))})
+	if zone, set := zoneOf(evs); set || !e.Created {
+		today := c.clock((&domain.Establishment{TimeZone: zone}).Location())
+		if !e.Created || today != e.Today {
+			return append(evs, domain.DayStarted{Date: today})
+		}
+		return evs
 	}
 	if today := c.clock(e.Location()); e.Today != today {
 		if day, _ := e.StartDay(today); len(day) > 0 {
@@ -240,15 +246,18 @@ func (c *Commands) withDay(e *domain.Establishment, evs []domain.Event) []domain
 	return evs
 }
 
-// locationOf returns the time zone an establishment is created with.
-func locationOf(evs []domain.Event) *time.Location {
+// zoneOf returns the time zone evs create an establishment with or move it to, and whether they
+// do either.
+func zoneOf(evs []domain.Event) (zone string, set bool) {
 	for _, ev := range evs {
-		if c, ok := ev.(domain.EstablishmentCreated); ok {
-			e := domain.Establishment{TimeZone: c.TimeZone}
-			return e.Location()
+		switch ev := ev.(type) {
+		case domain.EstablishmentCreated:
+			zone, set = ev.TimeZone, true
+		case domain.TimeZoneChanged:
+			zone, set = ev.TimeZone, true
 		}
 	}
-	return (&domain.Establishment{}).Location()
+	return zone, set
 }
 
 func (c *Commands) envelopes(slug domain.Slug, evs []domain.Event) ([]events.Envelope, error) {
