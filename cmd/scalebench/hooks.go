@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -20,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/webhook"
 )
 
@@ -160,4 +163,43 @@ func (r *receiver) waitHooks(ctx context.Context, slugs []string, deadline time.
 	case <-time.After(quiet):
 	}
 	return r.counts(slugs)
+}
+
+// movedByTheDay returns, in the file's order, up to n establishments whose documents differ from
+// day to next: those a day change moves, each of whose endpoints it must signal once.
+func movedByTheDay(file string, day, next domain.LocalDate, n int) ([]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var moved []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for len(moved) < n && sc.Scan() {
+		snap, err := domain.ParseSnapshot(bytes.NewReader(sc.Bytes()))
+		if err != nil {
+			return nil, err
+		}
+		e := domain.New(domain.Slug(snap.Slug))
+		res, err := e.Import(snap, domain.NewAPIKey([32]byte{}))
+		if err != nil {
+			return nil, err
+		}
+		var values [2][]byte
+		for i, d := range []domain.LocalDate{day, next} {
+			for _, ev := range append(res.Events, domain.DayStarted{Date: d}) {
+				e.Apply(ev)
+			}
+			res.Events = nil
+			b := projections.Render(e, 1)
+			if values[i], err = projections.EncodeBundle(&b); err != nil {
+				return nil, err
+			}
+		}
+		if !bytes.Equal(values[0], values[1]) {
+			moved = append(moved, snap.Slug)
+		}
+	}
+	return moved, sc.Err()
 }

@@ -11,8 +11,8 @@
 //   - data size on disk;
 //   - restart-to-ready, and a restart across a day change: time until every date-dependent
 //     establishment has started its new local day, and until its documents are served;
-//   - webhooks: endpoints on a tenth of the establishments, all date-dependent, on an HTTPS
-//     receiver on loopback, and how many deliveries each receives after the day change, when;
+//   - webhooks: endpoints on a tenth of the establishments, all of them moved by the day change,
+//     on an HTTPS receiver on loopback, and how many deliveries each receives after it, and when;
 //   - the documents the mirror holds, and the memory of a process running the api role alone;
 //   - `publisher verify` duration and outcome;
 //   - a replay of the whole log by the projector alone, against rendering and compressing every
@@ -218,16 +218,19 @@ func run(ctx context.Context, o options) error {
 	r.add("restart: ready (mirror caught up, every role running) in %s; projector caught up in %s", ready.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 
 	step("registering webhooks")
-	hooked := gen.dependentSlugs[:min(o.n/10, len(gen.dependentSlugs))]
+	next := o.today.AddDays(1)
+	hooked, err := movedByTheDay(file, o.today, next, o.n/10)
+	if err != nil {
+		return err
+	}
 	start = time.Now()
 	if err := svc.registerHooks(ctx, hooks, hooked); err != nil {
 		return err
 	}
-	r.add("webhooks: %d endpoints registered, one on each of %d date-dependent establishments, in %s", len(hooked), len(hooked), time.Since(start).Round(time.Millisecond))
+	r.add("webhooks: %d endpoints registered, one on each of %d establishments whose documents the day change moves, in %s", len(hooked), len(hooked), time.Since(start).Round(time.Millisecond))
 
 	step("restart across a day change")
 	svc.stop()
-	next := o.today.AddDays(1)
 	start = time.Now()
 	if err := svc.start(ctx, next, "next-day"); err != nil {
 		return err

@@ -258,7 +258,7 @@ func renderOnly(file string, day domain.LocalDate) (rate float64, n int, err err
 		}
 		start := time.Now()
 		err = parallel(len(lines), func(i int) error {
-			_, err := projections.EncodedSize(built[i])
+			_, err := projections.Value(built[i], 1)
 			return err
 		})
 		spent += time.Since(start)
