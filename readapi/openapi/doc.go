@@ -26,8 +26,12 @@
 //     updated with the service).
 //   - locale is a plain string parameter whose documented values are fr and en: any other value
 //     is served as fr, never rejected, so it is not an enum.
-//   - HEAD is answered on every GET route like GET without the body; the description says so once
-//     instead of listing HEAD operations. A method other than GET or HEAD is described as the 405
+//   - HEAD is answered on every GET route like GET without the body, and described as an operation
+//     of its own on every path: the same parameters, security, statuses and header fields, no
+//     body.
+//   - Operations that need no key (redirects, probes, the description, the webhooks) say so with
+//     security: [], and a nullable day is anyOf a Weekday and null, so that client generators
+//     make one type of it. A method other than GET or HEAD is described as the 405
 //     answer of each path.
 //   - Response header fields are described where the service sends them: ETag, Cache-Control and
 //     Content-Revision on documents and 304s, RateLimit-Policy and RateLimit (IETF draft

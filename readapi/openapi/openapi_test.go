@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,30 +99,57 @@ func TestPathsAndOperations(t *testing.T) {
 	}
 	got := map[string]string{}
 	for path, item := range doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			if method != "GET" {
-				t.Errorf("%s %s: only GET operations are described", method, path)
+		for method := range item.Operations() {
+			if method != http.MethodGet && method != http.MethodHead {
+				t.Errorf("%s %s: only GET and HEAD operations are described", method, path)
 			}
-			got[path] = op.OperationID
+		}
+		if item.Get == nil || item.Head == nil {
+			t.Errorf("%s: want a GET and a HEAD operation", path)
+			continue
+		}
+		got[path] = item.Get.OperationID
+		// HEAD answers as GET does, without a body.
+		if item.Head.OperationID == "" || item.Head.OperationID == item.Get.OperationID {
+			t.Errorf("HEAD %s: operation id %q, want one of its own", path, item.Head.OperationID)
+		}
+		if !cmp.Equal(item.Get.Security, item.Head.Security) {
+			t.Errorf("HEAD %s: security %v, want GET's %v", path, item.Head.Security, item.Get.Security)
+		}
+		if getStatuses, headStatuses := slices.Sorted(maps.Keys(item.Get.Responses.Map())), slices.Sorted(maps.Keys(item.Head.Responses.Map())); !slices.Equal(getStatuses, headStatuses) {
+			t.Errorf("HEAD %s: statuses %v, want GET's %v", path, headStatuses, getStatuses)
+		}
+		for status, r := range item.Head.Responses.Map() {
+			if len(r.Value.Content) > 0 {
+				t.Errorf("HEAD %s: the %s answer has a body", path, status)
+			}
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("paths (-want +got):\n%s", diff)
 	}
 	for path, item := range doc.Paths.Map() {
+		if item.Get == nil {
+			continue
+		}
 		if !strings.HasPrefix(path, "/api/") {
-			if item.Get.Security != nil && len(*item.Get.Security) > 0 {
-				t.Errorf("GET %s needs no key, yet has a security requirement", path)
+			if item.Get.Security == nil || len(*item.Get.Security) > 0 {
+				t.Errorf("GET %s needs no key: want security: []", path)
 			}
 			continue
 		}
 		if item.Get.Security == nil || len(*item.Get.Security) != 1 || (*item.Get.Security)[0]["apiKey"] == nil {
 			t.Errorf("GET %s: want the apiKey security requirement", path)
 		}
-		for _, status := range []int{200, 304, 401, 404, 405, 429, 500} {
+		for _, status := range []int{200, 304, 401, 404, 405, 412, 429, 500} {
 			if item.Get.Responses.Status(status) == nil {
 				t.Errorf("GET %s: no %d response", path, status)
 			}
+		}
+	}
+	for name, item := range doc.Webhooks {
+		if op := item.Post; op == nil || op.Security == nil || len(*op.Security) > 0 {
+			t.Errorf("webhook %s: want a POST with security: []", name)
 		}
 	}
 	scheme := doc.Components.SecuritySchemes["apiKey"].Value
@@ -657,4 +687,30 @@ func writeString(buf *bytes.Buffer, s string) error {
 	}
 	buf.Truncate(buf.Len() - 1) // the newline Encode adds
 	return nil
+}
+
+// Values the service sends validate against the description written with anyOf and formats, and
+// values it never sends do not.
+func TestAcceptedValuesConform(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		golden, schema, path string
+		value                any
+		valid                bool
+	}{
+		{"demo/hours.json", "OpeningHours", "business_hours/0/close_day", "dimanche", true},
+		{"demo/hours.json", "OpeningHours", "business_hours/0/close_day", "sunday", false},
+		{"demo/establishment.json", "Establishment", "location/latitude", 48.8799, true},
+		{"demo/establishment.json", "Establishment", "location/latitude", 91.0, false},
+	} {
+		t.Run(fmt.Sprintf("%s/%s=%v", tc.golden, tc.path, tc.value), func(t *testing.T) {
+			t.Parallel()
+			doc := readGolden(t, tc.golden)
+			set(tc.path, tc.value)(doc)
+			err := openapitest.ValidateSchema(tc.schema, marshal(t, doc))
+			if (err == nil) != tc.valid {
+				t.Errorf("%s = %v: validation error %v, want valid %t", tc.path, tc.value, err, tc.valid)
+			}
+		})
+	}
 }
