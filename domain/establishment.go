@@ -58,7 +58,7 @@ func (e *Establishment) Apply(ev Event) {
 	case HoursChanged:
 		e.Hours = ev.Hours
 	case SpecialHoursChanged:
-		e.SpecialHours = ev.SpecialHours
+		e.SpecialHours = oneDayWithoutEnd(ev.SpecialHours)
 	case MasterMenuChanged:
 		e.MasterMenuURL = ev.URL
 	case Activated:
@@ -363,4 +363,22 @@ func (e *Establishment) mustExist() error {
 		return fmt.Errorf("establishment %q: %w", e.Slug, ErrNotFound)
 	}
 	return nil
+}
+
+// oneDayWithoutEnd returns hours with no end_date on a one-day exception, as recorded before
+// imports dropped an end_date equal to the start_date: the establishment holds, exports and
+// compares them so.
+func oneDayWithoutEnd(hours []SpecialHours) []SpecialHours {
+	for i, sh := range hours {
+		if sh.EndDate != nil && *sh.EndDate == sh.StartDate {
+			hours = slices.Clone(hours)
+			for j := i; j < len(hours); j++ {
+				if hours[j].EndDate != nil && *hours[j].EndDate == hours[j].StartDate {
+					hours[j].EndDate = nil
+				}
+			}
+			return hours
+		}
+	}
+	return hours
 }

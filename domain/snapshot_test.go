@@ -756,3 +756,22 @@ func TestImportOneDayExceptionHasNoEndDate(t *testing.T) {
 		}
 	}
 }
+
+// A one-day exception recorded with an end_date equal to its start_date, as imports recorded
+// before they dropped it, is held, exported and compared without it.
+func TestRecordedOneDayExceptionHasNoEndDate(t *testing.T) {
+	t.Parallel()
+	est := imported(t, baseSlug, readFile(t, basePath))
+	day := domain.LocalDate{Year: 2026, Month: 12, Day: 24}
+	est.Apply(domain.SpecialHoursChanged{SpecialHours: []domain.SpecialHours{{StartDate: day, EndDate: &day, Closed: true}}})
+	if got := est.SpecialHours[0].EndDate; got != nil {
+		t.Fatalf("held end_date %v, want none", got)
+	}
+	exported := est.Snapshot()
+	if got := exported.SpecialHours[0].EndDate; got != nil {
+		t.Errorf("exported end_date %q, want none", *got)
+	}
+	if res, err := est.Import(exported, testKey(2)); err != nil || len(res.Events) != 0 {
+		t.Errorf("import of the export: events %v (%v), want none", eventTypes(res.Events), err)
+	}
+}

@@ -13,7 +13,7 @@ import (
 // stateRevision is raised whenever what a stored state means changes without its shape changing:
 // a new rule in Apply, a field whose values are read differently. A change of shape (a field
 // added, removed, renamed or retyped) changes StateFormat by itself.
-const stateRevision = 1
+const stateRevision = 2
 
 // StateFormat names the encoding of an Establishment by EncodeState and the rules that built it:
 // the state revision and a fingerprint of the aggregate's Go types. A cached state of another

@@ -793,12 +793,12 @@ func (p *Projector) notify(ctx context.Context, c Change) error {
 	})
 }
 
-// reannounce announces the stored bundle of t again, with every resource, when it changed
-// within ReannounceWithin and the notifier's last announcement for it is older.
+// reannounce announces the stored bundle of t again, with every resource, when it is public, it
+// changed within ReannounceWithin and the notifier's last announcement for it is older.
 func (p *Projector) reannounce(ctx context.Context, t *tracked) error {
 	n, ok := p.cfg.Notifier.(AnnouncedNotifier)
-	if !ok || t.stored == nil || time.Since(t.changed) > ReannounceWithin {
-		return nil
+	if !ok || t.stored == nil || t.stored.access.Status != dockey.StatusActive || time.Since(t.changed) > ReannounceWithin {
+		return nil // nothing to announce, or nothing public
 	}
 	s := t.stored
 	slug := string(t.agg.Slug)

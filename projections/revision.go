@@ -13,7 +13,7 @@ type update struct {
 	// write says the bundle differs from the stored one and must be stored.
 	write bool
 	// resources lists the documents whose bytes changed, in Change.Resources order. It is
-	// non-empty exactly when the revision rose.
+	// non-empty exactly when the revision of a public bundle rose.
 	resources []string
 }
 
@@ -26,7 +26,17 @@ type update struct {
 // tags) differ, the bundle is rewritten with the stored revision; when nothing differs, nothing is
 // written. A revision therefore never goes back, and replaying the same log over the same stored
 // bundles gives the same revisions.
+//
+// A bundle that is not public announces nothing, whatever changed in it: no one can read it.
 func next(prev *summary, c content, floor int64) update {
+	u := nextBundle(prev, c, floor)
+	if !c.public {
+		u.resources = nil
+	}
+	return u
+}
+
+func nextBundle(prev *summary, c content, floor int64) update {
 	if prev == nil {
 		b := c.bundle(max(floor, 1))
 		return update{bundle: b, write: true, resources: changedResources(nil, &b)}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections/dockey"
 )
 
 // countingLog is the event log, counting the passes of replays of the whole log and the reads of
@@ -402,5 +403,55 @@ func TestStateIsReadOnlyForItsLog(t *testing.T) {
 	}
 	if _, _, ok := decodeState(e.Slug, "CONTENT@2", value); ok {
 		t.Errorf("a state of another log was read")
+	}
+}
+
+// A draft is never announced: not when stored, not by a start that checks announcements, whether
+// it resumes or replays, not when a replay finds it stored with documents, as a renderer that
+// rendered drafts stored it.
+func TestDraftsAreNeverAnnounced(t *testing.T) {
+	n := newNATSEnv(t)
+	state := n.freshState(t)
+	const draft = "cave-a-vins"
+	// Recent records: a start checks the announcements of changes younger than ReannounceWithin.
+	recent := func(evs ...domain.Event) []events.Envelope {
+		envs := envelopes(t, evs...)
+		for i := range envs {
+			envs[i].Time = time.Now()
+		}
+		return envs
+	}
+	snap := readSnapshot(t, "testdata/draft/snapshot.json")
+	n.appendEnvelopes(t, draft, recent(importEvents(t, domain.New(draft), snap)...))
+	seq := n.appendEnvelopes(t, draft, recent(domain.DayStarted{Date: date(t, "2026-03-10")}))
+	for _, replay := range []bool{false, false, true} {
+		a := &announcer{}
+		p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, ReplayAll: replay})
+		p.waitFor(t, seq)
+		_ = p.stop(t)
+		if got := a.take(); len(got) != 0 {
+			t.Errorf("replay %t: a draft was announced: %+v", replay, got)
+		}
+	}
+
+	withDocs := renderAll(fixture(t, "testdata/draft/snapshot.json", date(t, "2026-03-10"))).bundle(int64(seq))
+	withDocs.Sequence = seq
+	compress(&withDocs)
+	value, err := EncodeBundle(&withDocs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.kv.Put(testContext(t), dockey.Key(draft), value); err != nil {
+		t.Fatal(err)
+	}
+	a := &announcer{}
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, ReplayAll: true})
+	p.waitFor(t, seq)
+	_ = p.stop(t)
+	if got := a.take(); len(got) != 0 {
+		t.Errorf("a draft stored with documents was announced when they were removed: %+v", got)
+	}
+	if b, _, _ := entry(t, n.kv, draft); (len(b.Establishment.Body) != 0 && string(b.Establishment.Body) != "null") || b.Revision <= int64(seq) {
+		t.Errorf("the draft stored with documents is stored at revision %d with body %q, want a later revision without documents", b.Revision, b.Establishment.Body)
 	}
 }
