@@ -34,7 +34,7 @@ type lane struct {
 	kept map[string]*tracked
 	// saved names, while replaying, the establishments whose state the lane wrote: the only
 	// states of the replay it reads back (see load). It grows only when the cache lets go of
-	// establishments in the middle of a pass, which the passes are sized to avoid.
+	// establishments in the middle of a pass, which the passes are sized to make rare.
 	saved map[string]struct{}
 }
 

@@ -224,3 +224,32 @@ func TestFanOutReturnsWhenTheSourceFails(t *testing.T) {
 		t.Fatal("fanOut did not return after its source failed")
 	}
 }
+
+// A replay's passes are sized for each lane's share of a pass to fit its part of the cache,
+// whatever the number of lanes: shares fall by hash, unevenly.
+func TestReplayPassesFitEachLane(t *testing.T) {
+	t.Parallel()
+	const n, size = 20_000, 2_000
+	slugs := make([]string, n)
+	for i := range slugs {
+		slugs[i] = fmt.Sprintf("etablissement-%d", i)
+	}
+	for _, workers := range []int{1, 2, 4, 8, 32} {
+		passes := passesFor(n, size, workers)
+		shares := make([]int, passes*workers)
+		for _, slug := range slugs {
+			shares[passOf(slug, passes)*workers+laneOf(slug, workers)]++
+		}
+		over := 0
+		for _, s := range shares {
+			if s > size/workers {
+				over++
+			}
+		}
+		// Three standard deviations to spare: about one share in a thousand over.
+		if over > 1+len(shares)/100 || passes > 2*n/size {
+			t.Errorf("%d lanes: %d passes, %d lane shares of %d over their %d: want at most %d, in at most %d passes",
+				workers, passes, over, len(shares), size/workers, 1+len(shares)/100, 2*n/size)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -404,16 +405,19 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	}); err != nil {
 		return 0, err
 	}
-	passes := max(1, (len(slugs)+len(slugs)/10+p.cfg.CacheSize-1)/p.cfg.CacheSize) // a tenth spare: shares are uneven
+	workers := min(p.cfg.Workers, runtime.GOMAXPROCS(0))
+	passes := passesFor(len(slugs), p.cfg.CacheSize, workers)
 	generation := time.Now().UnixNano()
 	for pass := range passes {
 		keep := func(slug string) bool { return passOf(slug, passes) == pass }
 		var lanes []*lane
 		err := p.retry(ctx, "replay a share of the establishments", func() error {
-			// A pass that failed is made again, finding the states it saved.
-			lanes = p.newLanes()
-			for _, l := range lanes {
-				l.replay = generation
+			// A pass that failed is made again from the start of the log, with lanes that know
+			// none of the states it saved.
+			lanes = make([]*lane, workers)
+			for i := range lanes {
+				lanes[i] = newLane(p, p.cfg.CacheSize/workers)
+				lanes[i].replay = generation
 			}
 			_, err := fanOut(ctx, lanes, recordSlug, p.replayRecord, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
 				return last, p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, func(seq uint64, err error) {
@@ -450,6 +454,21 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	return last, nil
+}
+
+// passesFor returns how many passes a replay of n establishments takes on workers lanes sharing a
+// cache of size establishments: enough for each lane's share of a pass to fit its part of the
+// cache, with three standard deviations to spare, since shares fall by hash. A replay pass stores
+// nothing and waits for nothing, so it runs one lane per CPU at most, each with a large part of
+// the cache: many small lanes would hold shares too uneven for their parts.
+func passesFor(n, size, workers int) int {
+	perLane := float64(size / workers)
+	for passes := 1; ; passes++ {
+		share := float64(n) / float64(passes*workers)
+		if share+3*math.Sqrt(share) <= perLane || share < 1 {
+			return passes
+		}
+	}
 }
 
 // passOf returns the pass of a replay in n passes that replays the establishment slug. It takes the
@@ -629,7 +648,15 @@ func (p *Projector) storedPrints(ctx context.Context, slugs []string, tally *rec
 	if err != nil {
 		return nil, fmt.Errorf("read stored bundles: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
+	defer func() {
+		_ = w.Stop()
+		// A delivery blocked on a full channel when the read stopped early ends, and the
+		// channel closes.
+		go func() {
+			for range w.Updates() {
+			}
+		}()
+	}()
 	prints := make([]uint64, len(slugs))
 	for {
 		var (

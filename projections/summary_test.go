@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"maps"
 	"path/filepath"
 	"testing"
 
@@ -149,5 +150,57 @@ func TestSummaryOfStoredBundle(t *testing.T) {
 		if changed := changedSince(got, &b); !cmp.Equal(changed, []string{ResourceHours}) {
 			t.Errorf("%s: a tag of another form: changed %v, want [hours]", name, changed)
 		}
+	}
+}
+
+// The fingerprint of a summary changes with each thing same compares, and with the sequence: one
+// field at a time.
+func TestFingerprintFollowsEachField(t *testing.T) {
+	t.Parallel()
+	b := Render(fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22")), 7)
+	b.Redirects = map[string]dockey.Redirect{"la-carte": {FR: "https://cdn.example.fr/carte.pdf", EN: "https://cdn.example.fr/menu.pdf"}}
+	base := summarize(&b)
+	for name, change := range map[string]func(s *summary){
+		"revision":              func(s *summary) { s.revision++ },
+		"sequence":              func(s *summary) { s.sequence++ },
+		"slug":                  func(s *summary) { s.access.Slug += "-bis" },
+		"status":                func(s *summary) { s.access.Status = dockey.StatusDraft },
+		"public_api_enabled":    func(s *summary) { s.access.APIEnabled = !s.access.APIEnabled },
+		"key_hash":              func(s *summary) { s.access.KeyHash += "0" },
+		"menu_redirect_enabled": func(s *summary) { s.access.MenuRedirectEnabled = !s.access.MenuRedirectEnabled },
+		"master_menu_url":       func(s *summary) { s.access.MasterMenuURL += "?v=2" },
+		"redirect fr": func(s *summary) {
+			s.access.Redirects = map[string]dockey.Redirect{"la-carte": {FR: "https://cdn.example.fr/x.pdf", EN: "https://cdn.example.fr/menu.pdf"}}
+		},
+		"redirect en": func(s *summary) {
+			s.access.Redirects = map[string]dockey.Redirect{"la-carte": {FR: "https://cdn.example.fr/carte.pdf"}}
+		},
+		"redirect menu type": func(s *summary) { s.access.Redirects = map[string]dockey.Redirect{"autre": b.Redirects["la-carte"]} },
+		"document digest": func(s *summary) {
+			d := s.docs[ResourceHours]
+			d.digest++
+			s.docs[ResourceHours] = d
+		},
+		"document tag": func(s *summary) {
+			d := s.docs[ResourceHours]
+			d.etag = `"0000000000000000"`
+			s.docs[ResourceHours] = d
+		},
+		"document gone": func(s *summary) { delete(s.docs, ResourceHours) },
+	} {
+		changed := summarize(&b)
+		changed.access.Redirects = maps.Clone(b.Redirects)
+		change(changed)
+		if changed.fingerprint() == base.fingerprint() {
+			t.Errorf("%s changed: same fingerprint", name)
+		}
+		if name != "sequence" && changed.same(base) {
+			t.Errorf("%s changed: same summary", name)
+		}
+	}
+	empty, none := summarize(&b), summarize(&b)
+	empty.access.Redirects, none.access.Redirects = map[string]dockey.Redirect{}, nil
+	if !empty.same(none) || empty.fingerprint() != none.fingerprint() {
+		t.Errorf("no redirects, as an empty map and as nil: want the same summary and fingerprint")
 	}
 }
