@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/dockey"
 	"github.com/opencarte/publisher/webhook"
 )
 
@@ -75,7 +77,11 @@ func newReceiver(dir string) (*receiver, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
 	}
-	go func() { _ = r.srv.ServeTLS(l, "", "") }()
+	go func() {
+		if err := r.srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(os.Stderr, "webhook receiver:", err)
+		}
+	}()
 	return r, nil
 }
 
@@ -97,6 +103,22 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *receiver) close() { _ = r.srv.Close() }
+
+// reset forgets every delivery received.
+func (r *receiver) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.deliveries)
+	r.first, r.last, r.unsigned = time.Time{}, time.Time{}, 0
+}
+
+// sinceText is t - since, or "never" for a zero t.
+func sinceText(t, since time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.Sub(since).Round(time.Millisecond).String()
+}
 
 // hookCounts is what the receiver saw of the endpoints registered.
 type hookCounts struct {
@@ -125,8 +147,10 @@ func (r *receiver) counts(slugs []string) hookCounts {
 }
 
 // registerHooks registers one endpoint of the receiver on each establishment of slugs, 16 at a
-// time, through the admin API.
+// time, through the admin API, over as many kept-alive connections.
 func (s *service) registerHooks(ctx context.Context, r *receiver, slugs []string) error {
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer client.CloseIdleConnections()
 	return parallelN(16, len(slugs), func(i int) error {
 		body := fmt.Sprintf(`{"url": %q}`, r.url+"/"+slugs[i])
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.adminURL+"/admin/v1/establishments/"+slugs[i]+"/webhooks", bytes.NewBufferString(body))
@@ -135,13 +159,13 @@ func (s *service) registerHooks(ctx context.Context, r *receiver, slugs []string
 		}
 		req.Header.Set("Authorization", "Bearer "+s.token)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return err
 		}
 		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body) // read whole, so that the connection is used again
 		if resp.StatusCode != http.StatusCreated {
-			b, _ := io.ReadAll(resp.Body)
 			return fmt.Errorf("register a webhook of %s: %s: %s", slugs[i], resp.Status, b)
 		}
 		return nil
@@ -186,18 +210,20 @@ func movedByTheDay(file string, day, next domain.LocalDate, n int) ([]string, er
 		if err != nil {
 			return nil, err
 		}
-		var values [2][]byte
+		var docs [2][]byte
 		for i, d := range []domain.LocalDate{day, next} {
 			for _, ev := range append(res.Events, domain.DayStarted{Date: d}) {
 				e.Apply(ev)
 			}
 			res.Events = nil
 			b := projections.Render(e, 1)
-			if values[i], err = projections.EncodeBundle(&b); err != nil {
+			// The documents only: a change of access fields alone raises no revision.
+			docBundle := dockey.Bundle{Establishment: b.Establishment, Hours: b.Hours, Menus: b.Menus, MenuDetails: b.MenuDetails}
+			if docs[i], err = projections.EncodeBundle(&docBundle); err != nil {
 				return nil, err
 			}
 		}
-		if !bytes.Equal(values[0], values[1]) {
+		if !bytes.Equal(docs[0], docs[1]) {
 			moved = append(moved, snap.Slug)
 		}
 	}

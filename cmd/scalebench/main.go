@@ -51,6 +51,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/internal/sample"
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/webhook"
 )
 
 type options struct {
@@ -231,6 +232,7 @@ func run(ctx context.Context, o options) error {
 
 	step("restart across a day change")
 	svc.stop()
+	hooks.reset() // only the deliveries the day change causes are counted
 	start = time.Now()
 	if err := svc.start(ctx, next, "next-day"); err != nil {
 		return err
@@ -239,17 +241,18 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := svc.waitProjected(ctx, 30*time.Minute); err != nil {
+	projected, err := svc.waitProjected(ctx, 30*time.Minute)
+	if err != nil {
 		return err
 	}
-	served := time.Since(start)
-	projected := time.Now()
-	const window = 30 * time.Second // the service's default --webhook-window
-	hc := hooks.waitHooks(ctx, hooked, projected.Add(window+10*time.Second), window+10*time.Second)
+	served := projected.Sub(start)
+	const window = webhook.DefaultWindow // the service's --webhook-window
+	due := projected.Add(window + 10*time.Second)
+	hc := hooks.waitHooks(ctx, hooked, due, window+10*time.Second)
 	webhooks, _ := svc.status(ctx)
-	r.add("webhooks after the day change: %d endpoints received exactly one delivery, %d none, %d more than one (%d deliveries in all, %d unsigned); first %s after the restart, last %s after it, %s after the day change was projected (within the window %s + 10 s: %t); dispatcher %v",
-		hc.once, hc.none, hc.more, hc.total, hc.unsigned, hc.first.Sub(start).Round(time.Millisecond), hc.last.Sub(start).Round(time.Millisecond),
-		hc.last.Sub(projected).Round(time.Millisecond), window, hc.none == 0 && !hc.last.After(projected.Add(window+10*time.Second)), webhooks["webhooks"])
+	r.add("webhooks after the day change: %d endpoints received exactly one delivery, %d none, %d more than one (%d deliveries in all, %d unsigned); first %s after the restart, last %s after it, %s after the day change was projected; every endpoint once within the window (%s, opened when the dispatcher took the change in) + 10 s of the projection: %t; dispatcher %v",
+		hc.once, hc.none, hc.more, hc.total, hc.unsigned, sinceText(hc.first, start), sinceText(hc.last, start),
+		sinceText(hc.last, projected), window, hc.once == len(hooked) && !hc.last.After(due), webhooks["webhooks"])
 	behind, err := svc.checkDay(ctx, gen.dependentSlugs, next)
 	if err != nil {
 		return err
@@ -384,8 +387,8 @@ func (s *service) start(ctx context.Context, today domain.LocalDate, name string
 		"--webhook-allow-private") // the webhook receiver is on loopback
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	// As a deployment should: a soft memory limit, so that the garbage collector works harder
-	// near it instead of letting the heap double past it. The receiver's certificate is the only
-	// authority the service trusts.
+	// near it instead of letting the heap double past it. The receiver's certificate is among the
+	// authorities the service trusts.
 	s.cmd.Env = append(os.Environ(), "GOMEMLIMIT="+s.memLimit, "SSL_CERT_FILE="+s.caFile)
 	if err := s.cmd.Start(); err != nil {
 		return err
