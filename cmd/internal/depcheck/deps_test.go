@@ -14,11 +14,7 @@ const module = "github.com/opencarte/publisher"
 // only cmd wires them together. Rules are on import path prefixes, relative to the module unless
 // they name another host.
 func TestDependencyDirection(t *testing.T) {
-	rules := []struct {
-		pkg       string
-		forbidden []string
-		allowed   []string // exceptions inside a forbidden prefix
-	}{
+	rules := []rule{
 		{"domain", []string{"events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io", "net/http"}, nil},
 		{"events", []string{"domain", "projections", "readapi", "webhook", "cmd"}, nil},
 		{"projections", []string{"readapi", "webhook", "cmd"}, nil},
@@ -29,8 +25,24 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/app", []string{"projections", "readapi", "webhook", "cmd"}, nil},
 		{"cmd/publisher/clock", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
 		{"cmd/publisher/admin", []string{"projections", "readapi", "cmd"}, []string{"cmd/publisher/app"}},
+		// The one binary wires every role; it links neither the benchmark nor the tests' helpers.
+		{"cmd/publisher", []string{"cmd/scalebench", "cmd/internal", "events/natstest", "readapi/openapi/openapitest"}, nil},
+		// The benchmark runs the built binary and links none of its roles.
+		{"cmd/scalebench", []string{"cmd/publisher", "readapi"}, nil},
+		{"cmd/internal/sample", []string{"events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
+		{"cmd/internal/depcheck", []string{"domain", "events", "projections", "readapi", "webhook", "cmd"}, nil},
+		{"events/natstest", []string{"domain", "events", "projections", "readapi", "webhook", "cmd"}, nil},
+		// The description imports the standard library only.
+		{"readapi/openapi", []string{"github.com", "golang.org"}, nil},
+		{"readapi/openapi/openapitest", []string{"domain", "events", "projections", "webhook", "cmd", "readapi"}, []string{"readapi/openapi"}},
 	}
 	all := goList(t, module+"/...")
+	// Every package has its rule: a new one must say what it may depend on.
+	for _, pkg := range all {
+		if !slices.ContainsFunc(rules, func(r rule) bool { return module+"/"+r.pkg == pkg }) {
+			t.Errorf("%s has no rule", pkg)
+		}
+	}
 	checked := 0
 	for _, r := range rules {
 		if !slices.Contains(all, module+"/"+r.pkg) {
@@ -49,6 +61,13 @@ func TestDependencyDirection(t *testing.T) {
 	if checked < 4 {
 		t.Errorf("checked %d packages, want at least domain, events, projections and readapi", checked)
 	}
+}
+
+// rule says what a package must not depend on, directly or not: import path prefixes, with
+// exceptions inside them.
+type rule struct {
+	pkg                string
+	forbidden, allowed []string
 }
 
 func matches(dep string, prefixes []string) bool {
