@@ -118,8 +118,8 @@ type Item struct {
 	ChefRecommendation bool   `json:"chef_recommendation"`
 }
 
-// WebhookEndpoint is a registered receiver of change signals. Its signing secret is not part of
-// the aggregate: it never enters the event log.
+// WebhookEndpoint is a registered receiver of change signals, as the webhook registry holds it
+// and earlier logs recorded it. Its signing secret is never part of it.
 type WebhookEndpoint struct {
 	ID  string `json:"id"`
 	URL string `json:"url"`

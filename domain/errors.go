@@ -15,8 +15,6 @@ var (
 	ErrMenuTypeNotFound = errors.New("domain: menu type not found")
 	// ErrMenuVersionNotFound means the menu type has no version with that id.
 	ErrMenuVersionNotFound = errors.New("domain: menu version not found")
-	// ErrWebhookNotFound means the establishment has no webhook endpoint with that id.
-	ErrWebhookNotFound = errors.New("domain: webhook endpoint not found")
 	// ErrAPIDisabled means the command needs the public API to be enabled.
 	ErrAPIDisabled = errors.New("domain: public api is not enabled")
 	// ErrInvalidTransition means the command asks for a state change the lifecycle does not have.

@@ -25,7 +25,6 @@ type Establishment struct {
 	SpecialHours        []SpecialHours
 	MasterMenuURL       *string
 	MenuTypes           []MenuType // ordered by Position
-	Webhooks            []WebhookEndpoint
 	// Today is the establishment's local date as of the latest DayStarted event; zero before any.
 	Today LocalDate
 }
@@ -100,10 +99,9 @@ func (e *Establishment) Apply(ev Event) {
 				mt.Versions = slices.Delete(mt.Versions, j, j+1)
 			}
 		}
-	case WebhookRegistered:
-		e.Webhooks = append(e.Webhooks, ev.Endpoint)
-	case WebhookRemoved:
-		e.Webhooks = slices.DeleteFunc(e.Webhooks, func(w WebhookEndpoint) bool { return w.ID == ev.ID })
+	case WebhookRegistered, WebhookRemoved:
+		// Recorded when the log listed webhook endpoints; their registry, outside the log, is
+		// now their one owner, and they change nothing of the establishment.
 	case DayStarted:
 		e.Today = ev.Date
 	}
@@ -310,40 +308,6 @@ func (e *Establishment) WithdrawMenuVersion(typ, id Slug) ([]Event, error) {
 		return nil, fmt.Errorf("menu type %q version %q: %w", typ, id, ErrMenuVersionNotFound)
 	}
 	return []Event{MenuVersionWithdrawn{MenuType: typ, Version: id}}, nil
-}
-
-// RegisterWebhook adds an HTTPS receiver under id, which the caller generated.
-func (e *Establishment) RegisterWebhook(id, rawURL string) ([]Event, error) {
-	if err := e.mustExist(); err != nil {
-		return nil, err
-	}
-	var fe fieldErrors
-	if id == "" {
-		fe.add("id", "required")
-	}
-	if err := ValidateHTTPSURL(rawURL); err != nil {
-		fe.add("url", "%v", err)
-	}
-	if err := fe.err(); err != nil {
-		return nil, err
-	}
-	for _, w := range e.Webhooks {
-		if w.ID == id {
-			return nil, fmt.Errorf("webhook endpoint %q exists: %w", id, ErrInvalidTransition)
-		}
-	}
-	return []Event{WebhookRegistered{Endpoint: WebhookEndpoint{ID: id, URL: rawURL}}}, nil
-}
-
-// RemoveWebhook removes receiver id.
-func (e *Establishment) RemoveWebhook(id string) ([]Event, error) {
-	if err := e.mustExist(); err != nil {
-		return nil, err
-	}
-	if !slices.ContainsFunc(e.Webhooks, func(w WebhookEndpoint) bool { return w.ID == id }) {
-		return nil, fmt.Errorf("webhook endpoint %q: %w", id, ErrWebhookNotFound)
-	}
-	return []Event{WebhookRemoved{ID: id}}, nil
 }
 
 // StartDay records that the local date is now date. It changes nothing when date is already the

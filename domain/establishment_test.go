@@ -40,13 +40,6 @@ func TestRebuildFromEncodedEvents(t *testing.T) {
 	est, evs := history(t,
 		func(e *domain.Establishment) ([]domain.Event, error) { return e.RegenerateAPIKey(testKey(2)) },
 		func(e *domain.Establishment) ([]domain.Event, error) { return e.SetMenuRedirect(false) },
-		func(e *domain.Establishment) ([]domain.Event, error) {
-			return e.RegisterWebhook("wh_1", "https://hooks.example.fr/a")
-		},
-		func(e *domain.Establishment) ([]domain.Event, error) {
-			return e.RegisterWebhook("wh_2", "https://hooks.example.fr/b")
-		},
-		func(e *domain.Establishment) ([]domain.Event, error) { return e.RemoveWebhook("wh_1") },
 		func(e *domain.Establishment) ([]domain.Event, error) { return e.PublishMenuVersion("vins", uploaded) },
 		func(e *domain.Establishment) ([]domain.Event, error) {
 			return e.WithdrawMenuVersion("menu-du-jour", "2026-11-22")
@@ -71,8 +64,8 @@ func TestRebuildFromEncodedEvents(t *testing.T) {
 	if diff := cmp.Diff(est, got, cmpOpts); diff != "" {
 		t.Errorf("state rebuilt from decoded events mismatch (-want +got):\n%s", diff)
 	}
-	if got.APIKeyHash != testKey(3).Hash() || len(got.Webhooks) != 1 || got.Webhooks[0].ID != "wh_2" || got.Today != mustDate(t, "2026-11-23") {
-		t.Errorf("rebuilt state: got key hash %q, webhooks %v, today %v", got.APIKeyHash, got.Webhooks, got.Today)
+	if got.APIKeyHash != testKey(3).Hash() || got.Today != mustDate(t, "2026-11-23") {
+		t.Errorf("rebuilt state: got key hash %q, today %v", got.APIKeyHash, got.Today)
 	}
 }
 
@@ -109,10 +102,6 @@ func TestCommandsOnMissingEstablishment(t *testing.T) {
 			return e.PublishMenuVersion("vins", domain.VersionInput{ID: "v1"})
 		}},
 		{"WithdrawMenuVersion", func(e *domain.Establishment) ([]domain.Event, error) { return e.WithdrawMenuVersion("vins", "v1") }},
-		{"RegisterWebhook", func(e *domain.Establishment) ([]domain.Event, error) {
-			return e.RegisterWebhook("wh_1", "https://hooks.example.fr/x")
-		}},
-		{"RemoveWebhook", func(e *domain.Establishment) ([]domain.Event, error) { return e.RemoveWebhook("wh_1") }},
 		{"StartDay", func(e *domain.Establishment) ([]domain.Event, error) { return e.StartDay(mustDate(t, "2026-11-22")) }},
 	}
 	for _, tc := range tests {
@@ -204,22 +193,6 @@ func TestCommands(t *testing.T) {
 		{name: "withdraw a version", run: func(e *domain.Establishment) ([]domain.Event, error) { return e.WithdrawMenuVersion("vins", "2026") }, wantTypes: []string{domain.TypeMenuVersionWithdrawn}},
 		{name: "withdraw an unknown version", run: func(e *domain.Establishment) ([]domain.Event, error) { return e.WithdrawMenuVersion("vins", "1999") }, wantErr: domain.ErrMenuVersionNotFound},
 		{name: "withdraw from an unknown menu type", run: func(e *domain.Establishment) ([]domain.Event, error) { return e.WithdrawMenuVersion("brunch", "2026") }, wantErr: domain.ErrMenuTypeNotFound},
-		{name: "register a webhook", run: func(e *domain.Establishment) ([]domain.Event, error) {
-			return e.RegisterWebhook("wh_1", "https://hooks.example.fr/x")
-		}, wantTypes: []string{domain.TypeWebhookRegistered}},
-		{name: "register an http webhook", run: func(e *domain.Establishment) ([]domain.Event, error) {
-			return e.RegisterWebhook("wh_1", "http://hooks.example.fr/x")
-		}, wantFields: []string{"url"}},
-		{name: "register a webhook without id and url", run: func(e *domain.Establishment) ([]domain.Event, error) { return e.RegisterWebhook("", "") }, wantFields: []string{"id", "url"}},
-		{name: "register a duplicate webhook id", setup: []command{func(e *domain.Establishment) ([]domain.Event, error) {
-			return e.RegisterWebhook("wh_1", "https://hooks.example.fr/x")
-		}}, run: func(e *domain.Establishment) ([]domain.Event, error) {
-			return e.RegisterWebhook("wh_1", "https://hooks.example.fr/y")
-		}, wantErr: domain.ErrInvalidTransition},
-		{name: "remove a webhook", setup: []command{func(e *domain.Establishment) ([]domain.Event, error) {
-			return e.RegisterWebhook("wh_1", "https://hooks.example.fr/x")
-		}}, run: func(e *domain.Establishment) ([]domain.Event, error) { return e.RemoveWebhook("wh_1") }, wantTypes: []string{domain.TypeWebhookRemoved}},
-		{name: "remove an unknown webhook", run: func(e *domain.Establishment) ([]domain.Event, error) { return e.RemoveWebhook("wh_9") }, wantErr: domain.ErrWebhookNotFound},
 		{name: "start the first day", run: func(e *domain.Establishment) ([]domain.Event, error) { return e.StartDay(mustDate(t, "2026-11-22")) }, wantTypes: []string{domain.TypeDayStarted}},
 		{name: "start a later day", setup: []command{func(e *domain.Establishment) ([]domain.Event, error) { return e.StartDay(mustDate(t, "2026-11-22")) }},
 			run: func(e *domain.Establishment) ([]domain.Event, error) { return e.StartDay(mustDate(t, "2026-11-23")) }, wantTypes: []string{domain.TypeDayStarted}},

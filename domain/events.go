@@ -111,12 +111,14 @@ type MenuVersionWithdrawn struct {
 	Version  Slug `json:"version"`
 }
 
-// WebhookRegistered adds a change-signal receiver.
+// WebhookRegistered added a change-signal receiver, when the log listed them; nothing records it
+// now, and it changes nothing of the establishment.
 type WebhookRegistered struct {
 	Endpoint WebhookEndpoint `json:"endpoint"`
 }
 
-// WebhookRemoved removes a change-signal receiver.
+// WebhookRemoved removed a change-signal receiver, when the log listed them; nothing records it
+// now, and it changes nothing of the establishment.
 type WebhookRemoved struct {
 	ID string `json:"id"`
 }

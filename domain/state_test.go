@@ -15,9 +15,6 @@ func TestStateRoundTrip(t *testing.T) {
 	t.Parallel()
 	est, _ := history(t,
 		func(e *domain.Establishment) ([]domain.Event, error) {
-			return e.RegisterWebhook("wh_1", "https://hooks.example.com/a")
-		},
-		func(e *domain.Establishment) ([]domain.Event, error) {
 			return e.StartDay(domain.LocalDate{Year: 2026, Month: 11, Day: 24})
 		},
 		func(e *domain.Establishment) ([]domain.Event, error) { return e.SetMenuRedirect(false) },

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -151,8 +152,22 @@ func checkEndpointKey(establishment, id string) error {
 // stays listed for its next delivery. Errors match ErrInvalidEndpoint, ErrRefusedAddress or
 // ErrInvalidSecret for bad input.
 func (r *Registry) Register(ctx context.Context, establishment, id, rawURL, secret string) error {
+	_, err := r.register(ctx, establishment, id, rawURL, secret, true)
+	return err
+}
+
+// Create stores a new endpoint as Register does, and reports false, storing nothing, when the id
+// is already registered for the establishment: a registration retried with the same id.
+func (r *Registry) Create(ctx context.Context, establishment, id, rawURL, secret string) (bool, error) {
+	return r.register(ctx, establishment, id, rawURL, secret, false)
+}
+
+// errEndpointExists stops the creation of an endpoint that exists.
+var errEndpointExists = errors.New("endpoint exists")
+
+func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secret string, replace bool) (bool, error) {
 	if err := checkEndpointKey(establishment, id); err != nil {
-		return fmt.Errorf("register endpoint: %w", err)
+		return false, fmt.Errorf("register endpoint: %w", err)
 	}
 	var errs []error
 	if err := r.d.policy.checkReceiverURL(ctx, r.d.resolver, rawURL); err != nil {
@@ -162,21 +177,24 @@ func (r *Registry) Register(ctx context.Context, establishment, id, rawURL, secr
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("register endpoint %s: %w", id, err)
+		return false, fmt.Errorf("register endpoint %s: %w", id, err)
 	}
 	// Endpoint ids are unique across establishments: the delivery log is keyed by id alone.
 	lister, err := r.d.endpoints.ListKeysFiltered(ctx, "*."+id)
 	if err != nil {
-		return fmt.Errorf("register endpoint %s: %w", id, err)
+		return false, fmt.Errorf("register endpoint %s: %w", id, err)
 	}
 	for k := range lister.Keys() {
 		if k != endpointKey(establishment, id) {
-			return fmt.Errorf("register endpoint %s: %w: id: in use by another establishment", id, ErrInvalidEndpoint)
+			return false, fmt.Errorf("register endpoint %s: %w: id: in use by another establishment", id, ErrInvalidEndpoint)
 		}
 	}
 	now := r.d.cfg.Now().UTC()
 	key := endpointKey(establishment, id)
 	err = r.change(ctx, key, true, func(rec *endpointRecord) error {
+		if rec.ID != "" && !replace {
+			return errEndpointExists
+		}
 		if rec.ID == "" {
 			*rec = endpointRecord{ID: id, Establishment: establishment, CreatedAt: now}
 		}
@@ -187,10 +205,13 @@ func (r *Registry) Register(ctx context.Context, establishment, id, rawURL, secr
 		rec.Failing, rec.FailingSince, rec.LastError = "", time.Time{}, ""
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("register endpoint %s: %w", key, err)
+	if errors.Is(err, errEndpointExists) {
+		return false, nil
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("register endpoint %s: %w", key, err)
+	}
+	return true, nil
 }
 
 // Remove deletes an endpoint. Its queued or retrying deliveries end, unsent, at their next
@@ -298,31 +319,22 @@ func (r *Registry) Endpoint(ctx context.Context, establishment, id string) (Endp
 	return rec.public(r.d.cfg.Now()), nil
 }
 
-// Endpoints returns the endpoints of an establishment, by id.
+// Endpoints returns the endpoints of an establishment, by id, from this process's mirror of the
+// bucket, without a request to NATS: a change this process made shows at once, one another
+// process made a moment later.
 func (r *Registry) Endpoints(ctx context.Context, establishment string) ([]Endpoint, error) {
 	if err := checkToken(establishment); err != nil {
 		return nil, fmt.Errorf("list endpoints: %w: establishment: %w", ErrInvalidEndpoint, err)
 	}
-	lister, err := r.d.endpoints.ListKeysFiltered(ctx, establishment+".*")
-	if err != nil {
+	if err := r.d.mirror.wait(ctx); err != nil {
 		return nil, fmt.Errorf("list endpoints of %s: %w", establishment, err)
 	}
-	var keys []string
-	for k := range lister.Keys() {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	recs := r.d.mirror.endpoints(establishment)
+	slices.SortFunc(recs, func(a, b *endpointRecord) int { return strings.Compare(a.ID, b.ID) })
 	now := r.d.cfg.Now()
-	out := make([]Endpoint, 0, len(keys))
-	for _, k := range keys {
-		rec, _, err := r.d.getEndpoint(ctx, k)
-		if errors.Is(err, ErrEndpointNotFound) {
-			continue // removed meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list endpoints of %s: %w", establishment, err)
-		}
-		out = append(out, rec.public(now))
+	out := make([]Endpoint, len(recs))
+	for i, rec := range recs {
+		out[i] = rec.public(now)
 	}
 	return out, nil
 }

@@ -321,7 +321,7 @@ func (m *Main) openCommands() error {
 		CacheSize: m.Config.CacheSize, SnapshotEvery: m.Config.SnapshotEach,
 	}
 	if m.Webhooks != nil {
-		cfg.Webhooks = m.Webhooks.Registry()
+		cfg.Webhooks = endpointRegistry{m.Webhooks.Registry()}
 	}
 	// A change is refused when the establishment's documents would not fit the bucket: accepted,
 	// it could never be served.
@@ -693,6 +693,22 @@ func (n signalNotifier) Announced(ctx context.Context, slug string) (int64, erro
 }
 
 // webhookAdmin gives the admin API the registry and the dispatcher's operations.
+// endpointRegistry is the webhook registry as the write side uses it: endpoints named as the
+// domain names them.
+type endpointRegistry struct{ *webhook.Registry }
+
+func (r endpointRegistry) Endpoints(ctx context.Context, establishment string) ([]domain.WebhookEndpoint, error) {
+	endpoints, err := r.Registry.Endpoints(ctx, establishment)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]domain.WebhookEndpoint, len(endpoints))
+	for i, e := range endpoints {
+		out[i] = domain.WebhookEndpoint{ID: e.ID, URL: e.URL}
+	}
+	return out, nil
+}
+
 type webhookAdmin struct {
 	*webhook.Registry
 	d *webhook.Dispatcher

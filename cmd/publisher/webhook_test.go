@@ -154,3 +154,73 @@ func TestWebhookEndToEnd(t *testing.T) {
 		t.Errorf("got %d requests at the receiver, want 2 (one delivery for both changes, one ping)", n)
 	}
 }
+
+// TestWebhookEndpointsHaveOneOwner: an endpoint lives in the webhook registry alone. Registering
+// and removing one appends nothing to the event log, so that no crash can leave the two
+// disagreeing; a registration retried under its idempotency key finds the endpoint it made, and
+// the key sent again for another URL is refused.
+func TestWebhookEndpointsHaveOneOwner(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.WebhookAllowPrivate = true })
+	demo, _ := os.ReadFile("demo.json")
+	m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo)
+	logged := func() uint64 {
+		t.Helper()
+		seq, err := m.Store.LastSequence(t.Context(), "chez-marcel")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	listed := func() []string {
+		t.Helper()
+		var ids []string
+		for _, e := range m.admin(t, http.MethodGet, "/admin/v1/establishments/chez-marcel", nil).json(t)["webhook_endpoints"].([]any) {
+			ids = append(ids, e.(map[string]any)["id"].(string))
+		}
+		return ids
+	}
+	before := logged()
+	const path = "/admin/v1/establishments/chez-marcel/webhooks"
+	register := func(url string) reply {
+		return do(t, http.MethodPost, m.AdminURL+path, []byte(`{"url": "`+url+`"}`),
+			"Authorization", "Bearer "+testAdminToken, "Content-Type", "application/json", "Idempotency-Key", "hook-1")
+	}
+	first := register("https://127.0.0.1:1/hook")
+	if first.status != http.StatusCreated {
+		t.Fatalf("register: got %d %s", first.status, first.body)
+	}
+	id := first.json(t)["endpoint"].(map[string]any)["id"].(string)
+	if got := logged(); got != before {
+		t.Errorf("registering appended to the log: sequence %d, was %d", got, before)
+	}
+	if got := listed(); !slices.Equal(got, []string{id}) {
+		t.Errorf("endpoints of the establishment: got %v, want [%s]", got, id)
+	}
+
+	again := register("https://127.0.0.1:1/hook")
+	if body := again.json(t); again.status != http.StatusCreated || body["endpoint"] != nil || body["result"].(map[string]any)["duplicate"] != true {
+		t.Errorf("retried registration: got %d %s, want 201, a duplicate, no secret", again.status, again.body)
+	}
+	if reused := register("https://127.0.0.1:1/other"); reused.status != http.StatusUnprocessableEntity {
+		t.Errorf("the key sent again for another URL: got %d %s, want 422", reused.status, reused.body)
+	}
+	if got := listed(); !slices.Equal(got, []string{id}) {
+		t.Errorf("endpoints after the retries: got %v, want [%s]", got, id)
+	}
+
+	if r := m.admin(t, http.MethodDelete, path+"/"+id, nil); r.status != http.StatusOK {
+		t.Fatalf("remove: got %d %s", r.status, r.body)
+	}
+	if got := listed(); len(got) != 0 {
+		t.Errorf("endpoints after the removal: got %v, want none", got)
+	}
+	if r := m.admin(t, http.MethodDelete, path+"/"+id, nil); r.status != http.StatusNotFound {
+		t.Errorf("remove again: got %d %s, want 404", r.status, r.body)
+	}
+	if r := m.admin(t, http.MethodPost, "/admin/v1/establishments/nowhere/webhooks", []byte(`{"url": "https://127.0.0.1:1/hook"}`)); r.status != http.StatusNotFound {
+		t.Errorf("register on an unknown establishment: got %d %s, want 404", r.status, r.body)
+	}
+	if got := logged(); got != before {
+		t.Errorf("registering and removing appended to the log: sequence %d, was %d", got, before)
+	}
+}

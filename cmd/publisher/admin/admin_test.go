@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,26 +21,41 @@ import (
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/events/natstest"
+	"github.com/opencarte/publisher/webhook"
 )
 
 const testToken = "test-token-0123456789"
 
+// memSecrets is a webhook registry in memory.
 type memSecrets struct {
-	mu sync.Mutex
-	m  map[string]string
+	mu        sync.Mutex
+	m         map[string]string // secret by endpoint id
+	endpoints map[string]domain.WebhookEndpoint
+	owners    map[string]string // establishment by endpoint id
 }
 
-func (s *memSecrets) Register(_ context.Context, _, id, _, secret string) error {
+func (s *memSecrets) Create(_ context.Context, establishment, id, url, secret string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.m[id] = secret
-	return nil
+	if _, ok := s.endpoints[id]; ok {
+		return false, nil
+	}
+	if s.endpoints == nil {
+		s.endpoints, s.owners = map[string]domain.WebhookEndpoint{}, map[string]string{}
+	}
+	s.m[id], s.endpoints[id], s.owners[id] = secret, domain.WebhookEndpoint{ID: id, URL: url}, establishment
+	return true, nil
 }
 
-func (s *memSecrets) Remove(_ context.Context, _, id string) error {
+func (s *memSecrets) Remove(_ context.Context, establishment, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.owners[id] != establishment {
+		return webhook.ErrEndpointNotFound
+	}
 	delete(s.m, id)
+	delete(s.endpoints, id)
+	delete(s.owners, id)
 	return nil
 }
 
@@ -48,6 +64,19 @@ func (s *memSecrets) RotateSecret(_ context.Context, _, id, secret string, _ tim
 	defer s.mu.Unlock()
 	s.m[id] = secret
 	return nil
+}
+
+func (s *memSecrets) Endpoints(_ context.Context, establishment string) ([]domain.WebhookEndpoint, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []domain.WebhookEndpoint
+	for id, e := range s.endpoints {
+		if s.owners[id] == establishment {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b domain.WebhookEndpoint) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 type fixture struct {

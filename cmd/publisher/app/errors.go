@@ -51,7 +51,6 @@ var kinds = []struct {
 	{domain.ErrNotFound, KindNotFound},
 	{domain.ErrMenuTypeNotFound, KindNotFound},
 	{domain.ErrMenuVersionNotFound, KindNotFound},
-	{domain.ErrWebhookNotFound, KindNotFound},
 	{domain.ErrInvalidTransition, KindConflict},
 	{domain.ErrAPIDisabled, KindConflict},
 	{ErrConflict, KindConflict},

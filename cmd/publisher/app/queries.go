@@ -16,9 +16,24 @@ type State struct {
 	Version       uint64                   `json:"version"`
 }
 
-// Get returns the current state of slug as the log has it, other writers' changes included. It
-// reports domain.ErrNotFound for an unknown establishment.
+// Get returns the current state of slug as the log has it, other writers' changes included, with
+// the webhook endpoints the registry holds for it. It reports domain.ErrNotFound for an unknown
+// establishment.
 func (c *Commands) Get(ctx context.Context, slug domain.Slug) (State, error) {
+	st, err := c.state(ctx, slug)
+	if err != nil || c.webhooks == nil {
+		return st, err
+	}
+	endpoints, err := c.webhooks.Endpoints(ctx, string(slug))
+	if err != nil {
+		return State{}, unavailable(err)
+	}
+	st.Webhooks = append(st.Webhooks, endpoints...)
+	return st, nil
+}
+
+// state returns the current state of slug as the log has it, without its webhook endpoints.
+func (c *Commands) state(ctx context.Context, slug domain.Slug) (State, error) {
 	defer c.locks.lock(slug)()
 	a, err := c.repo.get(ctx, slug)
 	if err != nil {
@@ -30,11 +45,8 @@ func (c *Commands) Get(ctx context.Context, slug domain.Slug) (State, error) {
 	}
 	st := State{
 		Establishment: a.est.Snapshot(),
-		Webhooks:      slices.Clone(a.est.Webhooks),
+		Webhooks:      []domain.WebhookEndpoint{},
 		Version:       a.version,
-	}
-	if st.Webhooks == nil {
-		st.Webhooks = []domain.WebhookEndpoint{}
 	}
 	if !a.est.Today.IsZero() {
 		st.Today = a.est.Today.String()

@@ -4,16 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/opencarte/publisher/domain"
 )
 
-// webhookRegistry keeps webhook endpoints with their signing secrets, outside the event log.
+// webhookRegistry keeps webhook endpoints with their signing secrets, outside the event log. It is
+// their one owner: an endpoint exists exactly when the registry holds it, and registering or
+// removing one is one write there, which no crash can leave half done. Endpoints are delivery
+// settings, not content: nothing renders them and no revision depends on them, their secrets
+// must stay out of the log, and the dispatcher reads the registry.
 type webhookRegistry interface {
-	Register(ctx context.Context, establishment, id, url, secret string) error
+	// Create stores a new endpoint, and reports false, storing nothing, when id exists.
+	Create(ctx context.Context, establishment, id, url, secret string) (bool, error)
 	Remove(ctx context.Context, establishment, id string) error
 	RotateSecret(ctx context.Context, establishment, id, newSecret string, grace time.Duration) error
+	Endpoints(ctx context.Context, establishment string) ([]domain.WebhookEndpoint, error)
 }
 
 // MaxRotationGrace bounds how long a rotated-out secret keeps signing.
@@ -35,7 +42,10 @@ type WebhookResult struct {
 
 var errNoRegistry = errors.New("app: no webhook registry configured")
 
-// RegisterWebhook adds an HTTPS receiver of change signals and issues its id and signing secret.
+// RegisterWebhook adds an HTTPS receiver of change signals to an existing establishment and
+// issues its id and signing secret. Under an idempotency key the id follows from the key, so that
+// a retry finds the endpoint it made: it is a duplicate, shown without its secret, and the key
+// sent again with another URL is refused.
 func (c *Commands) RegisterWebhook(ctx context.Context, req Request, url string) (WebhookResult, error) {
 	if c.webhooks == nil {
 		return WebhookResult{}, errNoRegistry
@@ -43,46 +53,55 @@ func (c *Commands) RegisterWebhook(ctx context.Context, req Request, url string)
 	if err := domain.ValidateHTTPSURL(url); err != nil {
 		return WebhookResult{}, &domain.FieldError{Field: "url", Reason: err.Error()}
 	}
-	ep := Endpoint{ID: NewID("wh"), URL: url, Secret: newWebhookSecret()}
-	// The endpoint and its secret are stored before the endpoint exists in the log, so no delivery
-	// ever lacks its secret; a failed append removes them again.
-	if err := c.webhooks.Register(ctx, string(req.Slug), ep.ID, ep.URL, ep.Secret); err != nil {
-		return WebhookResult{}, fmt.Errorf("url: %w", err)
-	}
-	res, err := c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) {
-		return e.RegisterWebhook(ep.ID, ep.URL)
-	})
-	if err != nil || res.Duplicate {
-		if derr := c.webhooks.Remove(context.WithoutCancel(ctx), string(req.Slug), ep.ID); derr != nil {
-			c.logger.Error("remove unregistered webhook endpoint", "id", ep.ID, "err", derr)
-		}
-	}
+	st, err := c.state(ctx, req.Slug)
 	if err != nil {
 		return WebhookResult{}, err
 	}
-	out := WebhookResult{Result: res}
-	if !res.Duplicate {
-		out.Endpoint = ep
+	res := Result{Slug: req.Slug, Version: st.Version}
+	ep := Endpoint{ID: endpointID(req.CommandID), URL: url, Secret: newWebhookSecret()}
+	created, err := c.webhooks.Create(ctx, string(req.Slug), ep.ID, ep.URL, ep.Secret)
+	if err != nil {
+		return WebhookResult{}, fmt.Errorf("url: %w", err)
 	}
-	return out, nil
+	if created {
+		return WebhookResult{Result: res, Endpoint: ep}, nil
+	}
+	endpoints, err := c.webhooks.Endpoints(ctx, string(req.Slug))
+	if err != nil {
+		return WebhookResult{}, unavailable(err)
+	}
+	for _, e := range endpoints {
+		if e.ID == ep.ID && e.URL == url {
+			res.Duplicate = true
+			return WebhookResult{Result: res}, nil
+		}
+	}
+	return WebhookResult{}, ErrIdempotencyKeyReused
 }
 
-// RemoveWebhook removes receiver id; deliveries to it stop.
+// endpointID returns the id of the endpoint a registration makes: drawn at random, or, for a
+// command under an idempotency key, made from the key and what it was sent to, the body left out.
+func endpointID(commandID string) string {
+	scope, _, keyed := strings.Cut(strings.TrimPrefix(commandID, idempotentPrefix), ".")
+	if !keyed || !strings.HasPrefix(commandID, idempotentPrefix) {
+		return NewID("wh")
+	}
+	return "wh_" + scope
+}
+
+// RemoveWebhook removes receiver id of an establishment; deliveries to it stop.
 func (c *Commands) RemoveWebhook(ctx context.Context, req Request, id string) (Result, error) {
 	if c.webhooks == nil {
 		return Result{}, errNoRegistry
 	}
-	res, err := c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) {
-		return e.RemoveWebhook(id)
-	})
+	st, err := c.state(ctx, req.Slug)
 	if err != nil {
 		return Result{}, err
 	}
-	// The log says the endpoint is gone; stop deliveries to it.
 	if err := c.webhooks.Remove(ctx, string(req.Slug), id); err != nil {
 		return Result{}, err
 	}
-	return res, nil
+	return Result{Slug: req.Slug, Version: st.Version}, nil
 }
 
 // RotateWebhookSecret issues a new signing secret for receiver id; the previous one keeps
