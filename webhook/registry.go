@@ -156,18 +156,21 @@ func (r *Registry) Register(ctx context.Context, establishment, id, rawURL, secr
 	return err
 }
 
-// Create stores a new endpoint as Register does, and reports false, storing nothing, when the id
-// is already registered for the establishment: a registration retried with the same id.
-func (r *Registry) Create(ctx context.Context, establishment, id, rawURL, secret string) (bool, error) {
+// Create stores a new endpoint as Register does, and returns "". When the id is already
+// registered for the establishment, as by a registration retried with the same id, it stores
+// nothing and returns the URL registered, read from the bucket.
+func (r *Registry) Create(ctx context.Context, establishment, id, rawURL, secret string) (existing string, err error) {
 	return r.register(ctx, establishment, id, rawURL, secret, false)
 }
 
-// errEndpointExists stops the creation of an endpoint that exists.
-var errEndpointExists = errors.New("endpoint exists")
+// endpointExists stops the creation of an endpoint that exists, naming its URL.
+type endpointExists struct{ url string }
 
-func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secret string, replace bool) (bool, error) {
+func (e endpointExists) Error() string { return "endpoint exists" }
+
+func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secret string, replace bool) (existing string, err error) {
 	if err := checkEndpointKey(establishment, id); err != nil {
-		return false, fmt.Errorf("register endpoint: %w", err)
+		return "", fmt.Errorf("register endpoint: %w", err)
 	}
 	var errs []error
 	if err := r.d.policy.checkReceiverURL(ctx, r.d.resolver, rawURL); err != nil {
@@ -177,23 +180,23 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return false, fmt.Errorf("register endpoint %s: %w", id, err)
+		return "", fmt.Errorf("register endpoint %s: %w", id, err)
 	}
 	// Endpoint ids are unique across establishments: the delivery log is keyed by id alone.
 	lister, err := r.d.endpoints.ListKeysFiltered(ctx, "*."+id)
 	if err != nil {
-		return false, fmt.Errorf("register endpoint %s: %w", id, err)
+		return "", fmt.Errorf("register endpoint %s: %w", id, err)
 	}
 	for k := range lister.Keys() {
 		if k != endpointKey(establishment, id) {
-			return false, fmt.Errorf("register endpoint %s: %w: id: in use by another establishment", id, ErrInvalidEndpoint)
+			return "", fmt.Errorf("register endpoint %s: %w: id: in use by another establishment", id, ErrInvalidEndpoint)
 		}
 	}
 	now := r.d.cfg.Now().UTC()
 	key := endpointKey(establishment, id)
 	err = r.change(ctx, key, true, func(rec *endpointRecord) error {
 		if rec.ID != "" && !replace {
-			return errEndpointExists
+			return endpointExists{rec.URL}
 		}
 		if rec.ID == "" {
 			*rec = endpointRecord{ID: id, Establishment: establishment, CreatedAt: now}
@@ -205,13 +208,13 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 		rec.Failing, rec.FailingSince, rec.LastError = "", time.Time{}, ""
 		return nil
 	})
-	if errors.Is(err, errEndpointExists) {
-		return false, nil
+	if exists, ok := errors.AsType[endpointExists](err); ok {
+		return exists.url, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("register endpoint %s: %w", key, err)
+		return "", fmt.Errorf("register endpoint %s: %w", key, err)
 	}
-	return true, nil
+	return "", nil
 }
 
 // Remove deletes an endpoint. Its queued or retrying deliveries end, unsent, at their next

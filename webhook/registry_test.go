@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -241,5 +242,43 @@ func TestAttemptTimeoutAndRedirect(t *testing.T) {
 	}
 	if n := target.count(); n != 0 {
 		t.Errorf("redirect target got %d requests, want 0", n)
+	}
+}
+
+// Create stores an endpoint once: created again, by itself or by another writer at once, it stores
+// nothing and names the URL registered, read from the bucket; an id of another establishment is
+// refused.
+func TestCreateStoresOnce(t *testing.T) {
+	srv := natstest.Start(t)
+	d := openDispatcher(t, natstest.Connect(t, srv), webhook.Config{})
+	other := openDispatcher(t, natstest.Connect(t, srv), webhook.Config{}) // another process
+	ctx := t.Context()
+	existing := make([]string, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, reg := range []*webhook.Registry{d.Registry(), other.Registry()} {
+		wg.Go(func() {
+			existing[i], errs[i] = reg.Create(ctx, "chez-marcel", "wh_1", "https://93.184.215.14/a", secretA)
+		})
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil || (existing[0] == "") == (existing[1] == "") {
+		t.Fatalf("two creations at once: got %q %v and %q %v, want one created and one naming its URL", existing[0], errs[0], existing[1], errs[1])
+	}
+	if got := existing[0] + existing[1]; got != "https://93.184.215.14/a" {
+		t.Errorf("the creation that stored nothing named %q", got)
+	}
+	before, err := d.Registry().Endpoint(ctx, "chez-marcel", "wh_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Registry().Create(ctx, "chez-marcel", "wh_1", "https://93.184.215.14/b", secretB); err != nil || got != "https://93.184.215.14/a" {
+		t.Errorf("created again with another URL: got %q %v, want the first URL", got, err)
+	}
+	if after, err := d.Registry().Endpoint(ctx, "chez-marcel", "wh_1"); err != nil || after.URL != before.URL || !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Errorf("created again: the endpoint became %+v (%v), want it unchanged: %+v", after, err, before)
+	}
+	if _, err := d.Registry().Create(ctx, "le-bistrot", "wh_1", "https://93.184.215.14/a", secretA); !errors.Is(err, webhook.ErrInvalidEndpoint) {
+		t.Errorf("the id of another establishment's endpoint: got %v, want ErrInvalidEndpoint", err)
 	}
 }

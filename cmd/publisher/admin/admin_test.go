@@ -34,17 +34,20 @@ type memSecrets struct {
 	owners    map[string]string // establishment by endpoint id
 }
 
-func (s *memSecrets) Create(_ context.Context, establishment, id, url, secret string) (bool, error) {
+func (s *memSecrets) Create(_ context.Context, establishment, id, url, secret string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.endpoints[id]; ok {
-		return false, nil
+	if e, ok := s.endpoints[id]; ok {
+		if s.owners[id] != establishment {
+			return "", webhook.ErrInvalidEndpoint
+		}
+		return e.URL, nil
 	}
 	if s.endpoints == nil {
 		s.endpoints, s.owners = map[string]domain.WebhookEndpoint{}, map[string]string{}
 	}
 	s.m[id], s.endpoints[id], s.owners[id] = secret, domain.WebhookEndpoint{ID: id, URL: url}, establishment
-	return true, nil
+	return "", nil
 }
 
 func (s *memSecrets) Remove(_ context.Context, establishment, id string) error {
@@ -440,8 +443,10 @@ func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perWriter; i++ {
-				url := fmt.Sprintf("https://hooks.example.com/%c/%d", 'a'+w, i)
-				if _, err := svc.RegisterWebhook(context.Background(), app.Request{Slug: "chez-marcel"}, url); err != nil {
+				v := domain.VersionInput{ID: fmt.Sprintf("v-%c-%d", 'a'+w, i), Assets: []domain.AssetInput{
+					{LanguageScope: "fr_en", URLs: []string{"https://cdn.example.fr/vins.pdf"}},
+				}}
+				if _, err := svc.PublishVersion(context.Background(), app.Request{Slug: "chez-marcel"}, "vins", v); err != nil {
 					errs <- err
 				}
 			}
@@ -456,8 +461,14 @@ func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(st.Webhooks); got != 2*perWriter {
-		t.Errorf("got %d webhook endpoints, want %d: an update was lost", got, 2*perWriter)
+	versions := -1
+	for _, mt := range st.Establishment.MenuTypes {
+		if mt.Slug == "vins" {
+			versions = len(mt.Versions)
+		}
+	}
+	if versions != 1+2*perWriter {
+		t.Errorf("got %d versions of vins, want %d: an update was lost", versions, 1+2*perWriter)
 	}
 }
 

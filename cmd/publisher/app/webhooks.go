@@ -16,8 +16,9 @@ import (
 // settings, not content: nothing renders them and no revision depends on them, their secrets
 // must stay out of the log, and the dispatcher reads the registry.
 type webhookRegistry interface {
-	// Create stores a new endpoint, and reports false, storing nothing, when id exists.
-	Create(ctx context.Context, establishment, id, url, secret string) (bool, error)
+	// Create stores a new endpoint and returns "", or, storing nothing when id exists, the URL
+	// it is registered with.
+	Create(ctx context.Context, establishment, id, url, secret string) (existing string, err error)
 	Remove(ctx context.Context, establishment, id string) error
 	RotateSecret(ctx context.Context, establishment, id, newSecret string, grace time.Duration) error
 	Endpoints(ctx context.Context, establishment string) ([]domain.WebhookEndpoint, error)
@@ -59,24 +60,17 @@ func (c *Commands) RegisterWebhook(ctx context.Context, req Request, url string)
 	}
 	res := Result{Slug: req.Slug, Version: st.Version}
 	ep := Endpoint{ID: endpointID(req.CommandID), URL: url, Secret: newWebhookSecret()}
-	created, err := c.webhooks.Create(ctx, string(req.Slug), ep.ID, ep.URL, ep.Secret)
-	if err != nil {
+	existing, err := c.webhooks.Create(ctx, string(req.Slug), ep.ID, ep.URL, ep.Secret)
+	switch {
+	case err != nil:
 		return WebhookResult{}, fmt.Errorf("url: %w", err)
-	}
-	if created {
+	case existing == "":
 		return WebhookResult{Result: res, Endpoint: ep}, nil
+	case existing == url:
+		res.Duplicate = true
+		return WebhookResult{Result: res}, nil
 	}
-	endpoints, err := c.webhooks.Endpoints(ctx, string(req.Slug))
-	if err != nil {
-		return WebhookResult{}, unavailable(err)
-	}
-	for _, e := range endpoints {
-		if e.ID == ep.ID && e.URL == url {
-			res.Duplicate = true
-			return WebhookResult{Result: res}, nil
-		}
-	}
-	return WebhookResult{}, ErrIdempotencyKeyReused
+	return WebhookResult{}, fmt.Errorf("Idempotency-Key: %w", ErrIdempotencyKeyReused)
 }
 
 // endpointID returns the id of the endpoint a registration makes: drawn at random, or, for a
