@@ -18,6 +18,21 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// task is one delivery to one endpoint, as queued in the webhook stream. The dispatcher that
+// takes it makes one attempt, then acknowledges, terminates or delays it.
+type task struct {
+	ID            string          `json:"id"`
+	Type          string          `json:"type"`
+	Endpoint      string          `json:"endpoint"`
+	Establishment string          `json:"establishment"`
+	Revision      int64           `json:"content_revision,omitempty"`
+	Resources     []string        `json:"resources,omitempty"`
+	CreatedAt     time.Time       `json:"created_at"`
+	Series        int             `json:"series,omitempty"`     // 0 for the original delivery, n for the n-th redelivery
+	MissedGen     uint64          `json:"missed_gen,omitempty"` // generation of the endpoint's missed resources merged in
+	Payload       json.RawMessage `json:"payload"`
+}
+
 // userAgent identifies deliveries.
 const userAgent = "opencarte-publisher-webhook/1"
 

@@ -119,33 +119,6 @@ func checkToken(s string) error {
 	return nil
 }
 
-// window is the merged state of one establishment's open debounce window. It is the body of the
-// window's scheduled message, replaced at every merge, and of the message fired when it closes.
-type window struct {
-	Establishment string    `json:"establishment"`
-	Revision      int64     `json:"content_revision"`
-	Resources     []string  `json:"resources"`
-	Opened        time.Time `json:"opened"`
-	Due           time.Time `json:"due"`
-	LastChange    time.Time `json:"last_change"`
-	Signals       int       `json:"signals"`
-}
-
-// task is one delivery to one endpoint, as queued in the webhook stream. The dispatcher that
-// takes it makes one attempt, then acknowledges, terminates or delays it.
-type task struct {
-	ID            string          `json:"id"`
-	Type          string          `json:"type"`
-	Endpoint      string          `json:"endpoint"`
-	Establishment string          `json:"establishment"`
-	Revision      int64           `json:"content_revision,omitempty"`
-	Resources     []string        `json:"resources,omitempty"`
-	CreatedAt     time.Time       `json:"created_at"`
-	Series        int             `json:"series,omitempty"`     // 0 for the original delivery, n for the n-th redelivery
-	MissedGen     uint64          `json:"missed_gen,omitempty"` // generation of the endpoint's missed resources merged in
-	Payload       json.RawMessage `json:"payload"`
-}
-
 func decodeJSON[T any](data []byte) (T, error) {
 	var v T
 	err := json.Unmarshal(data, &v)

@@ -13,6 +13,18 @@ import (
 	"github.com/opencarte/publisher/events"
 )
 
+// window is the merged state of one establishment's open debounce window. It is the body of the
+// window's scheduled message, replaced at every merge, and of the message fired when it closes.
+type window struct {
+	Establishment string    `json:"establishment"`
+	Revision      int64     `json:"content_revision"`
+	Resources     []string  `json:"resources"`
+	Opened        time.Time `json:"opened"`
+	Due           time.Time `json:"due"`
+	LastChange    time.Time `json:"last_change"`
+	Signals       int       `json:"signals"`
+}
+
 // stepTimeout bounds the NATS work of handling one signal or one closed window.
 const stepTimeout = 20 * time.Second
 

@@ -63,52 +63,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg Config
-	cfg.flags(fs)
-	fs.Usage = usageWithEnv(fs, "publisher serve [flags]")
-	if err := parseFlags(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
-	}
-	logger, err := newLogger(stderr, cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	m := &Main{Config: cfg, Logger: logger}
-	if err := m.Open(ctx); err != nil {
-		return err
-	}
-	defer m.Close()
-	logger.Info("publisher started", "roles", rolesOf(cfg), "read_api", m.HTTPURL, "admin_api", m.AdminURL, "embedded_nats", m.NATS != nil)
-	if m.NATS != nil {
-		logger.Info("embedded nats", "url", m.NATS.ClientURL(), "store", cfg.DataDir)
-	}
-	if cfg.Demo {
-		if err := m.loadDemo(ctx, stdout); err != nil {
-			return fmt.Errorf("demo: %w", err)
-		}
-	}
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-		return nil
-	case err := <-m.Err():
-		return err
-	}
-}
-
-func rolesOf(c Config) []string {
-	if len(c.Roles) == 0 {
-		return allRoles
-	}
-	return c.Roles
-}
-
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {

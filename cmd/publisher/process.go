@@ -1,0 +1,619 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/cmd/publisher/admin"
+	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/cmd/publisher/clock"
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/readapi"
+	"github.com/opencarte/publisher/webhook"
+)
+
+// Main is a running publisher: the wiring of every role, shared by the binary and its
+// end-to-end tests.
+type Main struct {
+	Config Config
+	Logger *slog.Logger
+
+	// Set by Open.
+	NATS       *server.Server // nil with an external NATS
+	Conn       *nats.Conn
+	Store      *events.Store
+	Docs       jetstream.KeyValue // the documents bucket
+	Snapshots  *events.Snapshots
+	Commands   *app.Commands
+	Projector  *projections.Projector
+	Mirror     *readapi.Mirror
+	HTTPURL    string // base URL of the read API, when the api role runs
+	AdminURL   string // base URL of the admin API, when the admin role runs
+	AdminToken string
+	Clock      *settableClock
+	ClockRole  *clock.Clock // nil unless the clock role runs
+	Signals    *events.Signals
+	Webhooks   *webhook.Dispatcher // nil unless the webhook or admin role runs
+
+	conns   []*nats.Conn // the roles' own connections
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	servers []*http.Server
+	errc    chan error
+}
+
+// Open starts everything the configuration asks for and returns once the roles run.
+func (m *Main) Open(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c := &m.Config
+	if c.Replicas < 1 {
+		return fmt.Errorf("--replicas: want at least 1, got %d", c.Replicas)
+	}
+	m.Clock = &settableClock{}
+	if c.Today != "" {
+		d, err := domain.ParseLocalDate(c.Today)
+		if err != nil {
+			return fmt.Errorf("--today: %w", err)
+		}
+		m.Clock.Set(d)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.errc = make(chan error, 8)
+
+	if err := m.connect(); err != nil {
+		return err
+	}
+	js, err := jetstream.New(m.Conn)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	m.Store, err = events.Open(ctx, m.Conn, events.Config{Replicas: c.Replicas, Duplicates: c.DuplicateTTL})
+	if err != nil {
+		return fmt.Errorf("open event log: %w", err)
+	}
+	docs, err := projections.OpenBucket(ctx, js, c.Replicas)
+	if err != nil {
+		return fmt.Errorf("open documents bucket: %w", err)
+	}
+	m.Docs = docs
+	if m.Snapshots, err = events.OpenSnapshots(ctx, m.Conn, c.Replicas); err != nil {
+		return fmt.Errorf("open snapshots: %w", err)
+	}
+	if m.Signals, err = events.OpenSignals(ctx, m.Conn, c.Replicas); err != nil {
+		return fmt.Errorf("open change signals: %w", err)
+	}
+	if c.has(roleWebhook) || c.has(roleAdmin) {
+		wc, err := m.dialRole(roleWebhook)
+		if err != nil {
+			return err
+		}
+		m.Webhooks, err = webhook.Open(ctx, wc, webhook.Config{
+			Window: c.WebhookWindow, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate,
+			AllowedNetworks: c.WebhookNetworks, RootCAs: c.WebhookRootCAs, Replicas: c.Replicas,
+			Logger: m.Logger.With("role", roleWebhook),
+		})
+		if err != nil {
+			return fmt.Errorf("open webhook dispatcher: %w", err)
+		}
+	}
+	if err := m.openCommands(); err != nil {
+		return err
+	}
+
+	if c.has(roleProjector) {
+		state, err := projections.OpenStateBucket(ctx, js, c.Replicas)
+		if err != nil {
+			return err
+		}
+		m.Projector, err = projections.New(projections.Config{
+			Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: c.ProjectorReplay,
+			Logger: m.Logger.With("role", roleProjector),
+			// A change signal goes out once every document of the new revision is stored.
+			Notifier: signalNotifier{m.Signals},
+			// A bundle larger than the server accepts is refused at once rather than retried.
+			MaxValueSize: m.maxBundle(),
+			Workers:      c.ProjectorWorkers,
+		})
+		if err != nil {
+			return err
+		}
+		m.run(runCtx, roleProjector, m.Projector.Run)
+	}
+	// The clock does not wait for the read API: a restart across midnight starts the days at once.
+	if c.has(roleClock) {
+		index, err := clock.OpenIndex(ctx, m.Conn, c.Replicas)
+		if err != nil {
+			return fmt.Errorf("open calendar index: %w", err)
+		}
+		m.ClockRole, err = clock.New(clock.Config{
+			Days: m.Commands, Log: m.Store, Index: index, Today: m.Clock.Today,
+			Interval: c.ClockEvery, Logger: m.Logger.With("role", roleClock),
+		})
+		if err != nil {
+			return err
+		}
+		m.run(runCtx, roleClock, m.ClockRole.Run)
+	}
+	if c.has(roleAPI) {
+		if err := m.startAPI(ctx, runCtx); err != nil {
+			return err
+		}
+	}
+	if c.has(roleAdmin) {
+		if err := m.startAdmin(); err != nil {
+			return err
+		}
+	}
+	// Deliveries start last: after a stop, the windows that fell due meanwhile all close at
+	// once, and the read API's mirror should not wait behind them.
+	if c.has(roleWebhook) {
+		m.run(runCtx, roleWebhook, m.Webhooks.Run)
+	}
+	return nil
+}
+
+// openCommands sets up the write side's application layer.
+func (m *Main) openCommands() error {
+	cfg := app.Config{
+		Log: m.Store, Snapshots: m.Snapshots, Clock: m.Clock.Today, Logger: m.Logger,
+		CacheSize: m.Config.CacheSize, SnapshotEvery: m.Config.SnapshotEach,
+	}
+	if m.Webhooks != nil {
+		cfg.Webhooks = endpointRegistry{m.Webhooks.Registry()}
+	}
+	// A change is refused when the establishment's documents would not fit the bucket: accepted,
+	// it could never be served.
+	maxBundle := m.maxBundle()
+	cfg.CheckContent = func(e *domain.Establishment, created bool, eventBytes int) error {
+		if created && projections.CreatedBound(eventBytes) <= maxBundle {
+			return nil // an establishment this small fits without being rendered
+		}
+		fits, n, err := projections.FitsIn(e, maxBundle)
+		if err != nil {
+			return err
+		}
+		if !fits {
+			return fmt.Errorf("%w: the published documents would take %d bytes, at most %d", app.ErrTooLarge, n, maxBundle)
+		}
+		return nil
+	}
+	var err error
+	m.Commands, err = app.New(cfg)
+	return err
+}
+
+// syncQueue bounds the queue of a synchronous subscription, which the client otherwise
+// allocates for 65,536 messages (512 KB) each time. The only ones this service makes carry
+// one batch of direct gets (at most a few hundred messages) each, and a load makes one.
+var syncQueue = nats.SyncQueueLen(1024)
+
+// natsErrors logs the connection's asynchronous errors (a subscription falling behind, say)
+// through the service's logger rather than the client's own printing to standard error.
+func (m *Main) natsErrors() nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subject := ""
+		if sub != nil {
+			subject = sub.Subject
+		}
+		m.Logger.Warn("nats: asynchronous error", "subject", subject, "err", err)
+	})
+}
+
+// maxBundle is the largest bundle of documents this deployment stores: the bucket's limit, or the
+// connection's maximum payload when lower.
+func (m *Main) maxBundle() int { return int(min(m.Conn.MaxPayload(), projections.MaxBundleSize)) }
+
+// connect starts the embedded NATS server unless a URL is configured, and connects to NATS.
+func (m *Main) connect() error {
+	c := &m.Config
+	if c.NATSURL != "" {
+		nc, err := m.dial("publisher")
+		if err != nil {
+			return err
+		}
+		m.Conn = nc
+		return nil
+	}
+	host, portText, err := net.SplitHostPort(c.NATSListen)
+	if err != nil {
+		return fmt.Errorf("--nats-listen %q: %w", c.NATSListen, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return fmt.Errorf("--nats-listen %q: bad port", c.NATSListen)
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	opts := &server.Options{
+		ServerName: "publisher",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   filepath.Join(c.DataDir, "nats"),
+		SyncAlways: c.SyncAlways,
+		NoSigs:     true,
+		NoLog:      c.LogLevel != "debug",
+		MaxPayload: 8 << 20,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("embedded nats: %w", err)
+	}
+	if c.LogLevel == "debug" {
+		s.ConfigureLogger()
+	}
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		return errors.New("embedded nats did not start within 30s")
+	}
+	m.NATS = s
+	nc, err := m.dial("publisher")
+	if err != nil {
+		return err
+	}
+	m.Conn = nc
+	return nil
+}
+
+// dial opens a connection named name to the embedded server, or to the configured cluster. The
+// documents mirror, which loads every bundle at start, and the webhook dispatcher, which reads
+// windows in bulk, each get their own: on a shared connection the megabytes they receive queue
+// ahead of the write side's acknowledgements, and a day change at restart took several times
+// longer. The projector keeps the shared one: on its own, it took so much of the machine while
+// it followed an import that the import ran at half its rate.
+func (m *Main) dial(name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name), m.natsErrors(), syncQueue}
+	if m.NATS != nil {
+		nc, err := nats.Connect("", append(opts, nats.InProcessServer(m.NATS))...)
+		if err != nil {
+			return nil, fmt.Errorf("connect to embedded nats: %w", err)
+		}
+		return nc, nil
+	}
+	url := m.Config.NATSURL
+	nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.Logger.Warn("nats disconnected", "connection", name, "err", err) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { m.Logger.Info("nats reconnected", "connection", name, "url", nc.ConnectedUrl()) }))...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// dialRole opens the connection of a role, closed with the others by Close.
+func (m *Main) dialRole(role string) (*nats.Conn, error) {
+	nc, err := m.dial("publisher-" + role)
+	if err != nil {
+		return nil, err
+	}
+	m.conns = append(m.conns, nc)
+	return nc, nil
+}
+
+// startAPI starts the mirror in runCtx and serves the read API once it caught up, unless ctx,
+// the start's context, ends first.
+func (m *Main) startAPI(ctx, runCtx context.Context) error {
+	mc, err := m.dialRole(roleAPI)
+	if err != nil {
+		return err
+	}
+	mjs, err := jetstream.New(mc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	docs, err := mjs.KeyValue(ctx, dockey.Bucket)
+	if err != nil {
+		return fmt.Errorf("open documents bucket: %w", err)
+	}
+	m.Mirror, err = readapi.NewMirror(docs, m.Logger.With("role", roleAPI))
+	if err != nil {
+		return err
+	}
+	m.run(runCtx, "mirror", m.Mirror.Run)
+	// Serve only once the mirror holds what the bucket holds; before that every answer is a 404.
+	// A large bucket on a busy node (a restart across midnight) can take a while: wait, saying so.
+	waited := time.Now()
+	for ready := false; !ready; {
+		t := time.NewTimer(30 * time.Second)
+		select {
+		case <-m.Mirror.Ready():
+			ready = true
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("read api: documents mirror not caught up: %w", ctx.Err())
+		case <-t.C:
+			m.Logger.Warn("read api: the documents mirror is still catching up", "waited", time.Since(waited).Round(time.Second))
+		}
+		t.Stop()
+	}
+	c := &m.Config
+	srv, err := readapi.New(readapi.Config{
+		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI),
+		KeyQuota: c.KeyQuota, IPQuota: c.IPQuota, RedirectQuota: c.RedirectQuota, Window: c.QuotaWindow,
+		TrustedProxies: c.TrustedProxies, AccessLog: c.AccessLog,
+	})
+	if err != nil {
+		return err
+	}
+	url, err := m.listen(m.Config.HTTPAddr, srv.Handler())
+	if err != nil {
+		return fmt.Errorf("read api: %w", err)
+	}
+	m.HTTPURL = url
+	return nil
+}
+
+func (m *Main) startAdmin() error {
+	token, err := m.adminToken()
+	if err != nil {
+		return err
+	}
+	m.AdminToken = token
+	hooks := webhookAdmin{Registry: m.Webhooks.Registry(), d: m.Webhooks}
+	cfg := admin.Config{
+		Commands: m.Commands, Token: token, WebhookOps: hooks,
+		Logger: m.Logger.With("role", roleAdmin), Status: m.status,
+	}
+	if m.Projector != nil {
+		cfg.Projection = m
+	}
+	api, err := admin.NewAPI(cfg)
+	if err != nil {
+		return err
+	}
+	url, err := m.listen(m.Config.AdminAddr, api.Handler())
+	if err != nil {
+		return fmt.Errorf("admin api: %w", err)
+	}
+	m.AdminURL = url
+	return nil
+}
+
+// adminToken returns the configured token, or the one kept in the data directory, creating it.
+func (m *Main) adminToken() (string, error) {
+	if m.Config.AdminToken != "" {
+		return m.Config.AdminToken, nil
+	}
+	path := filepath.Join(m.Config.DataDir, "admin-token")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err := os.MkdirAll(m.Config.DataDir, 0o700); err != nil {
+		return "", fmt.Errorf("data dir: %w", err)
+	}
+	token := app.NewID("adm")
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	return token, nil
+}
+
+func (m *Main) status(ctx context.Context) map[string]any {
+	out := map[string]any{"roles": rolesOf(m.Config)}
+	if m.Projector != nil {
+		out["projected_sequence"] = m.Projector.Position()
+	}
+	if seq, err := m.Store.LastStreamSequence(ctx); err == nil {
+		out["log_sequence"] = seq
+	}
+	if m.Mirror != nil {
+		out["mirror"] = m.Mirror.Stats()
+	}
+	out["memory"] = memoryStatus()
+	if m.ClockRole != nil {
+		out["clock"] = m.ClockRole.Status()
+	}
+	if m.Webhooks != nil {
+		if st, err := m.Webhooks.Stats(ctx); err == nil {
+			out["webhooks"] = st
+		} else {
+			out["webhooks_error"] = err.Error()
+		}
+	}
+	return out
+}
+
+// listen serves h on addr and returns its base URL.
+func (m *Main) listen(addr string, h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := readapi.NewHTTPServer(addr, h)
+	m.servers = append(m.servers, srv)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.errc <- fmt.Errorf("http %s: %w", addr, err)
+		}
+	}()
+	return "http://" + ln.Addr().String(), nil
+}
+
+// run starts a role's loop; its failure is reported on Err.
+func (m *Main) run(ctx context.Context, name string, fn func(context.Context) error) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			m.errc <- fmt.Errorf("%s: %w", name, err)
+		}
+	}()
+}
+
+// Err reports the first failure of a role.
+func (m *Main) Err() <-chan error { return m.errc }
+
+// Close stops the listeners (letting requests in flight finish), the roles, the NATS
+// connection and the embedded server, in that order. Acknowledged events are on disk already.
+func (m *Main) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range m.servers {
+		_ = s.Shutdown(ctx)
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.wg.Wait()
+	if m.Webhooks != nil {
+		m.Webhooks.Close()
+	}
+	for _, nc := range append(m.conns, m.Conn) {
+		if nc != nil {
+			_ = nc.Drain()
+			nc.Close()
+		}
+	}
+	if m.NATS != nil {
+		m.NATS.Shutdown()
+		m.NATS.WaitForShutdown()
+	}
+}
+
+// settableClock is the wall clock unless a date is fixed.
+type settableClock struct {
+	mu    sync.Mutex
+	fixed domain.LocalDate
+}
+
+// Set fixes the local date of every establishment; the zero date returns to the wall clock.
+func (c *settableClock) Set(d domain.LocalDate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fixed = d
+}
+
+// Today is an app.Clock.
+func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.fixed.IsZero() {
+		return c.fixed
+	}
+	return app.WallClock(loc)
+}
+
+// Served returns once the record at sequence seq of establishment slug is projected and, when
+// this process serves the read API, in its mirror: a read on this node then answers with it.
+func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
+	if err := m.Projector.WaitFor(ctx, seq); err != nil {
+		return err
+	}
+	if m.Mirror == nil {
+		return nil
+	}
+	entry, err := m.Docs.Get(ctx, dockey.Key(string(slug)))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil // nothing stored for it: nothing to serve
+	}
+	if err != nil {
+		return fmt.Errorf("read the documents of %s: %w", slug, err)
+	}
+	return m.Mirror.WaitBucketRevision(ctx, entry.Revision())
+}
+
+// signalNotifier publishes the projector's revision rises as change signals.
+type signalNotifier struct{ s *events.Signals }
+
+var _ projections.AnnouncedNotifier = signalNotifier{}
+
+func (n signalNotifier) Changed(ctx context.Context, c projections.Change) error {
+	return n.s.Publish(ctx, events.Signal{Establishment: c.Slug, Revision: c.Revision, Resources: c.Resources, Time: time.Now().UTC()})
+}
+
+// Announced returns the revision of the last signal of slug still in the stream.
+func (n signalNotifier) Announced(ctx context.Context, slug string) (int64, error) {
+	return n.s.LastRevision(ctx, slug)
+}
+
+// webhookAdmin gives the admin API the registry and the dispatcher's operations.
+// endpointRegistry is the webhook registry as the write side uses it: endpoints named as the
+// domain names them.
+type endpointRegistry struct{ *webhook.Registry }
+
+func (r endpointRegistry) Endpoints(ctx context.Context, establishment string) ([]domain.WebhookEndpoint, error) {
+	endpoints, err := r.Registry.Endpoints(ctx, establishment)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]domain.WebhookEndpoint, len(endpoints))
+	for i, e := range endpoints {
+		out[i] = domain.WebhookEndpoint{ID: e.ID, URL: e.URL}
+	}
+	return out, nil
+}
+
+type webhookAdmin struct {
+	*webhook.Registry
+	d *webhook.Dispatcher
+}
+
+func (w webhookAdmin) Ping(ctx context.Context, establishment, id string) (webhook.Attempt, error) {
+	return w.d.Ping(ctx, establishment, id)
+}
+
+func (w webhookAdmin) DeliveryLog(ctx context.Context, endpointID string, limit int) ([]webhook.Delivery, error) {
+	return w.d.DeliveryLog(ctx, endpointID, limit)
+}
+
+func (w webhookAdmin) Redeliver(ctx context.Context, deliveryID string) error {
+	return w.d.Redeliver(ctx, deliveryID)
+}
+
+// memoryMetrics are the runtime/metrics the status reports, by the name it gives them.
+var memoryMetrics = []struct{ name, metric string }{
+	{"heap_live_bytes", "/gc/heap/live:bytes"},
+	{"heap_goal_bytes", "/gc/heap/goal:bytes"},
+	{"go_total_bytes", "/memory/classes/total:bytes"},
+	{"go_released_bytes", "/memory/classes/heap/released:bytes"},
+	{"gc_cycles", "/gc/cycles/total:gc-cycles"},
+}
+
+// memoryStatus describes the process's memory as the Go runtime sees it: the heap's live bytes
+// after the last collection and its goal, and every byte mapped by the runtime (the embedded
+// NATS server's included), some of which it has released to the system.
+func memoryStatus() map[string]uint64 {
+	samples := make([]metrics.Sample, len(memoryMetrics))
+	for i, m := range memoryMetrics {
+		samples[i].Name = m.metric
+	}
+	metrics.Read(samples)
+	out := make(map[string]uint64, len(samples))
+	for i, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			out[memoryMetrics[i].name] = s.Value.Uint64()
+		}
+	}
+	return out
+}
