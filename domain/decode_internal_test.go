@@ -43,7 +43,7 @@ func FuzzDecodeStrictFastPath(f *testing.F) {
 	f.Add([]byte(`{"slug": "a"} {}`))
 	f.Add([]byte(`{"slug": "a", "name": 1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var fast, slow Snapshot
+		var fast, slow EstablishmentInput
 		errFast := DecodeStrict(bytes.NewReader(data), &fast)
 		errSlow := slowDecodeStrict(data, &slow)
 		if utf8.Valid(data) && !bytes.Equal(bytes.TrimSpace(data), []byte("null")) && (errFast == nil) != (errSlow == nil) {

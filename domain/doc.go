@@ -13,8 +13,8 @@
 // Decisions on what the specification leaves open:
 //   - Slugs (establishment, menu type, version id) are 1 to 64 characters of a-z, 0-9 and inner
 //     hyphens: they are NATS subject tokens and KV key parts.
-//   - The import format (Snapshot) carries the whole content; importing it again produces no
-//     event. Settings absent from it are left as they are; status may go from draft to active,
+//   - The import format (EstablishmentInput) carries the whole content; importing it again
+//     produces no event. Settings absent from it are left as they are; status may go from draft to active,
 //     never back (the spec shows no transition out of active).
 //   - A version of an undated menu type is current when it is the latest published. A dated type
 //     (daily, weekly = ISO week, monthly = calendar month of the reference date) serves the version

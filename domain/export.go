@@ -1,11 +1,11 @@
 package domain
 
-// Snapshot returns the establishment's content in the import format, so that what an
+// Export returns the establishment's content in the import format, so that what an
 // administrator reads back can be edited and imported again. Importing it produces no event.
-func (e *Establishment) Snapshot() Snapshot {
+func (e *Establishment) Export() EstablishmentInput {
 	api, redirect := e.PublicAPIEnabled, e.MenuRedirectEnabled
 	id := e.Identity
-	s := Snapshot{
+	s := EstablishmentInput{
 		Slug:                 string(e.Slug),
 		Status:               string(e.Status),
 		TimeZone:             e.TimeZone,

@@ -146,7 +146,7 @@ func FuzzParseSnapshot(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		s, err := domain.ParseSnapshot(bytes.NewReader(body))
+		s, err := domain.ParseInput(bytes.NewReader(body))
 		if err != nil {
 			if len(domain.FieldErrors(err)) == 0 {
 				t.Fatalf("ParseSnapshot: got %v, want field errors", err)
@@ -158,7 +158,7 @@ func FuzzParseSnapshot(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s2, err := domain.ParseSnapshot(bytes.NewReader(again))
+		s2, err := domain.ParseInput(bytes.NewReader(again))
 		if err != nil {
 			t.Fatalf("ParseSnapshot of the encoded snapshot %s: %v", again, err)
 		}

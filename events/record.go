@@ -174,7 +174,7 @@ func (r Record) validate() error {
 	if err := checkCommandID(r.CommandID); err != nil {
 		return err
 	}
-	if err := checkToken(r.Establishment); err != nil {
+	if err := checkSubjectToken(r.Establishment); err != nil {
 		return fmt.Errorf("%w: establishment: %w", ErrInvalidRecord, err)
 	}
 	if len(r.Events) == 0 {
@@ -226,9 +226,9 @@ func checkCommandID(id string) error {
 	return nil
 }
 
-// checkToken accepts a non-empty UTF-8 string usable as one subject token: no '.', '*' or '>',
+// checkSubjectToken accepts a non-empty UTF-8 string usable as one subject token: no '.', '*' or '>',
 // no white space and no control characters.
-func checkToken(s string) error {
+func checkSubjectToken(s string) error {
 	if s == "" {
 		return fmt.Errorf("empty")
 	}

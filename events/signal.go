@@ -57,7 +57,7 @@ type Signal struct {
 // Validate reports every field that would make the signal unusable, matching ErrInvalidSignal.
 func (s Signal) Validate() error {
 	var errs []error
-	if err := checkToken(s.Establishment); err != nil {
+	if err := checkSubjectToken(s.Establishment); err != nil {
 		errs = append(errs, fmt.Errorf("establishment: %w", err))
 	}
 	if s.Revision < 1 {
@@ -96,7 +96,7 @@ func checkResource(r string) error {
 // SignalSubject returns the subject of an establishment's signals, "signals.<slug>". The error
 // matches ErrInvalidSlug.
 func SignalSubject(slug string) (string, error) {
-	if err := checkToken(slug); err != nil {
+	if err := checkSubjectToken(slug); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidSlug, err)
 	}
 	return signalSubjectPrefix + slug, nil

@@ -75,7 +75,7 @@ func OpenSnapshots(ctx context.Context, nc *nats.Conn, replicas int) (*Snapshots
 // Get returns the snapshot of establishment slug; ok is false when there is none, or when the
 // stored value cannot be read (it is then as good as absent, and will be replaced).
 func (s *Snapshots) Get(ctx context.Context, slug string) (snap Snapshot, ok bool, err error) {
-	if err := checkToken(slug); err != nil {
+	if err := checkSubjectToken(slug); err != nil {
 		return Snapshot{}, false, fmt.Errorf("get snapshot: %w: %w", ErrInvalidSlug, err)
 	}
 	e, err := s.kv.Get(ctx, slug)
@@ -98,7 +98,7 @@ var ErrSnapshotTooLarge = errors.New("events: snapshot too large")
 
 // Put stores snap, replacing the establishment's previous snapshot.
 func (s *Snapshots) Put(ctx context.Context, snap Snapshot) error {
-	if err := checkToken(snap.Establishment); err != nil {
+	if err := checkSubjectToken(snap.Establishment); err != nil {
 		return fmt.Errorf("put snapshot: %w: %w", ErrInvalidSlug, err)
 	}
 	if len(snap.State) > MaxSnapshotSize {

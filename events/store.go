@@ -46,7 +46,7 @@ const codeDuplicateInProcess jetstream.ErrorCode = 10158
 // one subject token: non-empty, without '.', '*', '>', white space or control characters. The
 // error matches ErrInvalidSlug.
 func Subject(slug string) (string, error) {
-	if err := checkToken(slug); err != nil {
+	if err := checkSubjectToken(slug); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidSlug, err)
 	}
 	return subjectPrefix + slug, nil

@@ -22,7 +22,7 @@ func accessOf(e *domain.Establishment, menus []activeMenu) dockey.Bundle {
 		b.Status = dockey.StatusDraft
 	}
 	if e.MasterMenuURL != nil {
-		b.MasterMenuURL = locationOf(*e.MasterMenuURL)
+		b.MasterMenuURL = locationHeader(*e.MasterMenuURL)
 	}
 	if len(menus) > 0 {
 		b.Redirects = make(map[string]dockey.Redirect, len(menus))
@@ -38,8 +38,8 @@ func accessOf(e *domain.Establishment, menus []activeMenu) dockey.Bundle {
 // else nothing (the redirect answers 404).
 func redirectOf(v domain.MenuVersion) dockey.Redirect {
 	return dockey.Redirect{
-		FR: locationOf(firstPage(v.Assets, domain.ScopeFR)),
-		EN: locationOf(firstPage(v.Assets, domain.ScopeEN)),
+		FR: locationHeader(firstPage(v.Assets, domain.ScopeFR)),
+		EN: locationHeader(firstPage(v.Assets, domain.ScopeEN)),
 	}
 }
 
@@ -54,9 +54,9 @@ func firstPage(assets []domain.Asset, exact domain.LanguageScope) string {
 	return ""
 }
 
-// locationOf returns u as it can be sent in a Location header: every byte outside printable
+// locationHeader returns u as it can be sent in a Location header: every byte outside printable
 // ASCII is percent-encoded. A URL that is already ASCII is returned unchanged.
-func locationOf(u string) string {
+func locationHeader(u string) string {
 	const hexDigits = "0123456789ABCDEF"
 	clean := true
 	for i := 0; i < len(u); i++ {

@@ -58,9 +58,9 @@ func TestCreatedBoundHolds(t *testing.T) {
 		n := "x"
 		return domain.ItemInput{ID: &id, Name: &domain.TextInput{FR: &n}, ALaCarte: new(bool)}
 	}
-	cases := map[string]func(s *domain.Snapshot){
-		"demo": func(*domain.Snapshot) {},
-		"files everywhere": func(s *domain.Snapshot) {
+	cases := map[string]func(s *domain.EstablishmentInput){
+		"demo": func(*domain.EstablishmentInput) {},
+		"files everywhere": func(s *domain.EstablishmentInput) {
 			for i := range s.MenuTypes {
 				for j := range s.MenuTypes[i].Versions {
 					var assets []domain.AssetInput
@@ -71,7 +71,7 @@ func TestCreatedBoundHolds(t *testing.T) {
 				}
 			}
 		},
-		"many small menus": func(s *domain.Snapshot) {
+		"many small menus": func(s *domain.EstablishmentInput) {
 			web := true
 			s.MenuTypes = nil
 			for i := range 50 {
@@ -81,7 +81,7 @@ func TestCreatedBoundHolds(t *testing.T) {
 				})
 			}
 		},
-		"many exceptions and ranges": func(s *domain.Snapshot) {
+		"many exceptions and ranges": func(s *domain.EstablishmentInput) {
 			s.SpecialHours = nil
 			for i := range 100 {
 				d := day.AddDays(i).String()

@@ -18,14 +18,14 @@ var testKey = domain.NewAPIKey([32]byte{1, 2, 3})
 var eventTime = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
 
 // readSnapshot parses the import document at path.
-func readSnapshot(tb testing.TB, path string) domain.Snapshot {
+func readSnapshot(tb testing.TB, path string) domain.EstablishmentInput {
 	tb.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		tb.Fatalf("open snapshot: %v", err)
 	}
 	defer f.Close()
-	s, err := domain.ParseSnapshot(f)
+	s, err := domain.ParseInput(f)
 	if err != nil {
 		tb.Fatalf("parse snapshot %s: %v", path, err)
 	}
@@ -47,7 +47,7 @@ func readToday(tb testing.TB, dir string) domain.LocalDate {
 }
 
 // importEvents returns the events that import s into e, the empty aggregate or an existing one.
-func importEvents(tb testing.TB, e *domain.Establishment, s domain.Snapshot) []domain.Event {
+func importEvents(tb testing.TB, e *domain.Establishment, s domain.EstablishmentInput) []domain.Event {
 	tb.Helper()
 	res, err := e.Import(s, testKey)
 	if err != nil {

@@ -53,7 +53,7 @@ func generatedLog(t *testing.T, n *natsEnv, copies int, from, to int) uint64 {
 	t.Helper()
 	fixtures := []string{"testdata/dated/snapshot.json", "../cmd/publisher/demo.json", "testdata/uploaded-only/snapshot.json"}
 	// snapshot is fixture f imported as slug.
-	snapshot := func(f int, slug string) domain.Snapshot {
+	snapshot := func(f int, slug string) domain.EstablishmentInput {
 		s := readSnapshot(t, fixtures[f%len(fixtures)])
 		s.Slug = slug
 		return s

@@ -31,10 +31,10 @@ func Render(e *domain.Establishment, revision int64) dockey.Bundle {
 	return render(e).bundle(revision)
 }
 
-// content is the rendered public content of one establishment without its revision: every
+// rendering is the public content of one establishment, rendered, without its revision: every
 // document as a template (none when it is not public), and the access fields. Stamping a revision into it is cheap, so that
 // the projector renders once per record and compares documents at any revision.
-type content struct {
+type rendering struct {
 	access        dockey.Bundle // access fields only: no documents, no revision
 	public        bool          // the documents below are rendered
 	establishment template
@@ -49,18 +49,18 @@ type variantTemplates struct {
 }
 
 // render renders the public content of e: every document when it is active, none otherwise.
-func render(e *domain.Establishment) content {
+func render(e *domain.Establishment) rendering {
 	if e.Status != domain.StatusActive {
-		return content{access: accessOf(e, activeMenus(e))}
+		return rendering{access: accessOf(e, activeMenus(e))}
 	}
 	return renderAll(e)
 }
 
 // renderAll renders every document of e, whatever its status: what its bundle holds once it is
 // active, and what the write side measures before accepting a change.
-func renderAll(e *domain.Establishment) content {
+func renderAll(e *domain.Establishment) rendering {
 	menus := activeMenus(e)
-	c := content{
+	c := rendering{
 		access:        accessOf(e, menus),
 		public:        true,
 		establishment: newTemplate(headWithLanguage, establishmentDoc(e)),
@@ -83,7 +83,7 @@ func renderAll(e *domain.Establishment) content {
 }
 
 // bundle stamps revision into every document of c.
-func (c content) bundle(revision int64) dockey.Bundle {
+func (c rendering) bundle(revision int64) dockey.Bundle {
 	b := c.access
 	b.Revision = revision
 	if !c.public {

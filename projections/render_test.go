@@ -526,7 +526,7 @@ func TestLocationOf(t *testing.T) {
 		{"https://cdn.example.fr/a\x7f", "https://cdn.example.fr/a%7F"},
 	}
 	for _, tc := range tests {
-		if got := locationOf(tc.in); got != tc.want {
+		if got := locationHeader(tc.in); got != tc.want {
 			t.Errorf("locationOf(%q): got %q, want %q", tc.in, got, tc.want)
 		}
 	}

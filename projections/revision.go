@@ -28,7 +28,7 @@ type update struct {
 // bundles gives the same revisions.
 //
 // A bundle that is not public announces nothing, whatever changed in it: no one can read it.
-func next(prev *summary, c content, floor int64) update {
+func next(prev *summary, c rendering, floor int64) update {
 	u := nextBundle(prev, c, floor)
 	if !c.public {
 		u.resources = nil
@@ -36,7 +36,7 @@ func next(prev *summary, c content, floor int64) update {
 	return u
 }
 
-func nextBundle(prev *summary, c content, floor int64) update {
+func nextBundle(prev *summary, c rendering, floor int64) update {
 	if prev == nil {
 		b := c.bundle(max(floor, 1))
 		return update{bundle: b, write: true, resources: changedResources(nil, &b)}

@@ -61,7 +61,7 @@ func (s *Server) getMenu(w http.ResponseWriter, r *http.Request, ps httprouter.P
 // not the current key of this establishment is 401. It answers a failure itself and returns nil, or
 // returns the entry to serve and the per-IP outcome for the per-key quota, which the caller
 // applies once it knows whether the answer is a 304 (see serveDocument).
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request, slug string) (*entry, admission) {
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, slug string) (*served, admission) {
 	a, ok := s.admitClient(w, r)
 	if !ok {
 		return nil, a

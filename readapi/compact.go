@@ -19,7 +19,7 @@ import (
 //
 // The strings made here share the arrays, which are never written once compact returns: an entry
 // is immutable.
-func (e *entry) compact() {
+func (e *served) compact() {
 	var c compactor
 	headers := 1 // revision
 	if e.masterMenu != nil {
@@ -225,7 +225,7 @@ func allocated(n int) int {
 }
 
 // eachDocument calls fn with every document of e.
-func eachDocument(e *entry, fn func(*document)) {
+func eachDocument(e *served, fn func(*document)) {
 	vars := func(v *variants) {
 		fn(&v.all)
 		fn(&v.fr)
@@ -240,7 +240,7 @@ func eachDocument(e *entry, fn func(*document)) {
 }
 
 // documentBytes returns the bytes of e's bodies and their gzip codings.
-func (e *entry) documentBytes() int {
+func (e *served) documentBytes() int {
 	n := 0
 	eachDocument(e, func(d *document) { n += len(d.body) + len(d.gzip) })
 	return n

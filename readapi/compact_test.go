@@ -131,7 +131,7 @@ func TestCompactEntryHoldsTheBundleInOneArray(t *testing.T) {
 }
 
 // eachBytes calls fn with every byte slice and string of e that compact moves.
-func eachBytes(e *entry, fn func([]byte)) {
+func eachBytes(e *served, fn func([]byte)) {
 	str := func(s string) {
 		if s != "" {
 			fn(unsafe.Slice(unsafe.StringData(s), len(s)))

@@ -109,9 +109,9 @@ func testBundle(slug string, rev int64) dockey.Bundle {
 	return b
 }
 
-func mustEntry(tb testing.TB, b dockey.Bundle) *entry {
+func mustEntry(tb testing.TB, b dockey.Bundle) *served {
 	tb.Helper()
-	e, err := newEntry(&b)
+	e, err := newServed(&b)
 	if err != nil {
 		tb.Fatalf("newEntry(%s): %v", b.Slug, err)
 	}
@@ -119,9 +119,9 @@ func mustEntry(tb testing.TB, b dockey.Bundle) *entry {
 }
 
 // fakeSource is a fixed documentSource.
-type fakeSource map[string]*entry
+type fakeSource map[string]*served
 
-func (f fakeSource) lookup(slug string) *entry { return f[slug] }
+func (f fakeSource) lookup(slug string) *served { return f[slug] }
 
 func fixtureSource(tb testing.TB) fakeSource {
 	tb.Helper()

@@ -123,7 +123,7 @@ func routedSlug(path string) string {
 	return slug
 }
 
-func allDocuments(e *entry) []*document {
+func allDocuments(e *served) []*document {
 	docs := []*document{&e.establishment, &e.hours, &e.menus.all, &e.menus.fr, &e.menus.en}
 	for _, v := range e.menuDetails {
 		docs = append(docs, &v.all, &v.fr, &v.en)

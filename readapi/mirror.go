@@ -21,7 +21,7 @@ var ErrWatchStopped = errors.New("readapi: kv watcher stopped")
 
 // documentSource is what the handlers need from the mirror: the current entry of a slug, or nil.
 type documentSource interface {
-	lookup(slug string) *entry
+	lookup(slug string) *served
 }
 
 // Mirror is an in-memory copy of the dockey bucket, kept current by a KV watcher. Each stored
@@ -65,7 +65,7 @@ func shardOf(slug string) int { return int(xxhash.Sum64String(slug) & (indexShar
 
 // slot holds the current entry of one establishment; nil after a delete.
 type slot struct {
-	current atomic.Pointer[entry]
+	current atomic.Pointer[served]
 	// held is the highest content_revision applied to this slug, kept across deletes so that
 	// the mirror never goes back. Watcher goroutine only.
 	held int64
@@ -166,7 +166,7 @@ func (m *Mirror) wait(ctx context.Context, done func() bool, describe func() err
 }
 
 // lookup returns the current entry of slug, or nil.
-func (m *Mirror) lookup(slug string) *entry {
+func (m *Mirror) lookup(slug string) *served {
 	s := (*m.index[shardOf(slug)].Load())[slug]
 	if s == nil {
 		return nil
@@ -230,7 +230,7 @@ func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
 		}
 		return
 	}
-	e, err := decodeEntry(slug, kve.Value())
+	e, err := decodeServed(slug, kve.Value())
 	if err != nil {
 		m.logger.Warn("skip invalid bundle", "slug", slug, "bucket_revision", rev, "err", err)
 		return
@@ -251,7 +251,7 @@ func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
 }
 
 // swap makes e, nil for none, the current entry of s; for the watcher goroutine.
-func (m *Mirror) swap(s *slot, e *entry) {
+func (m *Mirror) swap(s *slot, e *served) {
 	if old := s.current.Swap(e); old != nil {
 		m.establishments.Add(-1)
 		m.documentBytes.Add(-int64(old.documentBytes()))

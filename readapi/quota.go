@@ -167,7 +167,7 @@ func (s *Server) admitClient(w http.ResponseWriter, r *http.Request) (admission,
 // request, or, when count is false (the answer is a 304), only looks at the key's state. The
 // RateLimit field then reports the more restrictive of the per-IP and per-key states. A refused
 // request is answered with a 429 here, and chargeKey returns false; a look never refuses.
-func (s *Server) chargeKey(w http.ResponseWriter, r *http.Request, e *entry, a admission, count bool) bool {
+func (s *Server) chargeKey(w http.ResponseWriter, r *http.Request, e *served, a admission, count bool) bool {
 	p := s.keyQuota
 	if p == nil {
 		return true

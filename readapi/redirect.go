@@ -58,7 +58,7 @@ func (s *Server) redirectMenus(w http.ResponseWriter, r *http.Request, _ httprou
 
 // redirectable returns the active establishment named by the establishment query parameter, or
 // nil.
-func (s *Server) redirectable(r *http.Request) *entry {
+func (s *Server) redirectable(r *http.Request) *served {
 	slug, _ := queryValue(r.URL.RawQuery, "establishment")
 	if !validSlug(slug) {
 		return nil

@@ -80,7 +80,7 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, a *fixedAnswer) {
 //
 // Cache-Control "private, no-cache" keeps the document out of shared caches (the request carried
 // a key) and makes a private cache revalidate it on each use.
-func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request, e *entry, a admission, d *document) {
+func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request, e *served, a admission, d *document) {
 	gz := d.gzip != nil && acceptsGzip(r)
 	if ifMatch := r.Header[ifMatchHeader]; ifMatch != nil && !matchesIfMatch(ifMatch, d.etag, d.gzipETag) {
 		s.chargeKey(w, r, e, a, false)
@@ -116,7 +116,7 @@ func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request, e *entry,
 
 // setDocumentHeaders sets the fields a 200 and a 304 of d share; gz selects the gzip coding,
 // whose entity tag differs from the identity one as a strong validator must.
-func setDocumentHeaders(h http.Header, e *entry, d *document, gz bool) {
+func setDocumentHeaders(h http.Header, e *served, d *document, gz bool) {
 	if gz {
 		h["Etag"] = d.gzipETagHeader
 	} else {

@@ -337,7 +337,7 @@ func TestErrorBodies(t *testing.T) {
 // panicSource panics on every lookup.
 type panicSource struct{ v any }
 
-func (p panicSource) lookup(string) *entry { panic(p.v) }
+func (p panicSource) lookup(string) *served { panic(p.v) }
 
 func TestRecoverPanics(t *testing.T) {
 	t.Parallel()

@@ -50,7 +50,7 @@ func (d *Dispatcher) handleDue(parent context.Context, msg jetstream.Msg) {
 	ctx, cancel := context.WithTimeout(parent, stepTimeout)
 	defer cancel()
 	w, err := decodeJSON[window](msg.Data())
-	if err != nil || checkToken(w.Establishment) != nil {
+	if err != nil || checkKeyPart(w.Establishment) != nil {
 		d.term(msg, "undecodable window", err)
 		return
 	}
@@ -191,7 +191,7 @@ func (d *Dispatcher) handleTask(parent context.Context, msg jetstream.Msg) {
 	ctx, cancel := context.WithTimeout(parent, d.attemptAckWait())
 	defer cancel()
 	t, err := decodeJSON[task](msg.Data())
-	if err != nil || checkEndpointKey(t.Establishment, t.Endpoint) != nil || checkToken(t.ID) != nil {
+	if err != nil || checkEndpointKey(t.Establishment, t.Endpoint) != nil || checkKeyPart(t.ID) != nil {
 		d.term(msg, "undecodable delivery", err)
 		return
 	}

@@ -284,7 +284,7 @@ func TestDeliveryIDsSortByCreation(t *testing.T) {
 		t.Errorf("ids are not in creation order: %v", ids[:3])
 	}
 	for _, id := range ids {
-		if err := checkToken(id); err != nil || len(id) != len("msg_")+32 {
+		if err := checkKeyPart(id); err != nil || len(id) != len("msg_")+32 {
 			t.Fatalf("id %q: %v", id, err)
 		}
 	}

@@ -208,7 +208,7 @@ func (d *Dispatcher) saveDelivery(ctx context.Context, key string, rec *Delivery
 // zero or less means DefaultLogLimit and more than MaxLogLimit means MaxLogLimit. Records older
 // than Config.LogRetention are gone.
 func (d *Dispatcher) DeliveryLog(ctx context.Context, endpointID string, limit int) ([]Delivery, error) {
-	if err := checkToken(endpointID); err != nil {
+	if err := checkKeyPart(endpointID); err != nil {
 		return nil, fmt.Errorf("delivery log: %w: id: %w", ErrInvalidEndpoint, err)
 	}
 	if limit <= 0 {
@@ -260,7 +260,7 @@ func (d *Dispatcher) deliveryKeys(ctx context.Context, filter string) ([]string,
 }
 
 func (d *Dispatcher) findDelivery(ctx context.Context, deliveryID string) (string, *Delivery, uint64, error) {
-	if err := checkToken(deliveryID); err != nil {
+	if err := checkKeyPart(deliveryID); err != nil {
 		return "", nil, 0, fmt.Errorf("%w: %q", ErrDeliveryNotFound, deliveryID)
 	}
 	keys, err := d.deliveryKeys(ctx, "*."+deliveryID)

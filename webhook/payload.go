@@ -105,9 +105,9 @@ func newDeliveryID(now time.Time) string {
 // and subject tokens.
 const maxTokenLen = 128
 
-// checkToken reports whether s can be one KV key part and one subject token: 1 to maxTokenLen
+// checkKeyPart reports whether s can be one KV key part and one subject token: 1 to maxTokenLen
 // ASCII letters, digits, '-' or '_'.
-func checkToken(s string) error {
+func checkKeyPart(s string) error {
 	if s == "" || len(s) > maxTokenLen {
 		return fmt.Errorf("length %d, want 1 to %d", len(s), maxTokenLen)
 	}

@@ -133,10 +133,10 @@ type Registry struct {
 
 func checkEndpointKey(establishment, id string) error {
 	var errs []error
-	if err := checkToken(establishment); err != nil {
+	if err := checkKeyPart(establishment); err != nil {
 		errs = append(errs, fmt.Errorf("establishment: %w", err))
 	}
-	if err := checkToken(id); err != nil {
+	if err := checkKeyPart(id); err != nil {
 		errs = append(errs, fmt.Errorf("id: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -326,7 +326,7 @@ func (r *Registry) Endpoint(ctx context.Context, establishment, id string) (Endp
 // bucket, without a request to NATS: a change this process made shows at once, one another
 // process made a moment later.
 func (r *Registry) Endpoints(ctx context.Context, establishment string) ([]Endpoint, error) {
-	if err := checkToken(establishment); err != nil {
+	if err := checkKeyPart(establishment); err != nil {
 		return nil, fmt.Errorf("list endpoints: %w: establishment: %w", ErrInvalidEndpoint, err)
 	}
 	if err := r.d.mirror.wait(ctx); err != nil {

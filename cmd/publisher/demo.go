@@ -26,7 +26,7 @@ func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
 	if m.Projector == nil || m.HTTPURL == "" {
 		return errors.New("--demo needs the api and projector roles")
 	}
-	snap, err := domain.ParseSnapshot(bytes.NewReader(demoSnapshot))
+	snap, err := domain.ParseInput(bytes.NewReader(demoSnapshot))
 	if err != nil {
 		return err
 	}

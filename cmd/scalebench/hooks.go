@@ -201,7 +201,7 @@ func movedByTheDay(file string, day, next domain.LocalDate, n int) ([]string, er
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 64<<20)
 	for len(moved) < n && sc.Scan() {
-		snap, err := domain.ParseSnapshot(bytes.NewReader(sc.Bytes()))
+		snap, err := domain.ParseInput(bytes.NewReader(sc.Bytes()))
 		if err != nil {
 			return nil, err
 		}

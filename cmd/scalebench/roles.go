@@ -238,7 +238,7 @@ func renderOnly(file string, day domain.LocalDate) (rate float64, n int, err err
 	)
 	flush := func() error {
 		err := parallel(len(lines), func(i int) error {
-			snap, err := domain.ParseSnapshot(bytes.NewReader(lines[i]))
+			snap, err := domain.ParseInput(bytes.NewReader(lines[i]))
 			if err != nil {
 				return err
 			}

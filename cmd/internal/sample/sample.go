@@ -24,14 +24,14 @@ var zoneWeights = []int{50, 15, 15, 10, 10}
 
 // Establishment returns the import document of establishment i of seed, with dated menus around
 // today. Its slug ends with i, so the slugs of one seed are distinct.
-func Establishment(seed uint64, i int, today domain.LocalDate) domain.Snapshot {
+func Establishment(seed uint64, i int, today domain.LocalDate) domain.EstablishmentInput {
 	g := gen{r: rand.New(rand.NewPCG(seed, uint64(i)+0x9e3779b97f4a7c15)), today: today}
 	return g.establishment(i)
 }
 
 // DateDependent reports whether the public documents of s change with the calendar: upcoming
 // exceptional hours, or a web menu rotating by date.
-func DateDependent(s domain.Snapshot) bool {
+func DateDependent(s domain.EstablishmentInput) bool {
 	if len(s.SpecialHours) > 0 {
 		return true
 	}
@@ -90,7 +90,7 @@ func (g *gen) of(list []string) string { return list[g.r.IntN(len(list))] }
 
 func ptr[T any](v T) *T { return &v }
 
-func (g *gen) establishment(i int) domain.Snapshot {
+func (g *gen) establishment(i int) domain.EstablishmentInput {
 	weights := make([]int, len(sizes))
 	for k, s := range sizes {
 		weights[k] = s.weight
@@ -100,7 +100,7 @@ func (g *gen) establishment(i int) domain.Snapshot {
 	name := fmt.Sprintf("%s %s", kind, g.of(placeNames))
 	slug := fmt.Sprintf("%s-%d", slugify(name), i)
 	host := fmt.Sprintf("%s.example.fr", slug)
-	s := domain.Snapshot{
+	s := domain.EstablishmentInput{
 		Slug:     slug,
 		Status:   "active",
 		TimeZone: Zones[g.pick(zoneWeights)],

@@ -20,7 +20,7 @@ func TestEstablishmentsAreValidVariedAndDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 		bytesTotal += len(b)
-		if _, err := domain.ParseSnapshot(bytes.NewReader(b)); err != nil {
+		if _, err := domain.ParseInput(bytes.NewReader(b)); err != nil {
 			t.Fatalf("establishment %d is not a valid import: %v\n%s", i, err, b)
 		}
 		again, _ := json.Marshal(Establishment(7, i, today))

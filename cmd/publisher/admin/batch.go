@@ -158,7 +158,7 @@ func (a *API) batchJob(r *http.Request, item *batchItem, data []byte, tooLong bo
 	if tooLong {
 		return refuse(http.StatusRequestEntityTooLarge, "Request body too large", fmt.Sprintf("line: at most %d bytes", MaxBodyBytes))
 	}
-	var snap domain.Snapshot
+	var snap domain.EstablishmentInput
 	if err := decodeDocument(data, &snap); err != nil {
 		var details []string
 		for _, fe := range domain.FieldErrors(err) {

@@ -29,7 +29,7 @@ func FuzzDecodeDocument(f *testing.F) {
 	f.Add([]byte(`{"slug": "a", "name": null, "contact": {"email": 1}}`))
 	f.Add([]byte(`{"slug":"a","latitude":1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var fast, std domain.Snapshot
+		var fast, std domain.EstablishmentInput
 		errFast := decodeDocument(data, &fast)
 		errStd := domain.DecodeStrict(bytes.NewReader(data), &std)
 		if (errFast == nil) != (errStd == nil) {

@@ -196,7 +196,7 @@ func (a *API) putEstablishment(w http.ResponseWriter, r *http.Request, ps httpro
 	if !ok {
 		return
 	}
-	var snap domain.Snapshot
+	var snap domain.EstablishmentInput
 	if !decodeBody(w, r, &snap) {
 		return
 	}

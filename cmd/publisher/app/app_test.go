@@ -76,11 +76,11 @@ func (e *env) commands(tb testing.TB, cfg Config) (*Commands, *reads) {
 }
 
 // establishment returns generated establishment i: varied, valid, active unless drawn as a draft.
-func establishment(i int) domain.Snapshot { return sample.Establishment(1, i, testToday) }
+func establishment(i int) domain.EstablishmentInput { return sample.Establishment(1, i, testToday) }
 
 // dependentEstablishment returns the first generated establishment from i on whose documents
 // depend on the date.
-func dependentEstablishment(i int) domain.Snapshot {
+func dependentEstablishment(i int) domain.EstablishmentInput {
 	for ; ; i++ {
 		if s := establishment(i); sample.DateDependent(s) {
 			return s
@@ -88,7 +88,7 @@ func dependentEstablishment(i int) domain.Snapshot {
 	}
 }
 
-func mustImport(tb testing.TB, c *Commands, s domain.Snapshot) KeyResult {
+func mustImport(tb testing.TB, c *Commands, s domain.EstablishmentInput) KeyResult {
 	tb.Helper()
 	res, err := c.Import(tb.Context(), Request{Slug: domain.Slug(s.Slug)}, s)
 	if err != nil {

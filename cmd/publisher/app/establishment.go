@@ -17,7 +17,7 @@ type KeyResult struct {
 
 // Import brings the establishment to the content of snap, creating it if needed. The result
 // holds a new API key when the import turned the public API on.
-func (c *Commands) Import(ctx context.Context, req Request, snap domain.Snapshot) (KeyResult, error) {
+func (c *Commands) Import(ctx context.Context, req Request, snap domain.EstablishmentInput) (KeyResult, error) {
 	if snap.Slug == "" {
 		snap.Slug = string(req.Slug)
 	}

@@ -10,10 +10,10 @@ import (
 
 // State is what the admin API shows of an establishment: never the key or a secret.
 type State struct {
-	Establishment domain.Snapshot          `json:"establishment"`
-	Webhooks      []domain.WebhookEndpoint `json:"webhook_endpoints"`
-	Today         string                   `json:"today,omitempty"`
-	Version       uint64                   `json:"version"`
+	Establishment domain.EstablishmentInput `json:"establishment"`
+	Webhooks      []domain.WebhookEndpoint  `json:"webhook_endpoints"`
+	Today         string                    `json:"today,omitempty"`
+	Version       uint64                    `json:"version"`
 }
 
 // Get returns the current state of slug as the log has it, other writers' changes included, with
@@ -44,7 +44,7 @@ func (c *Commands) state(ctx context.Context, slug domain.Slug) (State, error) {
 		return State{}, fmt.Errorf("establishment %q: %w", slug, domain.ErrNotFound)
 	}
 	st := State{
-		Establishment: a.est.Snapshot(),
+		Establishment: a.est.Export(),
 		Webhooks:      []domain.WebhookEndpoint{},
 		Version:       a.version,
 	}

@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// Snapshot is the import format: one JSON document holding the whole content of one
+// EstablishmentInput is the import format: one JSON document holding the whole content of one
 // establishment, with the read API's field names. Translatable text is {"fr": ..., "en": ...}.
 // Webhook endpoints and the API key are not part of it.
-type Snapshot struct {
+type EstablishmentInput struct {
 	Slug                 string              `json:"slug"`
 	Status               string              `json:"status"`
 	TimeZone             string              `json:"timezone"`
@@ -34,7 +34,8 @@ type Snapshot struct {
 	MenuTypes            []MenuTypeInput     `json:"menu_types"`
 }
 
-// SettingsInput holds the settings of a snapshot; an absent key leaves the setting as it is.
+// SettingsInput holds the settings of an import document; an absent key leaves the setting as it
+// is.
 type SettingsInput struct {
 	PublicAPIEnabled    *bool `json:"public_api_enabled"`
 	MenuRedirectEnabled *bool `json:"menu_redirect_enabled"`
@@ -135,22 +136,22 @@ const (
 	maxHours       = 100
 )
 
-// ParseSnapshot decodes and validates an import document. It reports every bad field of the
+// ParseInput decodes and validates an import document. It reports every bad field of the
 // document at once; what depends on the establishment (its slug, its status) is checked by
 // Import.
-func ParseSnapshot(r io.Reader) (Snapshot, error) {
-	var s Snapshot
+func ParseInput(r io.Reader) (EstablishmentInput, error) {
+	var s EstablishmentInput
 	if err := DecodeStrict(r, &s); err != nil {
-		return Snapshot{}, err
+		return EstablishmentInput{}, err
 	}
 	if _, err := s.validate(); err != nil {
-		return Snapshot{}, err
+		return EstablishmentInput{}, err
 	}
 	return s, nil
 }
 
-// content is a validated snapshot, in the aggregate's types.
-type content struct {
+// validated is a validated import document, in the aggregate's types.
+type validated struct {
 	slug         Slug
 	status       Status
 	timeZone     string
@@ -163,9 +164,9 @@ type content struct {
 	menuTypes    []MenuType
 }
 
-func (s Snapshot) validate() (content, error) {
+func (s EstablishmentInput) validate() (validated, error) {
 	var fe fieldErrors
-	var c content
+	var c validated
 	var err error
 	if c.slug, err = ParseSlug(s.Slug); err != nil {
 		fe.add("slug", "%v", err)
@@ -191,7 +192,7 @@ func (s Snapshot) validate() (content, error) {
 	return c, fe.err()
 }
 
-func (s Snapshot) validateIdentity(fe *fieldErrors) Identity {
+func (s EstablishmentInput) validateIdentity(fe *fieldErrors) Identity {
 	id := Identity{
 		Name:           s.Name,
 		Description:    optText("description", s.Description, maxDescription, fe),
@@ -592,10 +593,10 @@ type ImportResult struct {
 	APIKey APIKey
 }
 
-// Import validates snapshot s and returns the events that bring the establishment to it. Only
-// what differs produces events: importing the current content again returns none. key is used
-// only when the import turns the public API on.
-func (e *Establishment) Import(s Snapshot, key APIKey) (ImportResult, error) {
+// Import validates the import document s and returns the events that bring the establishment to
+// it. Only what differs produces events: importing the current content again returns none. key
+// is used only when the import turns the public API on.
+func (e *Establishment) Import(s EstablishmentInput, key APIKey) (ImportResult, error) {
 	c, err := s.validate()
 	if err != nil {
 		return ImportResult{}, err

@@ -45,7 +45,7 @@ func testKey(n byte) domain.APIKey {
 // importBody parses body and imports it into est, as the admin API does.
 func importBody(tb testing.TB, est *domain.Establishment, body []byte, key domain.APIKey) (domain.ImportResult, error) {
 	tb.Helper()
-	s, err := domain.ParseSnapshot(bytes.NewReader(body))
+	s, err := domain.ParseInput(bytes.NewReader(body))
 	if err != nil {
 		return domain.ImportResult{}, err
 	}
@@ -672,7 +672,7 @@ func TestDecodeStrictReadError(t *testing.T) {
 	t.Parallel()
 	errTooLarge := errors.New("body too large")
 	r := io.MultiReader(strings.NewReader(`{"slug":`), errReader{errTooLarge})
-	var s domain.Snapshot
+	var s domain.EstablishmentInput
 	err := domain.DecodeStrict(r, &s)
 	if !errors.Is(err, errTooLarge) {
 		t.Fatalf("DecodeStrict: got %v, want the read error", err)
@@ -744,7 +744,7 @@ func TestImportOneDayExceptionHasNoEndDate(t *testing.T) {
 	if len(est.SpecialHours) == 0 || est.SpecialHours[0].EndDate != nil {
 		t.Fatalf("special hours: got %+v, want the first without end_date", est.SpecialHours)
 	}
-	if got := est.Snapshot().SpecialHours[0].EndDate; got != nil {
+	if got := est.Export().SpecialHours[0].EndDate; got != nil {
 		t.Errorf("exported end_date: got %q, want none", *got)
 	}
 	for name, body := range map[string][]byte{
@@ -767,7 +767,7 @@ func TestRecordedOneDayExceptionHasNoEndDate(t *testing.T) {
 	if got := est.SpecialHours[0].EndDate; got != nil {
 		t.Fatalf("held end_date %v, want none", got)
 	}
-	exported := est.Snapshot()
+	exported := est.Export()
 	if got := exported.SpecialHours[0].EndDate; got != nil {
 		t.Errorf("exported end_date %q, want none", *got)
 	}

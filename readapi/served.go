@@ -12,10 +12,10 @@ import (
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
-// entry is the immutable, decoded form of one dockey.Bundle: everything a request needs, with
-// every header value pre-built so that answering copies slice headers and nothing else. An entry
+// served is the immutable, decoded form of one dockey.Bundle: everything a request needs, with
+// every header value pre-built so that answering copies slice headers and nothing else. It
 // is never modified after newEntry returns; the mirror replaces it whole.
-type entry struct {
+type served struct {
 	slug           string
 	revision       int64
 	revisionHeader []string // Content-Revision value
@@ -83,11 +83,11 @@ func (v *variants) pick(l locale) *document {
 }
 
 // apiOpen reports whether the API endpoints serve this establishment to a holder of its key.
-func (e *entry) apiOpen() bool { return e.active && e.apiEnabled }
+func (e *served) apiOpen() bool { return e.active && e.apiEnabled }
 
 // keyMatches reports, in constant time for keys of a given length, whether key is the current
 // API key of the establishment. Only the key's SHA-256 is stored, so the hashes are compared.
-func (e *entry) keyMatches(key string) bool {
+func (e *served) keyMatches(key string) bool {
 	sum := hashKey(key)
 	return subtle.ConstantTimeCompare(sum[:], e.keyHash[:]) == 1
 }
@@ -95,8 +95,8 @@ func (e *entry) keyMatches(key string) bool {
 // errInvalidBundle marks a bundle the mirror refuses to serve.
 var errInvalidBundle = errors.New("readapi: invalid bundle")
 
-// decodeEntry decodes the bundle stored under the key of slug.
-func decodeEntry(slug string, value []byte) (*entry, error) {
+// decodeServed decodes the bundle stored under the key of slug.
+func decodeServed(slug string, value []byte) (*served, error) {
 	var b dockey.Bundle
 	if err := dockey.Decode(value, &b); err != nil {
 		return nil, fmt.Errorf("%w: decode: %w", errInvalidBundle, err)
@@ -104,19 +104,19 @@ func decodeEntry(slug string, value []byte) (*entry, error) {
 	if b.Slug != slug {
 		return nil, fmt.Errorf("%w: slug %q stored under the key of %q", errInvalidBundle, b.Slug, slug)
 	}
-	return newEntry(&b)
+	return newServed(&b)
 }
 
-// newEntry validates b and builds its entry. Everything that could make a response wrong is
+// newServed validates b and builds its entry. Everything that could make a response wrong is
 // checked here, once, so that a request never meets a malformed value: a bundle that fails is
 // skipped whole and the previous one stays in service.
-func newEntry(b *dockey.Bundle) (*entry, error) {
+func newServed(b *dockey.Bundle) (*served, error) {
 	var errs []error
 	fail := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf(format, args...))
 	}
 
-	e := &entry{
+	e := &served{
 		slug:           b.Slug,
 		revision:       b.Revision,
 		revisionHeader: []string{strconv.FormatInt(b.Revision, 10)},

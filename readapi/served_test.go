@@ -60,7 +60,7 @@ func TestNewEntry(t *testing.T) {
 			t.Parallel()
 			b := testBundle(alice, 7)
 			tt.edit(&b)
-			e, err := newEntry(&b)
+			e, err := newServed(&b)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("newEntry: got error %v, want none", err)
@@ -87,7 +87,7 @@ func TestNewEntryKeepsStoredBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	value := strings.Replace(string(raw), `{"placeholder":1}`, stored, 1)
-	e, err := decodeEntry(alice, []byte(value))
+	e, err := decodeServed(alice, []byte(value))
 	if err != nil {
 		t.Fatalf("decodeEntry: %v", err)
 	}
@@ -127,7 +127,7 @@ func TestDecodeEntry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := decodeEntry(tt.slug, []byte(tt.value))
+			_, err := decodeServed(tt.slug, []byte(tt.value))
 			if tt.wantErr && !sameErr(err, errInvalidBundle) {
 				t.Errorf("decodeEntry: got %v, want errInvalidBundle", err)
 			}
