@@ -1,5 +1,7 @@
 // Package domain is the establishment aggregate: its state, the commands an administrator or the
-// back office gives, their validation, and the events they produce.
+// back office gives, their validation, and the events they produce. The invariants it keeps with
+// the other packages, and the slug grammar, are listed under "Architecture and invariants" in the
+// repository's README.
 //
 // It imports the standard library only. It has no NATS, HTTP, clock or randomness: the current
 // date arrives as a DayStarted event or a LocalDate argument, and API key material as an argument.

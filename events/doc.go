@@ -1,7 +1,8 @@
 // Package events stores the event log: it appends the events of each accepted command to NATS
 // JetStream and reads them back, for one establishment (Last, Range, History, LastSequence), for
 // the whole log (Replay, Follow), or as the headers of every record (FollowNotes). It also keeps
-// aggregate snapshots (Snapshots), a cache of the log in a KV bucket.
+// aggregate snapshots (Snapshots), a cache of the log in a KV bucket. The invariants it keeps with
+// the other packages are listed under "Architecture and invariants" in the repository's README.
 //
 // # What it owns
 //

@@ -1,6 +1,8 @@
 // Package projections turns the event log into the documents the read API serves: one
 // dockey.Bundle per establishment, holding every rendered response body with its entity tag and
 // the small access record (status, API key hash, redirect targets) that decides 401, 404 and 302.
+// The invariants it keeps with the other packages are listed under "Architecture and invariants"
+// in the repository's README.
 //
 // It owns two things. Render is a pure function from an establishment aggregate and a revision to
 // a bundle: no clock, no randomness, the same bytes for the same input. Projector is the thin

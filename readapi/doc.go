@@ -1,5 +1,7 @@
 // Package readapi serves the public read API (the four /api/v1 endpoints) and the two file
-// redirects (/r/master_menu, /r/menus) from documents it did not make.
+// redirects (/r/master_menu, /r/menus) from documents it did not make. The invariants it keeps
+// with the other packages, the auth order and the quota order, are listed under "Architecture and
+// invariants" in the repository's README, and detailed below.
 //
 // # What it owns
 //

@@ -1,7 +1,9 @@
 // Package webhook delivers the establishment.content_updated webhook: it consumes the change
 // signals the projector publishes (events.Signal), merges each establishment's changes within a
 // debounce window, and POSTs one signed delivery per window to every enabled endpoint of the
-// establishment, with retries, a delivery log and an endpoint registry.
+// establishment, with retries, a delivery log and an endpoint registry. The invariants it keeps
+// with the other packages are listed under "Architecture and invariants" in the repository's
+// README.
 //
 // It imports the standard library, nats.go, nats.go's jetstream package and this module's events
 // package (for the signal stream and envelope), nothing else. No jetstream type appears in its
