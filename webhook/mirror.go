@@ -60,6 +60,16 @@ func startMirror(ctx context.Context, kv jetstream.KeyValue, logger *slog.Logger
 	return m, nil
 }
 
+// remove forgets an endpoint; m.mu is held.
+func (m *mirror) remove(slug, id string) {
+	if eps := m.bySlug[slug]; eps != nil {
+		delete(eps, id)
+		if len(eps) == 0 {
+			delete(m.bySlug, slug)
+		}
+	}
+}
+
 func (m *mirror) apply(entry jetstream.KeyValueEntry, logger *slog.Logger) {
 	slug, id, ok := strings.Cut(entry.Key(), ".")
 	if !ok {
@@ -73,17 +83,16 @@ func (m *mirror) apply(entry jetstream.KeyValueEntry, logger *slog.Logger) {
 		m.moved = make(chan struct{})
 	}
 	if entry.Operation() != jetstream.KeyValuePut {
-		if eps := m.bySlug[slug]; eps != nil {
-			delete(eps, id)
-			if len(eps) == 0 {
-				delete(m.bySlug, slug)
-			}
-		}
+		m.remove(slug, id)
 		return
 	}
 	rec, err := decodeJSON[endpointRecord](entry.Value())
 	if err != nil {
 		logger.Error("skip undecodable endpoint", "key", entry.Key(), "err", err)
+		return
+	}
+	if !rec.Removed.IsZero() {
+		m.remove(slug, id)
 		return
 	}
 	eps := m.bySlug[slug]

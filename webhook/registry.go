@@ -82,6 +82,10 @@ type endpointRecord struct {
 	FailingSince   time.Time       `json:"failing_since,omitzero"`
 	LastError      string          `json:"last_error,omitempty"`
 	Missed         *missed         `json:"missed,omitempty"`
+	// Removed marks the record an endpoint leaves when it is removed: its id and URL, no secret.
+	// It is absent to every reader but a creation, so that a registration retried under the id
+	// after the removal finds it removed instead of registering the endpoint again.
+	Removed time.Time `json:"removed,omitzero"`
 }
 
 func endpointKey(establishment, id string) string { return establishment + "." + id }
@@ -198,7 +202,7 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 		if rec.ID != "" && !replace {
 			return endpointExists{rec.URL}
 		}
-		if rec.ID == "" {
+		if rec.ID == "" || !rec.Removed.IsZero() {
 			*rec = endpointRecord{ID: id, Establishment: establishment, CreatedAt: now}
 		}
 		rec.URL = rawURL
@@ -217,27 +221,21 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 	return "", nil
 }
 
-// Remove deletes an endpoint. Its queued or retrying deliveries end, unsent, at their next
-// attempt, logged "endpoint_removed"; its delivery log stays until it ages out.
+// Remove deletes an endpoint, and its secrets: what stays under its key is a mark of the removal
+// with its id and URL, absent to every reader. Its queued or retrying deliveries end, unsent, at
+// their next attempt, logged "endpoint_removed"; its delivery log stays until it ages out.
 func (r *Registry) Remove(ctx context.Context, establishment, id string) error {
 	if err := checkEndpointKey(establishment, id); err != nil {
 		return fmt.Errorf("remove endpoint: %w", err)
 	}
 	key := endpointKey(establishment, id)
-	entry, err := r.d.endpoints.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("remove endpoint %s: %w", key, ErrEndpointNotFound)
-	}
+	now := r.d.cfg.Now().UTC()
+	err := r.change(ctx, key, false, func(rec *endpointRecord) error {
+		*rec = endpointRecord{ID: rec.ID, Establishment: rec.Establishment, URL: rec.URL, CreatedAt: rec.CreatedAt, UpdatedAt: now, Removed: now}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("remove endpoint %s: %w", key, err)
-	}
-	if err := r.d.endpoints.Purge(ctx, key, jetstream.LastRevision(entry.Revision())); err != nil {
-		return fmt.Errorf("remove endpoint %s: %w", key, err)
-	}
-	if status, err := r.d.endpoints.Status(ctx); err == nil {
-		if bucket, ok := status.(*jetstream.KeyValueBucketStatus); ok {
-			r.d.mirror.catchUp(ctx, bucket.StreamInfo().State.LastSeq, mirrorWait)
-		}
 	}
 	return nil
 }
@@ -347,6 +345,15 @@ var errUnchanged = errors.New("unchanged")
 
 // getEndpoint reads one endpoint record and its KV revision.
 func (d *Dispatcher) getEndpoint(ctx context.Context, key string) (*endpointRecord, uint64, error) {
+	rec, rev, err := d.getRecord(ctx, key)
+	if err == nil && !rec.Removed.IsZero() {
+		return nil, 0, ErrEndpointNotFound
+	}
+	return rec, rev, err
+}
+
+// getRecord reads the record under key, the mark of a removed endpoint included.
+func (d *Dispatcher) getRecord(ctx context.Context, key string) (*endpointRecord, uint64, error) {
 	entry, err := d.endpoints.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, ErrEndpointNotFound
@@ -367,12 +374,14 @@ func (d *Dispatcher) getEndpoint(ctx context.Context, key string) (*endpointReco
 // errUnchanged writes nothing.
 func (d *Dispatcher) updateEndpoint(ctx context.Context, key string, create bool, change func(*endpointRecord) error) (uint64, error) {
 	for range casAttempts {
-		rec, rev, err := d.getEndpoint(ctx, key)
+		rec, rev, err := d.getRecord(ctx, key)
 		switch {
 		case errors.Is(err, ErrEndpointNotFound) && create:
 			rec = &endpointRecord{}
 		case err != nil:
 			return 0, err
+		case !rec.Removed.IsZero() && !create:
+			return 0, ErrEndpointNotFound // only a creation sees a removed endpoint
 		}
 		if err := change(rec); errors.Is(err, errUnchanged) {
 			return 0, nil

@@ -281,4 +281,35 @@ func TestCreateStoresOnce(t *testing.T) {
 	if _, err := d.Registry().Create(ctx, "le-bistrot", "wh_1", "https://93.184.215.14/a", secretA); !errors.Is(err, webhook.ErrInvalidEndpoint) {
 		t.Errorf("the id of another establishment's endpoint: got %v, want ErrInvalidEndpoint", err)
 	}
+
+	// Removed, the endpoint is absent to every reader, and a creation under its id still finds
+	// it, storing nothing; Register makes it again.
+	reg := d.Registry()
+	if err := reg.Remove(ctx, "chez-marcel", "wh_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Endpoint(ctx, "chez-marcel", "wh_1"); !errors.Is(err, webhook.ErrEndpointNotFound) {
+		t.Errorf("removed endpoint: got %v, want ErrEndpointNotFound", err)
+	}
+	if eps, err := reg.Endpoints(ctx, "chez-marcel"); err != nil || len(eps) != 0 {
+		t.Errorf("endpoints after the removal: got %v %v, want none", eps, err)
+	}
+	if err := reg.Remove(ctx, "chez-marcel", "wh_1"); !errors.Is(err, webhook.ErrEndpointNotFound) {
+		t.Errorf("removed again: got %v, want ErrEndpointNotFound", err)
+	}
+	if err := reg.RotateSecret(ctx, "chez-marcel", "wh_1", secretB, 0); !errors.Is(err, webhook.ErrEndpointNotFound) {
+		t.Errorf("rotating a removed endpoint's secret: got %v, want ErrEndpointNotFound", err)
+	}
+	if got, err := reg.Create(ctx, "chez-marcel", "wh_1", "https://93.184.215.14/a", secretA); err != nil || got != "https://93.184.215.14/a" {
+		t.Errorf("created after its removal: got %q %v, want the removed endpoint's URL and nothing stored", got, err)
+	}
+	if _, err := reg.Endpoint(ctx, "chez-marcel", "wh_1"); !errors.Is(err, webhook.ErrEndpointNotFound) {
+		t.Errorf("a creation after the removal stored the endpoint again: %v", err)
+	}
+	if err := reg.Register(ctx, "chez-marcel", "wh_1", "https://93.184.215.14/c", secretB); err != nil {
+		t.Fatal(err)
+	}
+	if ep, err := reg.Endpoint(ctx, "chez-marcel", "wh_1"); err != nil || ep.URL != "https://93.184.215.14/c" || ep.Disabled {
+		t.Errorf("registered again after its removal: got %+v %v", ep, err)
+	}
 }

@@ -217,6 +217,13 @@ func TestWebhookEndpointsHaveOneOwner(t *testing.T) {
 	if r := m.admin(t, http.MethodDelete, path+"/"+id, nil); r.status != http.StatusNotFound {
 		t.Errorf("remove again: got %d %s, want 404", r.status, r.body)
 	}
+	// The registration retried after the removal finds the endpoint removed: nothing comes back.
+	if late := register("https://127.0.0.1:1/hook"); late.status != http.StatusCreated || late.json(t)["endpoint"] != nil {
+		t.Errorf("registration retried after the removal: got %d %s, want 201, a duplicate", late.status, late.body)
+	}
+	if got := listed(); len(got) != 0 {
+		t.Errorf("endpoints after a late retry: got %v, want none", got)
+	}
 	if r := m.admin(t, http.MethodPost, "/admin/v1/establishments/nowhere/webhooks", []byte(`{"url": "https://127.0.0.1:1/hook"}`)); r.status != http.StatusNotFound {
 		t.Errorf("register on an unknown establishment: got %d %s, want 404", r.status, r.body)
 	}

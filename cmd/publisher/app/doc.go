@@ -38,7 +38,8 @@
 // A command id derived from an Idempotency-Key is remembered for IdempotencyWindow, in the
 // aggregate's cached state and its snapshot: a retry is answered from the log before it is decided
 // again, and the same key with another request is refused. Webhook endpoints, kept by their registry and not in
-// the log, take their id from the key instead: a retry finds the endpoint the key made.
+// the log, take their id from the key instead: a retry finds the endpoint the key made, removed
+// or not.
 //
 // # The calendar
 //
