@@ -322,12 +322,7 @@ func TestDraftEditsAreNotPublished(t *testing.T) {
 	// The stored form of a draft reads back as what was stored, so that a replay over it finds
 	// nothing to do.
 	b := created.bundle
-	value, err := EncodeBundle(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, err := summarizeStored(value)
-	if err != nil || !stored.same(summarize(&b)) || stored.fingerprint() != summarize(&b).fingerprint() {
-		t.Errorf("the stored summary of a draft differs from the summary made when storing it (%v)", err)
+	if stored := storedSummaryOf(t, &b); !stored.same(summarize(&b)) || stored.fingerprint() != summarize(&b).fingerprint() {
+		t.Errorf("the stored summary of a draft differs from the summary made when storing it")
 	}
 }

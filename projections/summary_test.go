@@ -65,14 +65,7 @@ func TestSummaryDecidesAsTheBundle(t *testing.T) {
 		}
 		b := bundles[i]
 		compress(&b)
-		value, err := EncodeBundle(&b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stored, err := summarizeStored(value)
-		if err != nil {
-			t.Fatal(err)
-		}
+		stored := storedSummaryOf(t, &b)
 		if !stored.same(summarize(&b)) || stored.fingerprint() != summarize(&b).fingerprint() {
 			t.Errorf("bundle %d: the stored summary differs from the summary made when storing", i)
 		}
@@ -133,20 +126,12 @@ func TestSummaryOfStoredBundle(t *testing.T) {
 		}
 		b := Render(fixture(t, snapshot, readToday(t, dir)), 42)
 		compress(&b)
-		value, err := EncodeBundle(&b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := summarizeStored(value)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := storedSummaryOf(t, &b)
 		if diff := cmp.Diff(summarize(&b), got, cmp.AllowUnexported(summary{}, docSummary{})); diff != "" {
 			t.Errorf("%s: summary of the stored bundle (-want +got):\n%s", name, diff)
 		}
 		b.Hours.ETag = `W/"other"`
-		value, _ = EncodeBundle(&b)
-		got, _ = summarizeStored(value)
+		got = storedSummaryOf(t, &b)
 		if changed := changedSince(got, &b); !cmp.Equal(changed, []string{ResourceHours}) {
 			t.Errorf("%s: a tag of another form: changed %v, want [hours]", name, changed)
 		}
@@ -203,4 +188,18 @@ func TestFingerprintFollowsEachField(t *testing.T) {
 	if !empty.same(none) || empty.fingerprint() != none.fingerprint() {
 		t.Errorf("no redirects, as an empty map and as nil: want the same summary and fingerprint")
 	}
+}
+
+// storedSummaryOf returns the summary of b as the projector reads it back from the bucket.
+func storedSummaryOf(tb testing.TB, b *dockey.Bundle) *summary {
+	tb.Helper()
+	value, err := EncodeBundle(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := summarizeStored(value)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
