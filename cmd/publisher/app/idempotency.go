@@ -28,6 +28,17 @@ func KeyedCommandID(scope string, body []byte) string {
 	return idempotentPrefix + hex.EncodeToString(s[:16]) + "." + hex.EncodeToString(d[:8])
 }
 
+// keyScope returns the part of a command id made by KeyedCommandID that names the key and what it
+// was sent to, the body left out; false for a command id made under no key.
+func keyScope(commandID string) (string, bool) {
+	rest, ok := strings.CutPrefix(commandID, idempotentPrefix)
+	if !ok {
+		return "", false
+	}
+	scope, _, ok := strings.Cut(rest, ".")
+	return scope, ok
+}
+
 // appliedCommand is a command appended under an idempotency key.
 type appliedCommand struct {
 	ID       string    `json:"id"`

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/opencarte/publisher/domain"
@@ -76,11 +75,10 @@ func (c *Commands) RegisterWebhook(ctx context.Context, req Request, url string)
 // endpointID returns the id of the endpoint a registration makes: drawn at random, or, for a
 // command under an idempotency key, made from the key and what it was sent to, the body left out.
 func endpointID(commandID string) string {
-	scope, _, keyed := strings.Cut(strings.TrimPrefix(commandID, idempotentPrefix), ".")
-	if !keyed || !strings.HasPrefix(commandID, idempotentPrefix) {
-		return NewID("wh")
+	if scope, ok := keyScope(commandID); ok {
+		return "wh_" + scope
 	}
-	return "wh_" + scope
+	return NewID("wh")
 }
 
 // RemoveWebhook removes receiver id of an establishment; deliveries to it stop.
