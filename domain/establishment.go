@@ -295,6 +295,40 @@ func (e *Establishment) PublishMenuVersion(typ Slug, in VersionInput) ([]Event, 
 	return []Event{MenuVersionPublished{MenuType: typ, Version: v}}, nil
 }
 
+// SetMasterMenu makes url the unified card file, or removes it when url is nil.
+func (e *Establishment) SetMasterMenu(url *string) ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	var fe fieldErrors
+	url = optURL("master_menu_url", url, &fe)
+	if err := fe.err(); err != nil {
+		return nil, err
+	}
+	if sameJSON(e.MasterMenuURL, url) {
+		return nil, nil
+	}
+	return []Event{MasterMenuChanged{URL: url}}, nil
+}
+
+// AddMenuAsset adds file a, last, to version id of menu type typ, which must exist.
+func (e *Establishment) AddMenuAsset(typ, id Slug, a AssetInput) ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	mt, ok := e.MenuType(typ)
+	if !ok {
+		return nil, fmt.Errorf("menu type %q: %w", typ, ErrMenuTypeNotFound)
+	}
+	j := mt.versionIndex(id)
+	if j < 0 {
+		return nil, fmt.Errorf("menu type %q version %q: %w", typ, id, ErrMenuVersionNotFound)
+	}
+	in := mt.Versions[j].input()
+	in.Assets = append(in.Assets, a)
+	return e.PublishMenuVersion(typ, in)
+}
+
 // WithdrawMenuVersion removes version id of menu type typ.
 func (e *Establishment) WithdrawMenuVersion(typ, id Slug) ([]Event, error) {
 	if err := e.mustExist(); err != nil {

@@ -1,0 +1,177 @@
+package domain
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"image/jpeg"
+	"image/png"
+	"slices"
+	"strings"
+
+	"golang.org/x/image/webp"
+)
+
+// MaxMenuFileBytes is the largest menu file accepted: 10 MB.
+const MaxMenuFileBytes = 10_000_000
+
+// The refusals of a menu file. Each names the limit or the check it failed.
+var (
+	// ErrFileTooLarge means the file is larger than MaxMenuFileBytes.
+	ErrFileTooLarge = errors.New("larger than the limit of 10 MB (10000000 bytes)")
+	// ErrUnsupportedFile means the file's content is none of the accepted types.
+	ErrUnsupportedFile = errors.New("not a PNG, JPEG or WebP image nor a PDF document")
+	// ErrMalformedFile means the content starts as an accepted type but is empty, truncated or
+	// does not parse.
+	ErrMalformedFile = errors.New("malformed")
+)
+
+// Content types of the accepted menu files.
+const (
+	TypePNG  = "image/png"
+	TypeJPEG = "image/jpeg"
+	TypeWebP = "image/webp"
+	TypePDF  = "application/pdf"
+)
+
+// pdfEndWindow is how far from the end of a PDF its end-of-file marker may be: PDF 2.0 puts it
+// last, and writers add at most a line ending or some padding after it.
+const pdfEndWindow = 1024
+
+var pngTrailer = []byte{0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82}
+
+// CheckMenuFile decides the type of a menu file from its content (never from a name or a header)
+// and checks that it is whole: an image whose header parses (and, for PNG and WebP, whose length
+// is the one its container states), a PDF from its header to its end-of-file marker. It returns
+// the content type, or an error matching ErrFileTooLarge, ErrUnsupportedFile or ErrMalformedFile.
+func CheckMenuFile(data []byte) (string, error) {
+	switch {
+	case len(data) > MaxMenuFileBytes:
+		return "", fmt.Errorf("%d bytes: %w", len(data), ErrFileTooLarge)
+	case len(data) == 0:
+		return "", fmt.Errorf("%w: empty", ErrMalformedFile)
+	}
+	var (
+		typ string
+		err error
+	)
+	switch {
+	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
+		typ, err = TypePNG, checkImage(data, png.DecodeConfig)
+		if err == nil && !bytes.HasSuffix(data, pngTrailer) {
+			err = errors.New("no IEND chunk at its end: truncated")
+		}
+	case bytes.HasPrefix(data, []byte{0xFF, 0xD8, 0xFF}):
+		typ, err = TypeJPEG, checkImage(data, jpeg.DecodeConfig)
+	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP":
+		typ, err = TypeWebP, checkImage(data, webp.DecodeConfig)
+		// The RIFF size counts what follows its first 8 bytes, padded to an even length.
+		if want := int64(binary.LittleEndian.Uint32(data[4:8])) + 8; err == nil && want != int64(len(data)) && want+1 != int64(len(data)) {
+			err = fmt.Errorf("its RIFF header says %d bytes, it has %d: truncated", want, len(data))
+		}
+	case bytes.HasPrefix(data, []byte("%PDF-")):
+		typ = TypePDF
+		if !bytes.Contains(data[max(0, len(data)-pdfEndWindow):], []byte("%%EOF")) {
+			err = errors.New("no %EOF marker at its end: truncated")
+		}
+	default:
+		return "", fmt.Errorf("%w (its content decides its type, not its name)", ErrUnsupportedFile)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w %s: %v", ErrMalformedFile, typ, err)
+	}
+	return typ, nil
+}
+
+func checkImage(data []byte, decode func(r io.Reader) (image.Config, error)) error {
+	cfg, err := decode(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("its header does not parse: %v", err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return fmt.Errorf("its size is %dx%d", cfg.Width, cfg.Height)
+	}
+	return nil
+}
+
+// FileDigest names a stored file by its content: "sha256:" and the lowercase hexadecimal SHA-256
+// of its bytes. The same bytes always have the same digest, so a file is stored once.
+type FileDigest string
+
+// DigestOf returns the digest of data.
+func DigestOf(data []byte) FileDigest {
+	sum := sha256.Sum256(data)
+	return FileDigest("sha256:" + hex.EncodeToString(sum[:]))
+}
+
+const digestPrefix = "sha256:"
+
+// ParseFileDigest checks that s is a digest as DigestOf writes it.
+func ParseFileDigest(s string) (FileDigest, error) {
+	hexPart, ok := strings.CutPrefix(s, digestPrefix)
+	if !ok || len(hexPart) != sha256.Size*2 || strings.ToLower(hexPart) != hexPart {
+		return "", fmt.Errorf("invalid file digest %q: want sha256: and 64 lowercase hexadecimal digits", s)
+	}
+	if _, err := hex.DecodeString(hexPart); err != nil {
+		return "", fmt.Errorf("invalid file digest %q: want sha256: and 64 lowercase hexadecimal digits", s)
+	}
+	return FileDigest(s), nil
+}
+
+// FileName is the name of the file in stores and in its public path: "sha256-<hex>", a name
+// without a colon, valid as a path segment and as an object name.
+func (d FileDigest) FileName() string { return "sha256-" + strings.TrimPrefix(string(d), digestPrefix) }
+
+// DigestOfFileName is the reverse of FileDigest.FileName.
+func DigestOfFileName(name string) (FileDigest, error) {
+	hexPart, ok := strings.CutPrefix(name, "sha256-")
+	if !ok {
+		return "", fmt.Errorf("invalid file name %q: want sha256-<64 hexadecimal digits>", name)
+	}
+	return ParseFileDigest(digestPrefix + hexPart)
+}
+
+// FilesPath is the path, under the read API's base URL, where stored files are served: a file's
+// URL is the base URL, FilesPath and its FileName.
+const FilesPath = "/files/"
+
+// FileOfURL returns the digest of the stored file u points at, a URL whose path ends with
+// FilesPath and a FileName, whatever its host: a reference to a stored file is recognised even
+// after the service's base URL changed.
+func FileOfURL(u string) (FileDigest, bool) {
+	i := strings.LastIndex(u, FilesPath)
+	if i < 0 {
+		return "", false
+	}
+	d, err := DigestOfFileName(u[i+len(FilesPath):])
+	return d, err == nil
+}
+
+// Files returns the digests of the stored files e refers to, each once: its unified card and
+// every page of every file of every version it holds, current or not.
+func (e *Establishment) Files() []FileDigest {
+	var out []FileDigest
+	add := func(u string) {
+		if d, ok := FileOfURL(u); ok && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	if e.MasterMenuURL != nil {
+		add(*e.MasterMenuURL)
+	}
+	for _, mt := range e.MenuTypes {
+		for _, v := range mt.Versions {
+			for _, a := range v.Assets {
+				for _, u := range a.URLs {
+					add(u)
+				}
+			}
+		}
+	}
+	return out
+}
