@@ -30,6 +30,7 @@ const (
 	internalError
 	notReady
 	preconditionFailed
+	unavailable
 )
 
 // fixedAnswer is a status with a constant JSON body: the answer of a failure, or of a probe.
@@ -53,6 +54,7 @@ var errorAnswers = [...]fixedAnswer{
 	internalError:      newFixedAnswer(http.StatusInternalServerError, `{"error":"Internal server error"}`),
 	notReady:           newFixedAnswer(http.StatusServiceUnavailable, `{"error":"Not ready"}`),
 	preconditionFailed: newFixedAnswer(http.StatusPreconditionFailed, `{"error":"Precondition failed"}`),
+	unavailable:        newFixedAnswer(http.StatusServiceUnavailable, `{"error":"Service unavailable"}`),
 }
 
 // writeError answers r with the failure f. Error answers are not to be stored by any cache: a 404

@@ -47,6 +47,13 @@ type Config struct {
 
 	// AccessLog writes one line per request to Logger: at Info, at Debug for the probes.
 	AccessLog bool
+
+	// Files, optional, holds the uploaded files served under /files/; without it every file is
+	// unknown.
+	Files FileSource
+	// FileCacheBytes bounds the memory of the files kept to be served without asking Files; 0
+	// is DefaultFileCacheBytes, negative keeps none.
+	FileCacheBytes int64
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
 }
@@ -111,6 +118,7 @@ type Server struct {
 	redirectQuota *policy  // per client address on the redirects; nil when off
 	apiPolicies   []string // RateLimit-Policy of API answers; nil when both API quotas are off
 	accessLog     bool
+	files         *files // nil without a file source
 }
 
 // New returns a server for cfg.
@@ -148,6 +156,10 @@ func newServer(source documentSource, ready <-chan struct{}, cfg Config) *Server
 	}
 	if len(items) > 0 {
 		s.apiPolicies = []string{strings.Join(items, ", ")}
+	}
+	if cfg.Files != nil {
+		capacity := cmp.Or(cfg.FileCacheBytes, DefaultFileCacheBytes)
+		s.files = &files{source: cfg.Files, cache: newFileCache(max(capacity, 0))}
 	}
 	s.handler = s.routes()
 	return s
@@ -189,6 +201,7 @@ func (s *Server) routes() http.Handler {
 	get("/api/v1/establishments/:slug/menus/:menu_type", s.getMenu)
 	get("/r/master_menu", s.redirectMasterMenu)
 	get("/r/menus", s.redirectMenus)
+	get("/files/:name", s.serveFile)
 	get("/healthz", s.healthz)
 	get("/readyz", s.readyz)
 	get(openapi.JSONPath, descriptionJSON.serve)
@@ -267,7 +280,7 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 		if _, ok := s.admitClient(w, r); !ok {
 			return
 		}
-	case strings.HasPrefix(r.URL.Path, "/r/"):
+	case strings.HasPrefix(r.URL.Path, "/r/"), strings.HasPrefix(r.URL.Path, "/files/"):
 		if !s.admitRedirect(w, r) {
 			return
 		}

@@ -319,8 +319,9 @@ func TestErrorBodies(t *testing.T) {
 		internalError:      `{"error":"Internal server error"}`,
 		notReady:           `{"error":"Not ready"}`,
 		preconditionFailed: `{"error":"Precondition failed"}`,
+		unavailable:        `{"error":"Service unavailable"}`,
 	}
-	wantStatus := map[failure]int{notFound: 404, unauthorized: 401, methodNotAllowed: 405, rateLimited: 429, internalError: 500, notReady: 503, preconditionFailed: 412}
+	wantStatus := map[failure]int{notFound: 404, unauthorized: 401, methodNotAllowed: 405, rateLimited: 429, internalError: 500, notReady: 503, preconditionFailed: 412, unavailable: 503}
 	if got, want := len(errorAnswers), len(want); got != want {
 		t.Fatalf("error answers: got %d, want %d", got, want)
 	}

@@ -92,6 +92,7 @@ func TestPathsAndOperations(t *testing.T) {
 		"/api/v1/establishments/{slug}/menus/{menu_type_slug}": "getMenu",
 		"/r/master_menu":                                       "redirectMasterMenu",
 		"/r/menus":                                             "redirectMenu",
+		"/files/{name}":                                        "getFile",
 		"/healthz":                                             "getHealth",
 		"/readyz":                                              "getReadiness",
 		openapi.YAMLPath:                                       "getOpenAPIYAML",
