@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	neturl "net/url"
 	"os"
@@ -42,9 +43,14 @@ func newClient(url, token, dataDir string) (*client, error) {
 
 // do sends a request and returns the response body; a non-2xx status is an error carrying it.
 func (c *client) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	return c.doAs(ctx, method, path, "application/json", body)
+}
+
+// doAs is do with a body of another content type.
+func (c *client) doAs(ctx context.Context, method, path, contentType string, body []byte) ([]byte, error) {
 	var header http.Header
 	if body != nil {
-		header = http.Header{"Content-Type": {"application/json"}}
+		header = http.Header{"Content-Type": {contentType}}
 	}
 	resp, err := c.send(ctx, method, path, header, body)
 	if err != nil {
@@ -107,6 +113,13 @@ const adminUsage = `usage: publisher admin [flags] <command> [args]
   set-redirect SLUG on|off              menu_redirect_enabled
   publish-version SLUG TYPE FILE        publish a menu version (JSON file, id from the file)
   withdraw-version SLUG TYPE VERSION
+  upload FILE                           store a menu file (PNG, JPEG, WebP or PDF, at most 10 MB);
+                                        prints its digest and URL, to use in imported documents
+  set-master-menu SLUG FILE|URL|none    the unified card: a file to upload, a URL or digest, or none
+  add-asset SLUG TYPE VERSION SCOPE FILE...
+                                        upload files as the pages, in order, of one new file of a
+                                        menu version; SCOPE is fr, en or fr_en
+  collect-files                         remove stored files nothing refers to, past their grace period
   add-webhook SLUG URL                  prints the signing secret once
   remove-webhook SLUG ID
   webhooks SLUG                         endpoints with their delivery state (never a secret)
@@ -150,6 +163,7 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	est := func(slug string) string { return "/admin/v1/establishments/" + seg(slug) }
 	var method, path string
 	var body []byte
+	contentType := "application/json"
 	switch a[0] {
 	case "list":
 		err, method, path = want(0), http.MethodGet, "/admin/v1/establishments"
@@ -219,6 +233,34 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		} else if err = want(2); err == nil {
 			method, path = http.MethodPost, est(a[1])+"/webhooks/"+seg(a[2])+"/rotate-secret"
 		}
+	case "upload":
+		if err = want(1); err == nil {
+			method, path, contentType = http.MethodPost, "/admin/v1/files", "application/octet-stream"
+			body, err = os.ReadFile(a[1])
+		}
+	case "set-master-menu":
+		if err = want(2); err == nil {
+			method, path = http.MethodPut, est(a[1])+"/master-menu"
+			switch ref := a[2]; {
+			case ref == "none":
+				method = http.MethodDelete
+			case strings.HasPrefix(ref, "https://"), strings.HasPrefix(ref, "http://"), strings.HasPrefix(ref, "sha256:"):
+				body, _ = json.Marshal(map[string]string{"url": ref})
+			default:
+				contentType = "application/octet-stream"
+				body, err = os.ReadFile(ref)
+			}
+		}
+	case "add-asset":
+		if len(a) < 6 {
+			fs.Usage()
+			return fmt.Errorf("admin add-asset: want SLUG TYPE VERSION SCOPE and at least one file")
+		}
+		method = http.MethodPost
+		path = est(a[1]) + "/menu-types/" + seg(a[2]) + "/versions/" + seg(a[3]) + "/assets?language_scope=" + neturl.QueryEscape(a[4])
+		body, contentType, err = multipartFiles(a[5:])
+	case "collect-files":
+		err, method, path = want(0), http.MethodPost, "/admin/v1/files/collect"
 	default:
 		fs.Usage()
 		return fmt.Errorf("admin: unknown command %q", a[0])
@@ -226,10 +268,34 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if err != nil {
 		return err
 	}
-	out, err := c.do(ctx, method, path, body)
+	out, err := c.doAs(ctx, method, path, contentType, body)
 	if err != nil {
 		return err
 	}
 	_, err = stdout.Write(out)
 	return err
+}
+
+// multipartFiles returns a multipart/form-data body with each file as a part named "file", in
+// order, and its content type.
+func multipartFiles(names []string) ([]byte, string, error) {
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return nil, "", err
+		}
+		part, err := w.CreateFormFile("file", filepath.Base(name))
+		if err != nil {
+			return nil, "", err
+		}
+		if _, err := part.Write(data); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, "", err
+	}
+	return b.Bytes(), w.FormDataContentType(), nil
 }

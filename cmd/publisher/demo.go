@@ -6,8 +6,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"image/color"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
@@ -41,6 +41,9 @@ func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
 			snap.MenuTypes[i].Versions[j].ID, snap.MenuTypes[i].Versions[j].ReferenceDate = d, &d
 		}
 	}
+	if err := m.uploadDemoFiles(ctx, &snap); err != nil {
+		return err
+	}
 	res, err := m.Commands.Import(ctx, app.Request{Slug: demoSlug}, snap)
 	if err != nil {
 		return err
@@ -57,11 +60,7 @@ func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
 	if err := m.Served(wctx, demoSlug, res.Version); err != nil {
 		return fmt.Errorf("wait for the demo to be served: %w", err)
 	}
-	base := m.Config.PublicURL
-	if base == "" {
-		base = m.HTTPURL
-	}
-	base = strings.TrimRight(base, "/")
+	base := m.PublicURL()
 	h := fmt.Sprintf("-H 'X-Api-Key: %s'", key)
 	api := base + "/api/v1/establishments/" + demoSlug
 	fmt.Fprintf(out, `
@@ -83,6 +82,41 @@ Admin API: %s (Authorization: Bearer %s)
 `, demoSlug, today, key, h, api, h, api, h, api, h, api, h, api, h, api, base, demoSlug, base, demoSlug, m.AdminURL, m.AdminToken, demoSlug)
 	return nil
 }
+
+// uploadDemoFiles stores a generated PDF as the unified card and generated images as the pages
+// of "la-carte", so that the redirects land on files the service itself serves; the other menus
+// keep their external URLs, the other way of giving files.
+func (m *Main) uploadDemoFiles(ctx context.Context, snap *domain.EstablishmentInput) error {
+	card, err := m.Commands.UploadFile(ctx, demoPDF("Chez Marcel", "La carte complete", "Entrees, plats, desserts et vins"))
+	if err != nil {
+		return fmt.Errorf("upload the demo's unified card: %w", err)
+	}
+	snap.MasterMenuURL = ptr(string(card.Digest))
+	blue, cream := color.RGBA{0x1f, 0x3a, 0x5f, 0xff}, color.RGBA{0xf4, 0xec, 0xd8, 0xff}
+	red := color.RGBA{0x9b, 0x23, 0x35, 0xff}
+	pages := map[string][][]byte{"fr": {demoPNG(blue, cream), demoPNG(cream, blue)}, "en": {demoPNG(red, cream)}}
+	for i := range snap.MenuTypes {
+		if snap.MenuTypes[i].Slug != "la-carte" {
+			continue
+		}
+		for j := range snap.MenuTypes[i].Versions {
+			for k, a := range snap.MenuTypes[i].Versions[j].Assets {
+				urls := []string{}
+				for _, p := range pages[a.LanguageScope] {
+					f, err := m.Commands.UploadFile(ctx, p)
+					if err != nil {
+						return fmt.Errorf("upload the demo's menu pages: %w", err)
+					}
+					urls = append(urls, string(f.Digest))
+				}
+				snap.MenuTypes[i].Versions[j].Assets[k].URLs = urls
+			}
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func mustLocation(tz string) *time.Location {
 	e := domain.Establishment{TimeZone: tz}

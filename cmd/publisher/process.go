@@ -43,6 +43,7 @@ type Main struct {
 	Store      *events.Store
 	Docs       jetstream.KeyValue // the documents bucket
 	Snapshots  *events.Snapshots
+	Files      *events.Files // uploaded menu files, when the api or admin role runs
 	Commands   *app.Commands
 	Projector  *projections.Projector
 	Mirror     *readapi.Mirror
@@ -58,6 +59,7 @@ type Main struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	servers []*http.Server
+	apiLn   net.Listener // the read API's listener, bound before the roles start
 	errc    chan error
 }
 
@@ -123,6 +125,18 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return fmt.Errorf("open webhook dispatcher: %w", err)
 		}
 	}
+	if c.has(roleAPI) {
+		// Bound first, so that the URLs of uploaded files name the port it got.
+		if m.apiLn, err = net.Listen("tcp", c.HTTPAddr); err != nil {
+			return fmt.Errorf("read api: %w", err)
+		}
+		m.HTTPURL = "http://" + m.apiLn.Addr().String()
+	}
+	if c.has(roleAPI) || c.has(roleAdmin) {
+		if m.Files, err = events.OpenFiles(ctx, js, c.Replicas); err != nil {
+			return err
+		}
+	}
 	if err := m.openCommands(); err != nil {
 		return err
 	}
@@ -184,6 +198,10 @@ func (m *Main) openCommands() error {
 	cfg := app.Config{
 		Log: m.Store, Snapshots: m.Snapshots, Clock: m.Clock.Today, Logger: m.Logger,
 		CacheSize: m.Config.CacheSize, SnapshotEvery: m.Config.SnapshotEach,
+		PublicURL: m.PublicURL(), FileGrace: m.Config.FileGrace,
+	}
+	if m.Files != nil {
+		cfg.Files = m.Files
 	}
 	if m.Webhooks != nil {
 		cfg.Webhooks = endpointRegistry{m.Webhooks.Registry()}
@@ -334,6 +352,10 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open documents bucket: %w", err)
 	}
+	files, err := events.OpenFiles(ctx, mjs, m.Config.Replicas)
+	if err != nil {
+		return err
+	}
 	m.Mirror, err = readapi.NewMirror(docs, m.Logger.With("role", roleAPI))
 	if err != nil {
 		return err
@@ -360,15 +382,14 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI),
 		KeyQuota: c.KeyQuota, IPQuota: c.IPQuota, RedirectQuota: c.RedirectQuota, Window: c.QuotaWindow,
 		TrustedProxies: c.TrustedProxies, AccessLog: c.AccessLog,
+		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes,
 	})
 	if err != nil {
 		return err
 	}
-	url, err := m.listen(m.Config.HTTPAddr, srv.Handler())
-	if err != nil {
-		return fmt.Errorf("read api: %w", err)
-	}
-	m.HTTPURL = url
+	ln := m.apiLn
+	m.apiLn = nil
+	m.serve(ln, srv.Handler())
 	return nil
 }
 
@@ -448,16 +469,33 @@ func (m *Main) listen(addr string, h http.Handler) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	srv := readapi.NewHTTPServer(addr, h)
+	m.serve(ln, h)
+	return "http://" + ln.Addr().String(), nil
+}
+
+// serve serves h on ln until Close.
+func (m *Main) serve(ln net.Listener, h http.Handler) {
+	srv := readapi.NewHTTPServer(ln.Addr().String(), h)
 	m.servers = append(m.servers, srv)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.errc <- fmt.Errorf("http %s: %w", addr, err)
+			m.errc <- fmt.Errorf("http %s: %w", ln.Addr(), err)
 		}
 	}()
-	return "http://" + ln.Addr().String(), nil
+}
+
+// PublicURL is the base URL of the read API as its clients reach it: --public-url, else the
+// address the api role listens on.
+func (m *Main) PublicURL() string {
+	switch {
+	case m.Config.PublicURL != "":
+		return strings.TrimRight(m.Config.PublicURL, "/")
+	case m.HTTPURL != "":
+		return m.HTTPURL
+	}
+	return "http://" + m.Config.HTTPAddr
 }
 
 // run starts a role's loop; its failure is reported on Err.
@@ -481,6 +519,9 @@ func (m *Main) Close() {
 	defer cancel()
 	for _, s := range m.servers {
 		_ = s.Shutdown(ctx)
+	}
+	if m.apiLn != nil {
+		_ = m.apiLn.Close() // bound, never served: Open failed before the read API started
 	}
 	if m.cancel != nil {
 		m.cancel()
@@ -560,6 +601,22 @@ func (n signalNotifier) Announced(ctx context.Context, slug string) (int64, erro
 // webhookAdmin gives the admin API the registry and the dispatcher's operations.
 // endpointRegistry is the webhook registry as the write side uses it: endpoints named as the
 // domain names them.
+// fileSource serves the read API the uploaded files of the object store.
+type fileSource struct{ files *events.Files }
+
+func (s fileSource) Open(ctx context.Context, name string) (readapi.StoredFile, error) {
+	fi, err := s.files.Stat(ctx, name)
+	if errors.Is(err, events.ErrFileNotFound) {
+		return readapi.StoredFile{}, readapi.ErrNoFile
+	}
+	if err != nil {
+		return readapi.StoredFile{}, err
+	}
+	return readapi.StoredFile{ContentType: fi.ContentType, Size: fi.Size, Reader: func(ctx context.Context, skip int64) io.Reader {
+		return s.files.Reader(ctx, fi, skip)
+	}}, nil
+}
+
 type endpointRegistry struct{ *webhook.Registry }
 
 func (r endpointRegistry) Endpoints(ctx context.Context, establishment string) ([]domain.WebhookEndpoint, error) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/readapi"
 )
 
 // The roles one process can run.
@@ -41,12 +42,14 @@ type Config struct {
 	Today            string // fixed local date YYYY-MM-DD for every establishment; empty: wall clock
 	ClockEvery       time.Duration
 	Demo             bool
-	PublicURL        string // base URL printed in the demo's examples
-	CacheSize        int    // aggregates the write side keeps in memory
-	SnapshotEach     int    // records folded before an aggregate snapshot is written
-	ProjectorWorkers int    // establishments projected at once; 0: projections.WorkersPerCPU per CPU
-	ProjectorCache   int    // establishments the projector holds in memory; 0: projections.DefaultCacheSize
-	ProjectorReplay  bool   // replay the whole log at start instead of resuming from the checkpoint
+	PublicURL        string // base URL of the read API as clients reach it
+	FileCacheBytes   int64
+	FileGrace        time.Duration
+	CacheSize        int  // aggregates the write side keeps in memory
+	SnapshotEach     int  // records folded before an aggregate snapshot is written
+	ProjectorWorkers int  // establishments projected at once; 0: projections.WorkersPerCPU per CPU
+	ProjectorCache   int  // establishments the projector holds in memory; 0: projections.DefaultCacheSize
+	ProjectorReplay  bool // replay the whole log at start instead of resuming from the checkpoint
 	LogLevel         string
 	DuplicateTTL     time.Duration
 
@@ -87,7 +90,9 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ProjectorWorkers, "projector-workers", 0, "establishments the projector renders and stores at once (0: 32 per CPU)")
 	fs.BoolVar(&c.ProjectorReplay, "projector-replay", false, "replay the whole event log at start instead of resuming from the projector's checkpoint")
 	fs.IntVar(&c.ProjectorCache, "projector-cache", projections.DefaultCacheSize, "establishments the projector keeps in memory (least recently projected first out)")
-	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of the read API shown in the demo (default from --http)")
+	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of the read API as clients reach it, in the URLs of uploaded files and the demo (default from --http)")
+	fs.Int64Var(&c.FileCacheBytes, "file-cache-bytes", readapi.DefaultFileCacheBytes, "memory the read API keeps uploaded files in, to serve them without asking NATS (negative: none)")
+	fs.DurationVar(&c.FileGrace, "file-grace", app.DefaultFileGrace, "how long an uploaded file nothing refers to is kept before a collection removes it")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.DuplicateTTL, "dedupe-window", time.Hour, "how long a command id is remembered for idempotent retries")
 	fs.IntVar(&c.KeyQuota, "quota-key", 120, "API requests per key per quota window; negative: no per-key quota")

@@ -57,11 +57,14 @@ type Config struct {
 	BatchWorkers int
 	// MaxInFlight is how many requests are handled at once; 0 is DefaultMaxInFlight.
 	MaxInFlight int
+	// Uploads is how many uploaded files are read and stored at once; 0 is DefaultUploads.
+	Uploads int
 }
 
 // API is the admin HTTP API: the back office's way to change content.
 type API struct {
-	cfg Config
+	cfg     Config
+	uploads chan struct{} // one token per file being read and stored
 }
 
 // NewAPI validates cfg and returns the API.
@@ -72,7 +75,7 @@ func NewAPI(cfg Config) (*API, error) {
 	if len(cfg.Token) < 16 {
 		return nil, errors.New("admin: token must be at least 16 characters")
 	}
-	return &API{cfg: cfg}, nil
+	return &API{cfg: cfg, uploads: make(chan struct{}, cmpOr(cfg.Uploads, DefaultUploads))}, nil
 }
 
 // Handler returns the routes of the admin API.
@@ -103,6 +106,11 @@ func (a *API) Handler() http.Handler {
 	r.POST(est+"/api/disable", a.disableAPI)
 	r.POST(est+"/api/regenerate-key", a.regenerateKey)
 	r.PUT(est+"/menu-redirect", a.setMenuRedirect)
+	r.PUT(est+"/master-menu", a.putMasterMenu)
+	r.DELETE(est+"/master-menu", a.deleteMasterMenu)
+	r.POST(est+"/menu-types/:menu_type/versions/:version/assets", a.addAsset)
+	r.POST(filesPath, a.uploadFile)
+	r.POST(filesPath+"/collect", a.collectFiles)
 	r.PUT(est+"/menu-types/:menu_type/versions/:version", a.publishVersion)
 	r.DELETE(est+"/menu-types/:menu_type/versions/:version", a.withdrawVersion)
 	r.POST(est+"/webhooks", a.registerWebhook)
@@ -116,6 +124,13 @@ func (a *API) Handler() http.Handler {
 		r.POST("/admin/v1/deliveries/:id/redeliver", a.redeliver)
 	}
 	return a.authenticate(a.bounded(idempotency(r)))
+}
+
+func cmpOr(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // DefaultMaxInFlight is how many admin requests are handled at once unless configured.
@@ -396,6 +411,7 @@ var statuses = map[app.Kind]struct {
 	app.KindNotFound:    {http.StatusNotFound, "Not found"},
 	app.KindConflict:    {http.StatusConflict, "Conflict"},
 	app.KindTooLarge:    {http.StatusRequestEntityTooLarge, "Content too large"},
+	app.KindUnsupported: {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	app.KindUnavailable: {http.StatusServiceUnavailable, "Service unavailable"},
 	app.KindInternal:    {http.StatusInternalServerError, "Internal server error"},
 }
@@ -419,7 +435,7 @@ func (a *API) refusal(r *http.Request, err error) (status int, text string, deta
 		}
 	case kind == app.KindInternal:
 		a.cfg.Logger.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	case kind == app.KindUnavailable && !errors.Is(err, webhook.ErrResolverUnavailable):
+	case kind == app.KindUnavailable && !errors.Is(err, webhook.ErrResolverUnavailable) && !errors.Is(err, app.ErrFilesUnavailable):
 		// The cause is this service's own (the event log, a store): say what, not how.
 		a.cfg.Logger.Warn("admin request not served", "method", r.Method, "path", r.URL.Path, "err", err)
 		details = []string{app.ErrUnavailable.Error()}
@@ -496,6 +512,12 @@ func idempotency(next http.Handler) http.Handler {
 		}
 		if err := checkIdempotencyKey(keys); err != nil {
 			writeError(w, http.StatusBadRequest, "Bad request", []string{"Idempotency-Key: " + err.Error()})
+			return
+		}
+		if isUpload(r) {
+			// An upload is read file by file, and its key names the files it sends.
+			scope := r.Method + "\x00" + r.URL.Path + "\x00" + keys[0]
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), uploadScopeKey{}, scope)))
 			return
 		}
 		if r.URL.Path == importPath {

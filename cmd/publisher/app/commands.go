@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -58,6 +59,15 @@ type Config struct {
 	MaxLoads int
 	// Now is the time of new events; nil is time.Now.
 	Now func() time.Time
+	// Files stores uploaded menu files, normally an *events.Files; nil refuses uploads and
+	// references to stored files.
+	Files fileStore
+	// PublicURL is the base URL of the read API, which serves stored files under
+	// domain.FilesPath: a file's URL in the documents is made of it when the file is first
+	// referred to, and stays so.
+	PublicURL string
+	// FileGrace is how long a stored file nothing refers to is kept; 0 is DefaultFileGrace.
+	FileGrace time.Duration
 }
 
 // Validate reports a missing dependency or a bad setting.
@@ -69,7 +79,10 @@ func (c Config) Validate() error {
 	if c.Logger == nil {
 		errs = append(errs, errors.New("app: config: logger is required"))
 	}
-	if c.CacheSize < 0 || c.SnapshotEvery < 0 || c.MaxLoads < 0 {
+	if c.Files != nil && domain.ValidateURL(c.PublicURL) != nil {
+		errs = append(errs, fmt.Errorf("app: config: public URL %q: want the absolute http or https base URL of the read API", c.PublicURL))
+	}
+	if c.CacheSize < 0 || c.SnapshotEvery < 0 || c.MaxLoads < 0 || c.FileGrace < 0 {
 		errs = append(errs, fmt.Errorf("app: config: cache size %d, snapshot interval %d and load limit %d must not be negative", c.CacheSize, c.SnapshotEvery, c.MaxLoads))
 	}
 	return errors.Join(errs...)
@@ -85,6 +98,10 @@ type Commands struct {
 	now      func() time.Time
 	locks    locks
 	repo     *repository
+
+	files     fileStore
+	filesBase string // PublicURL without a trailing slash
+	fileGrace time.Duration
 }
 
 // New returns the commands of cfg.
@@ -98,6 +115,13 @@ func New(cfg Config) (*Commands, error) {
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	if cfg.Files != nil {
+		c.files, c.filesBase = cfg.Files, strings.TrimRight(cfg.PublicURL, "/")
+	}
+	c.fileGrace = cfg.FileGrace
+	if c.fileGrace == 0 {
+		c.fileGrace = DefaultFileGrace
 	}
 	size := cmpOr(cfg.CacheSize, DefaultCacheSize)
 	cache, err := lru.New[domain.Slug, *aggregate](size)

@@ -37,6 +37,7 @@ const (
 	KindConflict                // a transition that does not exist, or a race kept lost
 	KindTooLarge                // the content would not fit the stores
 	KindUnavailable             // a dependency did not answer; retrying may work
+	KindUnsupported             // content of a type that is not accepted
 )
 
 // kinds is the one table from this package's and domain's errors to kinds: a new sentinel is a
@@ -55,6 +56,10 @@ var kinds = []struct {
 	{domain.ErrAPIDisabled, KindConflict},
 	{ErrConflict, KindConflict},
 	{ErrTooLarge, KindTooLarge},
+	{domain.ErrFileTooLarge, KindTooLarge},
+	{domain.ErrUnsupportedFile, KindUnsupported},
+	{domain.ErrMalformedFile, KindInvalid},
+	{ErrFilesUnavailable, KindUnavailable},
 	{ErrUnavailable, KindUnavailable},
 	{context.DeadlineExceeded, KindUnavailable},
 	{context.Canceled, KindUnavailable},

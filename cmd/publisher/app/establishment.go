@@ -21,6 +21,9 @@ func (c *Commands) Import(ctx context.Context, req Request, snap domain.Establis
 	if snap.Slug == "" {
 		snap.Slug = string(req.Slug)
 	}
+	if err := c.resolveFiles(ctx, &snap); err != nil {
+		return KeyResult{}, err
+	}
 	var key domain.APIKey
 	res, err := c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) {
 		out, err := e.Import(snap, newAPIKey())
@@ -69,6 +72,9 @@ func (c *Commands) SetMenuRedirect(ctx context.Context, req Request, enabled boo
 
 // PublishVersion publishes version v of menu type typ, or replaces the version with its id.
 func (c *Commands) PublishVersion(ctx context.Context, req Request, typ domain.Slug, v domain.VersionInput) (Result, error) {
+	if err := c.resolveVersionFiles(ctx, "", &v); err != nil {
+		return Result{}, err
+	}
 	return c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.PublishMenuVersion(typ, v) })
 }
 

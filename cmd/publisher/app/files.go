@@ -1,0 +1,278 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+)
+
+// DefaultFileGrace is how long a stored file that nothing refers to is kept unless configured:
+// long enough for a client to upload files and then import the documents that refer to them.
+const DefaultFileGrace = 24 * time.Hour
+
+// collectWorkers bounds the establishments a collection of files loads at once.
+const collectWorkers = 8
+
+// fileStore keeps uploaded files by name; *events.Files satisfies it.
+type fileStore interface {
+	Stat(ctx context.Context, name string) (events.FileInfo, error)
+	PutNew(ctx context.Context, name, contentType string, data []byte) (events.FileInfo, bool, error)
+	Touch(ctx context.Context, name string) error
+	List(ctx context.Context) ([]events.FileInfo, error)
+	Delete(ctx context.Context, name string) error
+}
+
+// ErrFilesUnavailable means this process stores no files.
+var ErrFilesUnavailable = errors.New("file uploads are not configured")
+
+// File is a stored menu file.
+type File struct {
+	Digest      domain.FileDigest `json:"digest"`
+	ContentType string            `json:"content_type"`
+	Size        int64             `json:"size"`
+	URL         string            `json:"url"`     // where the read API serves it
+	Created     bool              `json:"created"` // false: the same bytes were stored already
+}
+
+// UploadFile checks data as a menu file and stores it, once for the same bytes. Nothing is
+// stored for a refused file. The file is kept at least the file grace period; a document that
+// refers to it, by its digest or its URL, keeps it for good.
+func (c *Commands) UploadFile(ctx context.Context, data []byte) (File, error) {
+	if c.files == nil {
+		return File{}, ErrFilesUnavailable
+	}
+	typ, err := domain.CheckMenuFile(data)
+	if err != nil {
+		return File{}, err
+	}
+	d := domain.DigestOf(data)
+	fi, created, err := c.files.PutNew(ctx, d.FileName(), typ, data)
+	if err != nil {
+		return File{}, unavailable(err)
+	}
+	if !created {
+		if err := c.keep(ctx, fi); err != nil {
+			return File{}, err
+		}
+	}
+	return File{Digest: d, ContentType: typ, Size: fi.Size, URL: c.FileURL(d), Created: created}, nil
+}
+
+// FileURL returns the public URL of the stored file d.
+func (c *Commands) FileURL(d domain.FileDigest) string {
+	return c.filesBase + domain.FilesPath + d.FileName()
+}
+
+// keep moves the modification time of a stored file forward when it is past half the grace
+// period, so that a collection running now keeps it: a collection removes only files that were
+// unreferenced and untouched for the whole grace period.
+func (c *Commands) keep(ctx context.Context, fi events.FileInfo) error {
+	if c.now().Sub(fi.Modified) < c.fileGrace/2 {
+		return nil
+	}
+	if err := c.files.Touch(ctx, fi.Name); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// SetMasterMenu sets the establishment's unified card to url, an external URL or the digest of
+// a stored file, or removes it when url is nil.
+func (c *Commands) SetMasterMenu(ctx context.Context, req Request, url *string) (Result, error) {
+	if err := c.resolveFile(ctx, "master_menu_url", url); err != nil {
+		return Result{}, err
+	}
+	return c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.SetMasterMenu(url) })
+}
+
+// AddMenuAsset adds file a, last, to version id of menu type typ. Its URLs may be digests of
+// stored files.
+func (c *Commands) AddMenuAsset(ctx context.Context, req Request, typ, id domain.Slug, a domain.AssetInput) (Result, error) {
+	a.URLs = slices.Clone(a.URLs)
+	for k := range a.URLs {
+		if err := c.resolveFile(ctx, fmt.Sprintf("urls[%d]", k), &a.URLs[k]); err != nil {
+			return Result{}, err
+		}
+	}
+	return c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.AddMenuAsset(typ, id, a) })
+}
+
+// resolveFiles turns every reference to a stored file in snap (a digest, or the URL of a file
+// of this service) into the file's URL, after checking that the file is stored.
+func (c *Commands) resolveFiles(ctx context.Context, snap *domain.EstablishmentInput) error {
+	var errs []error
+	errs = append(errs, c.resolveFile(ctx, "master_menu_url", snap.MasterMenuURL))
+	for i := range snap.MenuTypes {
+		for j := range snap.MenuTypes[i].Versions {
+			prefix := fmt.Sprintf("menu_types[%d].versions[%d].", i, j)
+			errs = append(errs, c.resolveVersionFiles(ctx, prefix, &snap.MenuTypes[i].Versions[j]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// resolveVersionFiles is resolveFiles for the files of one version.
+func (c *Commands) resolveVersionFiles(ctx context.Context, prefix string, v *domain.VersionInput) error {
+	var errs []error
+	for i := range v.Assets {
+		for k := range v.Assets[i].URLs {
+			errs = append(errs, c.resolveFile(ctx, fmt.Sprintf("%sassets[%d].urls[%d]", prefix, i, k), &v.Assets[i].URLs[k]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// resolveFile replaces the digest *ref of a stored file with its URL, and checks that the file
+// a digest or a URL of this service's files names is stored. Other URLs are left to the domain.
+func (c *Commands) resolveFile(ctx context.Context, field string, ref *string) error {
+	if ref == nil {
+		return nil
+	}
+	d, isURL := domain.FileOfURL(*ref)
+	switch {
+	case isURL && !strings.HasPrefix(*ref, c.filesBase+domain.FilesPath):
+		return nil // another service's file, or this one's under a base URL it no longer has
+	case !isURL && !strings.HasPrefix(*ref, "sha256:"):
+		return nil
+	case !isURL:
+		var err error
+		if d, err = domain.ParseFileDigest(*ref); err != nil {
+			return &domain.FieldError{Field: field, Reason: err.Error()}
+		}
+	}
+	if c.files == nil {
+		return &domain.FieldError{Field: field, Reason: "file uploads are not configured: give a URL"}
+	}
+	fi, err := c.files.Stat(ctx, d.FileName())
+	if errors.Is(err, events.ErrFileNotFound) {
+		return &domain.FieldError{Field: field, Reason: fmt.Sprintf("no file %s is stored: upload it first", d)}
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	if err := c.keep(ctx, fi); err != nil {
+		return err
+	}
+	*ref = c.FileURL(d)
+	return nil
+}
+
+// FilesReport is the outcome of CollectFiles.
+type FilesReport struct {
+	Stored     int      `json:"stored"`     // files stored when the collection began
+	Referenced int      `json:"referenced"` // of them, those an establishment refers to
+	Young      int      `json:"young"`      // of the others, those kept for the grace period
+	Removed    []string `json:"removed"`    // names of the files removed
+}
+
+// CollectFiles removes the stored files that no establishment refers to (by its unified card or
+// any file of any version it holds, current, past or future) and that were stored or touched
+// longer ago than the grace period. It never removes a referenced file: a command that refers to
+// a file touches it when it is past half the grace period, and a file is checked again just
+// before it is removed. It reads every establishment, a few at a time.
+func (c *Commands) CollectFiles(ctx context.Context) (FilesReport, error) {
+	if c.files == nil {
+		return FilesReport{}, ErrFilesUnavailable
+	}
+	stored, err := c.files.List(ctx)
+	if err != nil {
+		return FilesReport{}, unavailable(err)
+	}
+	rep := FilesReport{Stored: len(stored), Removed: []string{}}
+	old := make(map[string]bool)
+	for _, fi := range stored {
+		if c.now().Sub(fi.Modified) >= c.fileGrace {
+			old[fi.Name] = true
+		}
+	}
+	if len(old) == 0 {
+		rep.Young = len(stored)
+		return rep, nil
+	}
+	referenced, err := c.referencedFiles(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for _, fi := range stored {
+		switch {
+		case referenced[fi.Name]:
+			rep.Referenced++
+		case !old[fi.Name]:
+			rep.Young++
+		default:
+			again, err := c.files.Stat(ctx, fi.Name)
+			if errors.Is(err, events.ErrFileNotFound) {
+				continue
+			}
+			if err != nil {
+				return rep, unavailable(err)
+			}
+			if c.now().Sub(again.Modified) < c.fileGrace {
+				rep.Young++
+				continue
+			}
+			if err := c.files.Delete(ctx, fi.Name); err != nil {
+				return rep, unavailable(err)
+			}
+			rep.Removed = append(rep.Removed, fi.Name)
+		}
+	}
+	return rep, nil
+}
+
+// referencedFiles returns the names of the files some establishment refers to.
+func (c *Commands) referencedFiles(ctx context.Context) (map[string]bool, error) {
+	slugs, err := c.log.Slugs(ctx)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	var (
+		mu         sync.Mutex
+		referenced = make(map[string]bool)
+		firstErr   error
+		next       = make(chan string)
+		wg         sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range collectWorkers {
+		wg.Go(func() {
+			for slug := range next {
+				a, err := c.repo.load(ctx, domain.Slug(slug), nil)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("load %s: %w", slug, err)
+					cancel()
+				}
+				if err == nil {
+					for _, d := range a.est.Files() {
+						referenced[d.FileName()] = true
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, slug := range slugs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- slug
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, unavailable(firstErr)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	return referenced, nil
+}
