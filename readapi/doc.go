@@ -66,6 +66,13 @@
 //     active establishment whatever its API and redirect settings and is 404 without a unified
 //     file. /r/menus is 404 when menu redirects are off, the menu type is unknown, or no file
 //     covers the locale; a locale other than "en", or none, means fr. A 302 has no body.
+//   - /files/<name> serves the uploaded file named "sha256-<hex>" (a FileSource holds them) with
+//     its Content-Type, its name as a strong ETag, Cache-Control public for a year and immutable,
+//     X-Content-Type-Options nosniff, ranges and 304, as http.ServeContent does. No key: files are
+//     public in image tags. An unknown or malformed name is a 404 counted, like the redirects,
+//     against the per-address redirect quota; a stored file counts against nothing. Files up to
+//     an eighth of the cache's bound are kept in memory, least recently served out first; the
+//     others stream from the source as they are sent.
 //   - Every route answers GET and HEAD (HEAD as GET without the body). Another method on a known
 //     path is 405 with Allow: GET, HEAD and {"error":"Method not allowed"}; an unknown path is 404
 //     {"error":"Not found"}. Paths are matched exactly: no redirect for a trailing slash or case.

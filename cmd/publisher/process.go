@@ -184,6 +184,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err := m.startAdmin(); err != nil {
 			return err
 		}
+		if c.FileCollectEvery > 0 {
+			m.run(runCtx, "file collection", m.collectFiles)
+		}
 	}
 	// Deliveries start last: after a stop, the windows that fell due meanwhile all close at
 	// once, and the read API's mirror should not wait behind them.
@@ -496,6 +499,27 @@ func (m *Main) PublicURL() string {
 		return m.HTTPURL
 	}
 	return "http://" + m.Config.HTTPAddr
+}
+
+// collectFiles removes, every FileCollectEvery, the uploaded files nothing refers to. A failed
+// pass is logged and tried again at the next one.
+func (m *Main) collectFiles(ctx context.Context) error {
+	t := time.NewTicker(m.Config.FileCollectEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		start := time.Now()
+		rep, err := m.Commands.CollectFiles(ctx)
+		if err != nil {
+			m.Logger.Warn("file collection failed", "err", err)
+			continue
+		}
+		m.Logger.Info("file collection", "stored", rep.Stored, "referenced", rep.Referenced, "young", rep.Young, "removed", len(rep.Removed), "took", time.Since(start).Round(time.Millisecond))
+	}
 }
 
 // run starts a role's loop; its failure is reported on Err.

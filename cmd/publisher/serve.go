@@ -45,6 +45,7 @@ type Config struct {
 	PublicURL        string // base URL of the read API as clients reach it
 	FileCacheBytes   int64
 	FileGrace        time.Duration
+	FileCollectEvery time.Duration
 	CacheSize        int  // aggregates the write side keeps in memory
 	SnapshotEach     int  // records folded before an aggregate snapshot is written
 	ProjectorWorkers int  // establishments projected at once; 0: projections.WorkersPerCPU per CPU
@@ -93,6 +94,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of the read API as clients reach it, in the URLs of uploaded files and the demo (default from --http)")
 	fs.Int64Var(&c.FileCacheBytes, "file-cache-bytes", readapi.DefaultFileCacheBytes, "memory the read API keeps uploaded files in, to serve them without asking NATS (negative: none)")
 	fs.DurationVar(&c.FileGrace, "file-grace", app.DefaultFileGrace, "how long an uploaded file nothing refers to is kept before a collection removes it")
+	fs.DurationVar(&c.FileCollectEvery, "file-collect-interval", 6*time.Hour, "how often the admin role removes uploaded files nothing refers to (0: only when asked)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.DuplicateTTL, "dedupe-window", time.Hour, "how long a command id is remembered for idempotent retries")
 	fs.IntVar(&c.KeyQuota, "quota-key", 120, "API requests per key per quota window; negative: no per-key quota")

@@ -14,4 +14,10 @@
 // (MaxBodyBytes), and reads the body as it comes: a batch costs memory for the documents being
 // imported, not for the whole body. Under an Idempotency-Key, each line's command id derives from
 // the key, its line number and its bytes.
+//
+// Uploads (POST /admin/v1/files, PUT .../master-menu with a file, POST .../assets) read their
+// files one at a time, each at most domain.MaxMenuFileBytes, and at most Config.Uploads files at
+// once in the whole API, so an upload costs one file of memory whatever its body. Under an
+// Idempotency-Key, an upload's command id derives from the key and the digests of its files,
+// which name the bytes exactly, so its body is never read twice.
 package admin
