@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"io"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"slices"
 	"strings"
 
