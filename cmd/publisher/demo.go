@@ -41,7 +41,8 @@ func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
 			snap.MenuTypes[i].Versions[j].ID, snap.MenuTypes[i].Versions[j].ReferenceDate = d, &d
 		}
 	}
-	if err := m.uploadDemoFiles(ctx, &snap); err != nil {
+	cardURL, err := m.uploadDemoFiles(ctx, &snap)
+	if err != nil {
 		return err
 	}
 	res, err := m.Commands.Import(ctx, app.Request{Slug: demoSlug}, snap)
@@ -75,21 +76,22 @@ API key (shown once): %s
   curl -s %s %s/menus/vins
   curl -si '%s/r/master_menu?establishment=%s'
   curl -si '%s/r/menus?establishment=%s&menu_type=la-carte&locale=en'
+  curl -sI %s    # the unified card, uploaded: served by this service
 
 Admin API: %s (Authorization: Bearer %s)
   publisher admin get %s
 
-`, demoSlug, today, key, h, api, h, api, h, api, h, api, h, api, h, api, base, demoSlug, base, demoSlug, m.AdminURL, m.AdminToken, demoSlug)
+`, demoSlug, today, key, h, api, h, api, h, api, h, api, h, api, h, api, base, demoSlug, base, demoSlug, cardURL, m.AdminURL, m.AdminToken, demoSlug)
 	return nil
 }
 
 // uploadDemoFiles stores a generated PDF as the unified card and generated images as the pages
 // of "la-carte", so that the redirects land on files the service itself serves; the other menus
 // keep their external URLs, the other way of giving files.
-func (m *Main) uploadDemoFiles(ctx context.Context, snap *domain.EstablishmentInput) error {
+func (m *Main) uploadDemoFiles(ctx context.Context, snap *domain.EstablishmentInput) (cardURL string, err error) {
 	card, err := m.Commands.UploadFile(ctx, demoPDF("Chez Marcel", "La carte complete", "Entrees, plats, desserts et vins"))
 	if err != nil {
-		return fmt.Errorf("upload the demo's unified card: %w", err)
+		return "", fmt.Errorf("upload the demo's unified card: %w", err)
 	}
 	snap.MasterMenuURL = ptr(string(card.Digest))
 	blue, cream := color.RGBA{0x1f, 0x3a, 0x5f, 0xff}, color.RGBA{0xf4, 0xec, 0xd8, 0xff}
@@ -105,7 +107,7 @@ func (m *Main) uploadDemoFiles(ctx context.Context, snap *domain.EstablishmentIn
 				for _, p := range pages[a.LanguageScope] {
 					f, err := m.Commands.UploadFile(ctx, p)
 					if err != nil {
-						return fmt.Errorf("upload the demo's menu pages: %w", err)
+						return "", fmt.Errorf("upload the demo's menu pages: %w", err)
 					}
 					urls = append(urls, string(f.Digest))
 				}
@@ -113,7 +115,7 @@ func (m *Main) uploadDemoFiles(ctx context.Context, snap *domain.EstablishmentIn
 			}
 		}
 	}
-	return nil
+	return card.URL, nil
 }
 
 func ptr[T any](v T) *T { return &v }

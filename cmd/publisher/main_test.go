@@ -340,6 +340,19 @@ func TestDemoCommand(t *testing.T) {
 	if got.status != 200 || !bytes.Contains(got.body, []byte(`"business_hours"`)) {
 		t.Errorf("GET %s with the printed key: got %d %s", url, got.status, got.body)
 	}
+	// The redirects land on files the service itself serves.
+	base := strings.TrimSuffix(url, "/api/v1/establishments/chez-marcel/hours")
+	for _, r := range []string{"/r/master_menu?establishment=chez-marcel", "/r/menus?establishment=chez-marcel&menu_type=la-carte&locale=en"} {
+		redirect := do(t, http.MethodGet, base+r, nil)
+		loc := redirect.header.Get("Location")
+		if redirect.status != 302 || !strings.HasPrefix(loc, base+"/files/sha256-") {
+			t.Errorf("GET %s: got %d to %q, want a file of %s", r, redirect.status, loc, base)
+			continue
+		}
+		if f := do(t, http.MethodGet, loc, nil); f.status != 200 || !slices.Contains([]string{"application/pdf", "image/png"}, f.header.Get("Content-Type")) {
+			t.Errorf("GET %s: got %d %q", loc, f.status, f.header.Get("Content-Type"))
+		}
+	}
 	// Starting the demo spends nothing of the key's hourly quota: this is its first request.
 	if rl := got.header.Get("RateLimit"); rl != `"key";r=119;t=30` {
 		t.Errorf("RateLimit of the first request with the printed key = %q, want the key's 120 less this one", rl)
