@@ -5,6 +5,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -35,9 +36,28 @@ type StoredFile struct {
 // DefaultFileCacheBytes is the memory the cache of files holds at most unless configured.
 const DefaultFileCacheBytes = 64 << 20
 
-// fileWriteTimeout bounds the sending of one file, longer than the documents' limit: a file may
-// weigh 10 MB.
-const fileWriteTimeout = 5 * time.Minute
+// Bounds of serving files.
+const (
+	// maxTransfers is how many large or streamed files are sent at once; maxTransfersPerClient
+	// of them to one client address. A sender waits for its turn up to transferWait, then is
+	// answered 503: a slow reader holds a turn, not unbounded memory.
+	maxTransfers          = 64
+	maxTransfersPerClient = 4
+	transferWait          = 2 * time.Second
+	// largeFile is the size from which a file sent from the cache also takes a turn: while it is
+	// sent, an evicted file stays in memory.
+	largeFile = 1 << 20
+	// maxLoads is how many files are read from the source into the cache at once.
+	maxLoads = 4
+	// maxRanges is how many ranges of a cached file one request may ask for; a streamed file
+	// serves one. A request asking for more gets the whole file, as RFC 9110 allows.
+	maxRanges = 16
+	// recheckAfter is how long a cached file is served before the source is asked again whether
+	// it still holds it: a file removed from the store stops being served within that time.
+	recheckAfter = time.Minute
+	// minSendRate bounds the time one file may take to send: 30 s plus its size at this rate.
+	minSendRate = 64 << 10
+)
 
 // fileCacheHeader says that a stored file never changes: its name is the digest of its bytes.
 var fileCacheHeader = []string{"public, max-age=31536000, immutable"}
@@ -45,9 +65,19 @@ var fileCacheHeader = []string{"public, max-age=31536000, immutable"}
 // files serves stored files: small and recently asked ones from a cache of bounded memory,
 // the others streamed from the source without holding them whole.
 type files struct {
-	source   FileSource
-	cache    *fileCache
-	inflight singleflight.Group // one load from the source per file at once
+	source    FileSource
+	cache     *fileCache
+	inflight  singleflight.Group // one description or load from the source per file at once
+	loads     chan struct{}      // a token per file being read into the cache
+	transfers *transfers
+	now       func() time.Time
+}
+
+func newFiles(source FileSource, cacheBytes int64, now func() time.Time) *files {
+	return &files{
+		source: source, cache: newFileCache(max(cacheBytes, 0)), loads: make(chan struct{}, maxLoads),
+		transfers: &transfers{perClient: make(map[clientKey]int)}, now: now,
+	}
 }
 
 // validFileName says whether name can name a stored file: "sha256-" and 64 lowercase
@@ -68,14 +98,19 @@ func validFileName(name string) bool {
 // serveFile serves GET and HEAD /files/<name>: the file's bytes with its type, its name as a
 // strong ETag, a year of caching, ranges, and 304 on If-None-Match. An unknown file is a 404
 // that counts against the per-address quota of the redirects, as the redirects do, so that
-// guessing names is as limited as guessing slugs.
+// guessing names is as limited as guessing slugs. A name sent with escapes (%73ha256-...) is
+// unknown: a file has one path, which shared caches see as one.
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("name")
-	if s.files == nil || !validFileName(name) {
+	if s.files == nil || r.URL.RawPath != "" || !validFileName(name) {
 		s.fileNotFound(w, r)
 		return
 	}
-	content, meta, err := s.files.open(r.Context(), name)
+	etag := `"` + name + `"`
+	// Only a GET that will carry the whole body fills the cache: a HEAD, a 304 or a range
+	// costs a description of the file, and the bytes it sends.
+	whole := r.Method == http.MethodGet && r.Header.Get("Range") == "" && !noneMatch(r, etag)
+	f, err := s.files.open(r.Context(), name, whole)
 	switch {
 	case errors.Is(err, ErrNoFile):
 		s.fileNotFound(w, r)
@@ -87,16 +122,38 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 		writeError(w, r, unavailable)
 		return
 	}
+	if r.Method == http.MethodGet && !noneMatch(r, etag) && (f.data == nil || f.meta.Size >= largeFile) {
+		release, ok := s.files.transfers.take(r.Context(), ipKey(s.clientIP(r)))
+		if !ok {
+			writeError(w, r, unavailable)
+			return
+		}
+		defer release()
+	}
+	if ranges := strings.Count(r.Header.Get("Range"), ",") + 1; f.data == nil && ranges > 1 || ranges > maxRanges {
+		r.Header.Del("Range")
+	}
 	h := w.Header()
-	h["Content-Type"] = []string{meta.ContentType}
-	h["Etag"] = []string{`"` + name + `"`}
+	h["Content-Type"] = []string{f.meta.ContentType}
+	h["Etag"] = []string{etag}
 	h["Cache-Control"] = fileCacheHeader
 	h["X-Content-Type-Options"] = nosniff
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(fileWriteTimeout))
+	send := 30*time.Second + time.Duration(f.meta.Size/minSendRate)*time.Second
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(send))
+	var content io.ReadSeeker = &streamedFile{ctx: r.Context(), meta: f.meta}
+	if f.data != nil {
+		content = bytes.NewReader(f.data)
+	}
 	http.ServeContent(w, r, "", time.Time{}, content)
 }
 
 var nosniff = []string{"nosniff"}
+
+// noneMatch says whether If-None-Match names etag, or any file ("*").
+func noneMatch(r *http.Request, etag string) bool {
+	v := r.Header.Get("If-None-Match")
+	return v != "" && (strings.Contains(v, etag) || strings.TrimSpace(v) == "*")
+}
 
 func (s *Server) fileNotFound(w http.ResponseWriter, r *http.Request) {
 	if s.admitRedirect(w, r) {
@@ -104,57 +161,127 @@ func (s *Server) fileNotFound(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// open returns a reader of the file name: its bytes from the cache, or a reader that streams
-// them from the source as they are asked for.
-func (f *files) open(ctx context.Context, name string) (io.ReadSeeker, StoredFile, error) {
+// open returns the file name: from the cache, else its description, with its bytes read into
+// the cache when load is true and the cache takes it.
+func (f *files) open(ctx context.Context, name string, load bool) (*cachedFile, error) {
 	if e, ok := f.cache.get(name); ok {
-		return bytes.NewReader(e.data), e.meta, nil
+		if f.now().Sub(e.checked) < recheckAfter {
+			return e, nil
+		}
+		if _, err := f.describe(ctx, name); err != nil {
+			if errors.Is(err, ErrNoFile) {
+				f.cache.remove(name)
+			}
+			return nil, err
+		}
+		f.cache.checked(e, f.now())
+		return e, nil
 	}
-	v, err, _ := f.inflight.Do(name, func() (any, error) {
+	meta, err := f.describe(ctx, name)
+	if err != nil || !load || !f.cache.admits(meta.Size) {
+		return &cachedFile{name: name, meta: meta}, err
+	}
+	v, err, _ := f.inflight.Do("load "+name, func() (any, error) {
 		// Not the request's context: the load serves every request waiting on it.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		meta, err := f.source.Open(ctx, name)
-		if err != nil {
+		select {
+		case f.loads <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-f.loads }()
+		data := make([]byte, meta.Size)
+		r := meta.Reader(ctx, 0)
+		if _, err := io.ReadFull(r, data); err != nil {
 			return nil, err
 		}
-		if !f.cache.admits(meta.Size) {
-			return &cachedFile{meta: meta}, nil
+		if n, err := r.Read(make([]byte, 1)); n > 0 || err != io.EOF {
+			return nil, fmt.Errorf("file %s is longer than its description says", name)
 		}
-		data := make([]byte, 0, meta.Size)
-		buf := bytes.NewBuffer(data)
-		if _, err := buf.ReadFrom(meta.Reader(ctx, 0)); err != nil {
-			return nil, err
-		}
-		e := &cachedFile{name: name, meta: meta, data: buf.Bytes()}
+		e := &cachedFile{name: name, meta: meta, data: data, checked: f.now()}
 		f.cache.add(e)
 		return e, nil
 	})
 	if err != nil {
-		return nil, StoredFile{}, err
+		return nil, err
 	}
-	e := v.(*cachedFile)
-	if e.data != nil {
-		return bytes.NewReader(e.data), e.meta, nil
+	return v.(*cachedFile), nil
+}
+
+// describe asks the source for the description of file name, once for all who ask at once.
+func (f *files) describe(ctx context.Context, name string) (StoredFile, error) {
+	v, err, _ := f.inflight.Do("describe "+name, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return f.source.Open(ctx, name)
+	})
+	if err != nil {
+		return StoredFile{}, err
 	}
-	return &streamedFile{ctx: ctx, meta: e.meta}, e.meta, nil
+	return v.(StoredFile), nil
+}
+
+// transfers hands out the turns to send large or streamed files.
+type transfers struct {
+	mu        sync.Mutex
+	active    int
+	perClient map[clientKey]int // clients with a turn; emptied as turns end
+}
+
+// take waits for a turn of client until ctx ends or transferWait passes; release gives it back.
+func (t *transfers) take(ctx context.Context, client clientKey) (release func(), ok bool) {
+	deadline := time.NewTimer(transferWait)
+	defer deadline.Stop()
+	for {
+		t.mu.Lock()
+		if t.active < maxTransfers && t.perClient[client] < maxTransfersPerClient {
+			t.active++
+			t.perClient[client]++
+			t.mu.Unlock()
+			return func() {
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				t.active--
+				if t.perClient[client]--; t.perClient[client] == 0 {
+					delete(t.perClient, client)
+				}
+			}, true
+		}
+		t.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-deadline.C:
+			return nil, false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // streamedFile is an io.ReadSeeker over a file of the source, for http.ServeContent: a seek
-// only moves the offset, and the next read fetches from there.
+// only moves the offset; the next read fetches from there, or goes on reading forward.
 type streamedFile struct {
 	ctx    context.Context
 	meta   StoredFile
-	offset int64
-	r      io.Reader // reads from offset; nil after a seek
+	offset int64     // of the next byte read
+	r      io.Reader // reads from at, or nil
+	at     int64     // offset of the next byte r gives
 }
 
 func (f *streamedFile) Read(p []byte) (int, error) {
-	if f.r == nil {
-		f.r = f.meta.Reader(f.ctx, f.offset)
+	if f.r == nil || f.at > f.offset {
+		f.r, f.at = f.meta.Reader(f.ctx, f.offset), f.offset
+	}
+	if f.at < f.offset {
+		n, err := io.CopyN(io.Discard, f.r, f.offset-f.at)
+		if f.at += n; err != nil {
+			return 0, err
+		}
 	}
 	n, err := f.r.Read(p)
 	f.offset += int64(n)
+	f.at += int64(n)
 	return n, err
 }
 
@@ -168,18 +295,17 @@ func (f *streamedFile) Seek(offset int64, whence int) (int64, error) {
 	if offset < 0 {
 		return 0, errors.New("seek before the start of the file")
 	}
-	if offset != f.offset {
-		f.offset, f.r = offset, nil
-	}
+	f.offset = offset
 	return offset, nil
 }
 
-// cachedFile is one file of the cache.
+// cachedFile is one file of the cache, or the description of one that is not.
 type cachedFile struct {
-	name string
-	meta StoredFile
-	data []byte // nil: not cached, too large
-	elem *list.Element
+	name    string
+	meta    StoredFile
+	data    []byte    // nil: not in the cache
+	checked time.Time // when the source last said it holds the file
+	elem    *list.Element
 }
 
 // fileCache keeps the most recently served files up to a total size, least recently served
@@ -203,10 +329,12 @@ func (c *fileCache) get(name string) (*cachedFile, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.byName[name]
-	if ok {
-		c.order.MoveToFront(e.elem)
+	if !ok {
+		return nil, false
 	}
-	return e, ok
+	c.order.MoveToFront(e.elem)
+	copied := *e // checked is read outside the lock
+	return &copied, true
 }
 
 func (c *fileCache) add(e *cachedFile) {
@@ -223,6 +351,22 @@ func (c *fileCache) add(e *cachedFile) {
 	e.elem = c.order.PushFront(e)
 	c.byName[e.name] = e
 	c.size += int64(len(e.data))
+}
+
+func (c *fileCache) remove(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byName[name]; ok {
+		c.order.Remove(e.elem)
+		delete(c.byName, name)
+		c.size -= int64(len(e.data))
+	}
+}
+
+func (c *fileCache) checked(e *cachedFile, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.checked = at
 }
 
 // bytes returns the memory the cached files hold.

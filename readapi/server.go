@@ -159,7 +159,7 @@ func newServer(source documentSource, ready <-chan struct{}, cfg Config) *Server
 	}
 	if cfg.Files != nil {
 		capacity := cmp.Or(cfg.FileCacheBytes, DefaultFileCacheBytes)
-		s.files = &files{source: cfg.Files, cache: newFileCache(max(capacity, 0))}
+		s.files = newFiles(cfg.Files, capacity, s.now)
 	}
 	s.handler = s.routes()
 	return s
