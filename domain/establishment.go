@@ -295,13 +295,14 @@ func (e *Establishment) PublishMenuVersion(typ Slug, in VersionInput) ([]Event, 
 	return []Event{MenuVersionPublished{MenuType: typ, Version: v}}, nil
 }
 
-// SetMasterMenu makes url the unified card file, or removes it when url is nil.
+// SetMasterMenu makes url, a URL or the digest of an uploaded file, the unified card file, or
+// removes it when url is nil.
 func (e *Establishment) SetMasterMenu(url *string) ([]Event, error) {
 	if err := e.mustExist(); err != nil {
 		return nil, err
 	}
 	var fe fieldErrors
-	url = optURL("master_menu_url", url, &fe)
+	url = optFileRef("master_menu_url", url, &fe)
 	if err := fe.err(); err != nil {
 		return nil, err
 	}

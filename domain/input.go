@@ -187,7 +187,7 @@ func (s EstablishmentInput) validate() (validated, error) {
 	c.identity = s.validateIdentity(&fe)
 	c.hours = validateHours(s.BusinessHoursSummary, s.BusinessHours, &fe)
 	c.specialHours = validateSpecialHours(s.SpecialHours, &fe)
-	c.masterMenu = optURL("master_menu_url", s.MasterMenuURL, &fe)
+	c.masterMenu = optFileRef("master_menu_url", s.MasterMenuURL, &fe)
 	c.menuTypes = validateMenuTypes(s.MenuTypes, &fe)
 	return c, fe.err()
 }
@@ -430,7 +430,7 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *fieldErrors)
 			fe.add(p+".urls", "more than %d pages", maxPages)
 		}
 		for k, u := range a.URLs {
-			if err := ValidateURL(u); err != nil {
+			if err := ValidateFileRef(u); err != nil {
 				fe.add(fmt.Sprintf("%s.urls[%d]", p, k), "%v", err)
 			}
 		}
@@ -558,6 +558,17 @@ func optURL(field string, s *string, fe *fieldErrors) *string {
 		return nil
 	}
 	if err := ValidateURL(*s); err != nil {
+		fe.add(field, "%v", err)
+	}
+	return s
+}
+
+// optFileRef is optURL for a reference to a menu file: a URL or the digest of an uploaded file.
+func optFileRef(field string, s *string, fe *fieldErrors) *string {
+	if s == nil {
+		return nil
+	}
+	if err := ValidateFileRef(*s); err != nil {
 		fe.add(field, "%v", err)
 	}
 	return s

@@ -10,6 +10,7 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
+	"net/url"
 	"io"
 	"slices"
 	"strings"
@@ -141,23 +142,46 @@ func DigestOfFileName(name string) (FileDigest, error) {
 const FilesPath = "/files/"
 
 // FileOfURL returns the digest of the stored file u points at, a URL whose path ends with
-// FilesPath and a FileName, whatever its host: a reference to a stored file is recognised even
-// after the service's base URL changed.
+// FilesPath and a FileName, whatever its host, query or fragment: a reference to a stored file is
+// recognised in any of the forms a client may give it.
 func FileOfURL(u string) (FileDigest, bool) {
-	i := strings.LastIndex(u, FilesPath)
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return "", false
+	}
+	i := strings.LastIndex(parsed.Path, FilesPath)
 	if i < 0 {
 		return "", false
 	}
-	d, err := DigestOfFileName(u[i+len(FilesPath):])
+	d, err := DigestOfFileName(parsed.Path[i+len(FilesPath):])
 	return d, err == nil
 }
 
-// Files returns the digests of the stored files e refers to, each once: its unified card and
-// every page of every file of every version it holds, current or not.
+// FileOfRef returns the digest of the stored file a file reference names: a digest itself, or
+// a URL FileOfURL recognises.
+func FileOfRef(ref string) (FileDigest, bool) {
+	if d, err := ParseFileDigest(ref); err == nil {
+		return d, true
+	}
+	return FileOfURL(ref)
+}
+
+// ValidateFileRef checks a reference to a menu file: an absolute http or https URL, or the digest
+// of an uploaded file ("sha256:<hex>"), which the documents show as the file's URL on the read API.
+func ValidateFileRef(s string) error {
+	if strings.HasPrefix(s, digestPrefix) {
+		_, err := ParseFileDigest(s)
+		return err
+	}
+	return ValidateURL(s)
+}
+
+// Files returns the digests of the stored files e refers to, each once, by digest or by URL: its
+// unified card and every page of every file of every version it holds, current or not.
 func (e *Establishment) Files() []FileDigest {
 	var out []FileDigest
 	add := func(u string) {
-		if d, ok := FileOfURL(u); ok && !slices.Contains(out, d) {
+		if d, ok := FileOfRef(u); ok && !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}

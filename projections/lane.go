@@ -90,6 +90,7 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 	if t == nil {
 		t = &tracked{agg: domain.New(slug)}
 	}
+	t.files = l.p.cfg.FilesURL
 	if l.replay != 0 {
 		if _, wrote := l.saved[string(slug)]; t.seq > 0 || !wrote {
 			return t, nil

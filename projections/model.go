@@ -13,6 +13,7 @@ import (
 // It is used by one goroutine at a time.
 type model struct {
 	logger *slog.Logger
+	files  string // base URL of uploaded files in the documents
 	byslug map[string]*tracked
 }
 
@@ -28,10 +29,12 @@ type tracked struct {
 	// unsaved counts the records applied since agg was read from a stored state, or since it was
 	// built from nothing.
 	unsaved int
+	// files is the base URL the documents give uploaded files under.
+	files string
 }
 
-func newModel(logger *slog.Logger) *model {
-	return &model{logger: logger, byslug: make(map[string]*tracked)}
+func newModel(logger *slog.Logger, files string) *model {
+	return &model{logger: logger, files: files, byslug: make(map[string]*tracked)}
 }
 
 // apply applies the events of rec to its establishment and returns it, or nil when the record
@@ -46,7 +49,7 @@ func (m *model) apply(rec events.Record) *tracked {
 	}
 	t := m.byslug[rec.Establishment]
 	if t == nil {
-		t = &tracked{agg: domain.New(slug)}
+		t = &tracked{agg: domain.New(slug), files: m.files}
 		m.byslug[rec.Establishment] = t
 	}
 	t.apply(m.logger, rec)
@@ -89,7 +92,10 @@ func (t *tracked) project(floor uint64) (u update, ok bool) {
 	if !t.agg.Created {
 		return update{}, false
 	}
-	u = next(t.stored, render(t.agg), int64(floor))
+	u = next(t.stored, t.render(), int64(floor))
 	u.bundle.Sequence = t.seq
 	return u, true
 }
+
+// render renders t's aggregate, its uploaded files under their URLs.
+func (t *tracked) render() rendering { return render(withFileURLs(t.agg, t.files)) }

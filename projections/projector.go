@@ -108,6 +108,11 @@ type Config struct {
 	// by the same worker, in the order of the log, so the bundles and revisions stored are those
 	// of a projection one record at a time.
 	Workers int
+	// FilesURL is the public base URL of the read API, which serves uploaded files: the
+	// documents give a file the log names by its digest the URL FilesURL/files/<name>. A
+	// checkpoint written under another FilesURL is not resumed from: the whole log is replayed,
+	// and every bundle whose URLs moved is stored again.
+	FilesURL string
 }
 
 // Validate reports a missing dependency.
@@ -345,6 +350,11 @@ func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
 	cp, ok, err := readCheckpoint(ctx, p.cfg.State)
 	if err != nil || !ok {
 		return 0, false, err
+	}
+	if cp.Files != p.cfg.FilesURL {
+		p.logger.Warn("the checkpoint gives uploaded files another URL: replaying the whole log",
+			"checkpoint_files_url", cp.Files, "files_url", p.cfg.FilesURL)
+		return 0, false, nil
 	}
 	if cp.Bucket != p.bucket || cp.Log != p.log {
 		p.logger.Warn("the checkpoint is of another bucket of bundles or another log: replaying the whole log",
@@ -733,7 +743,7 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string, prin
 		// What the replay would have stored is stored: nothing to render.
 		return false, p.reannounce(ctx, t)
 	}
-	u := next(stored, render(t.agg), replayed.revision)
+	u := next(stored, t.render(), replayed.revision)
 	u.bundle.Sequence = replayed.sequence // the record a projection one at a time last stored
 	if !u.write {
 		return false, p.reannounce(ctx, t)

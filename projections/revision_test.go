@@ -24,7 +24,7 @@ type sim struct {
 }
 
 func newSim(tb testing.TB) *sim {
-	return &sim{tb: tb, m: newModel(slog.New(slog.DiscardHandler)), written: map[string]*dockey.Bundle{}}
+	return &sim{tb: tb, m: newModel(slog.New(slog.DiscardHandler), ""), written: map[string]*dockey.Bundle{}}
 }
 
 // record appends one record of events for slug and returns what the projector decides.

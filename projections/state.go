@@ -61,6 +61,7 @@ type checkpoint struct {
 	Position uint64    `json:"position"`
 	Bucket   string    `json:"bucket"`
 	Log      string    `json:"log"`
+	Files    string    `json:"files_url"` // Config.FilesURL
 	Written  time.Time `json:"written"`
 }
 
@@ -109,7 +110,7 @@ func writeCheckpoint(ctx context.Context, kv StateStore, cp checkpoint) error {
 
 // saveCheckpoint stores the checkpoint at position of p's bucket and log.
 func (p *Projector) saveCheckpoint(ctx context.Context, position uint64) error {
-	return writeCheckpoint(ctx, p.cfg.State, checkpoint{Position: position, Bucket: p.bucket, Log: p.log})
+	return writeCheckpoint(ctx, p.cfg.State, checkpoint{Position: position, Bucket: p.bucket, Log: p.log, Files: p.cfg.FilesURL})
 }
 
 // storedState is an establishment as the projector lets go of it: its aggregate after the record

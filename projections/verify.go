@@ -68,6 +68,8 @@ type VerifyConfig struct {
 	Progress func(done, total int)
 	// Logger receives skipped events; nil discards them.
 	Logger *slog.Logger
+	// FilesURL is the base URL the projector gives uploaded files under (Config.FilesURL).
+	FilesURL string
 }
 
 // Verify rebuilds, for every establishment of the log and of the bucket, the bundle a replay of
@@ -205,7 +207,7 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 	if err != nil {
 		return false, "", err
 	}
-	m := newModel(logger)
+	m := newModel(logger, cfg.FilesURL)
 	var want *dockey.Bundle
 	for _, rec := range recs {
 		if t := m.apply(rec); t != nil {

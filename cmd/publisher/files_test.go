@@ -69,15 +69,18 @@ func (m *Main) storedFiles(t *testing.T) []string {
 
 func fileName(data []byte) string { return domain.DigestOf(data).FileName() }
 
-func importDemo(t *testing.T, m *Main) {
+// importDemo imports the demo establishment and returns its API key.
+func importDemo(t *testing.T, m *Main) string {
 	t.Helper()
 	demo, err := os.ReadFile("demo.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo); r.status != http.StatusCreated {
+	r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo)
+	if r.status != http.StatusCreated {
 		t.Fatalf("import: got %d %s", r.status, r.body)
 	}
+	return keyOf(t, r)
 }
 
 func TestMenuFilesRoundTrip(t *testing.T) {
@@ -219,7 +222,7 @@ func multipartBody(t *testing.T, filename, contentType string, pages ...[]byte) 
 
 func TestUploadedFilesInDocumentsAndRedirects(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-24")
-	importDemo(t, m)
+	key := importDemo(t, m)
 	ctx := context.Background()
 	card := demoPDF("carte")
 	r := m.upload(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/master-menu?wait=true", "application/octet-stream", card)
@@ -243,8 +246,13 @@ func TestUploadedFilesInDocumentsAndRedirects(t *testing.T) {
 	}
 	i := slices.IndexFunc(st.Establishment.MenuTypes, func(mt domain.MenuTypeInput) bool { return mt.Slug == "vins" })
 	assets := st.Establishment.MenuTypes[i].Versions[0].Assets
-	if last := assets[len(assets)-1]; last.LanguageScope != "en" || !slices.Equal(last.URLs, []string{m.HTTPURL + "/files/" + fileName(p1), m.HTTPURL + "/files/" + fileName(p2)}) {
-		t.Errorf("added file: got %+v, want the two pages in order", last)
+	// The log names the files by their digests; the documents by their URLs.
+	if last := assets[len(assets)-1]; last.LanguageScope != "en" || !slices.Equal(last.URLs, []string{string(domain.DigestOf(p1)), string(domain.DigestOf(p2))}) {
+		t.Errorf("added file: got %+v, want the two pages' digests in order", last)
+	}
+	doc := m.get(t, est+"/menus/vins", key)
+	if want := fmt.Sprintf(`"urls":[%q,%q]`, m.HTTPURL+"/files/"+fileName(p1), m.HTTPURL+"/files/"+fileName(p2)); !strings.Contains(string(doc.body), want) {
+		t.Errorf("menu document: got %s, want %s", doc.body, want)
 	}
 	// A digest in an imported document is a stored file's URL once imported; an unknown one is
 	// refused, naming the field.
@@ -296,10 +304,23 @@ func TestFileRangesHeadAndNotModified(t *testing.T) {
 					t.Errorf("range %v: got %d, %d bytes, Content-Range %q", rg, g.status, len(g.body), g.header.Get("Content-Range"))
 				}
 			}
+			// Several ranges are served from memory only: a streamed file answers the whole file,
+			// as does a cached one asked for more than 16 ranges.
 			g := m.read(t, http.MethodGet, path, "Range", "bytes=0-1,200000-200001")
-			if g.status != 206 || !strings.HasPrefix(g.header.Get("Content-Type"), "multipart/byteranges") ||
-				!bytes.Contains(g.body, pdf[0:2]) || !bytes.Contains(g.body, pdf[200000:200002]) {
-				t.Errorf("two ranges: got %d %q", g.status, g.header.Get("Content-Type"))
+			if g.status != 200 || !bytes.Equal(g.body, pdf) {
+				t.Errorf("two ranges of a file not in memory: got %d, %d bytes; want the whole file", g.status, len(g.body))
+			}
+			if cache >= 0 {
+				m.read(t, http.MethodGet, path) // a whole GET brings the file into memory
+				g := m.read(t, http.MethodGet, path, "Range", "bytes=0-1,200000-200001")
+				if g.status != 206 || !strings.HasPrefix(g.header.Get("Content-Type"), "multipart/byteranges") ||
+					!bytes.Contains(g.body, pdf[0:2]) || !bytes.Contains(g.body, pdf[200000:200002]) {
+					t.Errorf("two ranges of a file in memory: got %d %q", g.status, g.header.Get("Content-Type"))
+				}
+				many := "bytes=0-0" + strings.Repeat(",1-1", 16)
+				if g := m.read(t, http.MethodGet, path, "Range", many); g.status != 200 || !bytes.Equal(g.body, pdf) {
+					t.Errorf("17 ranges: got %d, %d bytes; want the whole file", g.status, len(g.body))
+				}
 			}
 			if g := m.read(t, http.MethodGet, path, "Range", fmt.Sprintf("bytes=%d-", len(pdf)+10)); g.status != 416 {
 				t.Errorf("range past the end: got %d, want 416", g.status)
@@ -415,4 +436,27 @@ func TestCollectFilesKeepsWhatIsReferred(t *testing.T) {
 	if g := m.read(t, http.MethodGet, "/files/"+fileName(d)); g.status != 200 {
 		t.Errorf("a referred file after the collections: got %d", g.status)
 	}
+}
+
+func TestChangingThePublicURLMovesTheFiles(t *testing.T) {
+	dir := t.TempDir()
+	at := func(base string) func(*Config) { return func(c *Config) { c.PublicURL = base } }
+	m := openMain(t, dir, "2026-11-24", at("https://menus-a.example"))
+	importDemo(t, m)
+	card := demoPDF("moving card")
+	if r := m.upload(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/master-menu?wait=true", "application/pdf", card); r.status != 200 {
+		t.Fatalf("PUT master-menu: %d %s", r.status, r.body)
+	}
+	location := func(m *Main) string {
+		return m.read(t, http.MethodGet, "/r/master_menu?establishment=chez-marcel").header.Get("Location")
+	}
+	if got, want := location(m), "https://menus-a.example/files/"+fileName(card); got != want {
+		t.Fatalf("Location = %q, want %q", got, want)
+	}
+	m.Close()
+	// The log names the file by its digest: under another base URL, the projector renders every
+	// document again and the file moves with it.
+	m = openMain(t, dir, "2026-11-24", at("https://menus-b.example/"))
+	want := "https://menus-b.example/files/" + fileName(card)
+	eventually(t, "the card under the new base URL", func() bool { return location(m) == want })
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/metrics"
@@ -154,6 +155,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			// A bundle larger than the server accepts is refused at once rather than retried.
 			MaxValueSize: m.maxBundle(),
 			Workers:      c.ProjectorWorkers,
+			FilesURL:     m.PublicURL(),
 		})
 		if err != nil {
 			return err
@@ -490,15 +492,30 @@ func (m *Main) serve(ln net.Listener, h http.Handler) {
 }
 
 // PublicURL is the base URL of the read API as its clients reach it: --public-url, else the
-// address the api role listens on.
+// address the api role listens on (localhost for a wildcard address).
 func (m *Main) PublicURL() string {
-	switch {
-	case m.Config.PublicURL != "":
+	if m.Config.PublicURL != "" {
 		return strings.TrimRight(m.Config.PublicURL, "/")
-	case m.HTTPURL != "":
-		return m.HTTPURL
 	}
-	return "http://" + m.Config.HTTPAddr
+	addr := m.Config.HTTPAddr
+	if m.apiLn != nil {
+		addr = m.apiLn.Addr().String()
+	} else if m.HTTPURL != "" {
+		addr = strings.TrimPrefix(m.HTTPURL, "http://")
+	}
+	return localURL(addr)
+}
+
+// localURL is the http URL of listen address addr on this machine.
+func localURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || err == nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // collectFiles removes, every FileCollectEvery, the uploaded files nothing refers to. A failed

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,8 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	maxDiffs := fs.Int("max-differences", projections.DefaultMaxDifferences, "differences listed in the report (all are counted)")
 	progress := fs.String("progress", "auto", "progress on stderr: bar, plain (a line every --progress-every), none, or auto (a bar on a terminal, plain lines otherwise)")
 	every := fs.Duration("progress-every", 5*time.Second, "interval of the plain progress lines")
+	publicURL := fs.String("public-url", "", "base URL the projector gives uploaded files under, as serve's --public-url (default from --http)")
+	httpAddr := fs.String("http", "127.0.0.1:8080", "the read API's listen address, when serve runs without --public-url")
 	fs.Usage = usageWithEnv(fs, "publisher verify [flags]")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
@@ -64,8 +67,13 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	}
 	start := time.Now()
 	show, stop := startVerifyProgress(stderr, *progress, *every, start)
+	files := strings.TrimRight(*publicURL, "/")
+	if files == "" {
+		files = localURL(*httpAddr)
+	}
 	rep, err := projections.Verify(ctx, projections.VerifyConfig{
-		Log: store, KV: kv, Workers: *workers, MaxDifferences: *maxDiffs, Progress: show,
+		FilesURL: files,
+		Log:      store, KV: kv, Workers: *workers, MaxDifferences: *maxDiffs, Progress: show,
 	})
 	stop(err == nil)
 	if err != nil {

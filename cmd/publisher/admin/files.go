@@ -187,7 +187,8 @@ func (a *API) putMasterMenu(w http.ResponseWriter, r *http.Request, ps httproute
 	if !ok {
 		return
 	}
-	res, err := a.cfg.Commands.SetMasterMenu(r.Context(), uploadRequest(r, slug, files), &files[0].URL)
+	digest := string(files[0].Digest)
+	res, err := a.cfg.Commands.SetMasterMenu(r.Context(), uploadRequest(r, slug, files), &digest)
 	a.answerFiles(w, r, res, files, err)
 }
 
@@ -229,7 +230,7 @@ func (a *API) addAsset(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	}
 	urls := make([]string, len(files))
 	for i, f := range files {
-		urls[i] = f.URL
+		urls[i] = string(f.Digest)
 	}
 	res, err := a.cfg.Commands.AddMenuAsset(r.Context(), uploadRequest(r, slug, files), typ, version, domain.AssetInput{LanguageScope: scope, URLs: urls})
 	a.answerFiles(w, r, res, files, err)

@@ -63,8 +63,8 @@ type Config struct {
 	// references to stored files.
 	Files fileStore
 	// PublicURL is the base URL of the read API, which serves stored files under
-	// domain.FilesPath: a file's URL in the documents is made of it when the file is first
-	// referred to, and stays so.
+	// domain.FilesPath: the URL of an upload given back to the client, and the URLs recognised
+	// as naming a stored file. The log names files by their digests.
 	PublicURL string
 	// FileGrace is how long a stored file nothing refers to is kept; 0 is DefaultFileGrace.
 	FileGrace time.Duration

@@ -93,7 +93,7 @@ func (c *Commands) SetMasterMenu(ctx context.Context, req Request, url *string) 
 }
 
 // AddMenuAsset adds file a, last, to version id of menu type typ. Its URLs may be digests of
-// stored files.
+// stored files, or their URLs.
 func (c *Commands) AddMenuAsset(ctx context.Context, req Request, typ, id domain.Slug, a domain.AssetInput) (Result, error) {
 	a.URLs = slices.Clone(a.URLs)
 	for k := range a.URLs {
@@ -129,23 +129,27 @@ func (c *Commands) resolveVersionFiles(ctx context.Context, prefix string, v *do
 	return errors.Join(errs...)
 }
 
-// resolveFile replaces the digest *ref of a stored file with its URL, and checks that the file
-// a digest or a URL of this service's files names is stored. Other URLs are left to the domain.
+// resolveFile checks that the file *ref names, by its digest or by its URL on this service, is
+// stored, and makes *ref its digest: the log names uploaded files by their digests, and the
+// documents show them under the read API's URL of the day. Other URLs are left to the domain.
 func (c *Commands) resolveFile(ctx context.Context, field string, ref *string) error {
 	if ref == nil {
 		return nil
 	}
-	d, isURL := domain.FileOfURL(*ref)
+	var d domain.FileDigest
 	switch {
-	case isURL && !strings.HasPrefix(*ref, c.filesBase+domain.FilesPath):
-		return nil // another service's file, or this one's under a base URL it no longer has
-	case !isURL && !strings.HasPrefix(*ref, "sha256:"):
-		return nil
-	case !isURL:
+	case strings.HasPrefix(*ref, "sha256:"):
 		var err error
 		if d, err = domain.ParseFileDigest(*ref); err != nil {
 			return &domain.FieldError{Field: field, Reason: err.Error()}
 		}
+	case strings.HasPrefix(*ref, c.filesBase+domain.FilesPath):
+		var ok bool
+		if d, ok = domain.FileOfURL(*ref); !ok {
+			return nil // not a file's URL; the domain checks it as any other
+		}
+	default:
+		return nil // another service's file, or this one's under a base URL it no longer has
 	}
 	if c.files == nil {
 		return &domain.FieldError{Field: field, Reason: "file uploads are not configured: give a URL"}
@@ -158,9 +162,12 @@ func (c *Commands) resolveFile(ctx context.Context, field string, ref *string) e
 		return unavailable(err)
 	}
 	if err := c.keep(ctx, fi); err != nil {
+		if errors.Is(err, events.ErrFileNotFound) {
+			return &domain.FieldError{Field: field, Reason: fmt.Sprintf("no file %s is stored: upload it first", d)}
+		}
 		return err
 	}
-	*ref = c.FileURL(d)
+	*ref = string(d)
 	return nil
 }
 
