@@ -3,14 +3,19 @@ package events
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
+	"golang.org/x/sync/singleflight"
 )
 
 // FilesBucketName is the JetStream object store of uploaded menu files.
@@ -19,8 +24,18 @@ const FilesBucketName = "FILES"
 // ErrFileNotFound means no file of that name is stored.
 var ErrFileNotFound = errors.New("file not found")
 
-// Reading a file fetches this many bytes of its chunks per request at most.
-const fileReadBatchBytes = 1 << 20
+// Reading a file fetches this many bytes of its chunks per request at most: two chunks.
+const fileReadBatchBytes = 256 << 10
+
+// filesStream is the stream behind the object store; its subjects are those of the object
+// store's protocol: one per file for its description, one per stored copy for its chunks.
+const filesStream = "OBJ_" + FilesBucketName
+
+func metaSubject(name string) string {
+	return "$O." + FilesBucketName + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+}
+
+func chunkSubject(nuid string) string { return "$O." + FilesBucketName + ".C." + nuid }
 
 // FileInfo describes one stored file.
 type FileInfo struct {
@@ -32,6 +47,7 @@ type FileInfo struct {
 	Digest string
 	nuid   string
 	chunks uint32
+	meta   uint64 // stream sequence of its description: a change of it is a change of the file
 }
 
 // Files stores uploaded files by name in a JetStream object store, replicated like the event
@@ -40,8 +56,24 @@ type FileInfo struct {
 type Files struct {
 	js     jetstream.JetStream
 	store  jetstream.ObjectStore
-	stream string
+	stream jetstream.Stream
+	// chunks remembers where the chunks of recently read files are, so that a read from the
+	// middle of a file starts at its chunk instead of fetching every chunk before it.
+	chunks *lru.Cache[string, []chunkAt]
+	// puts makes concurrent stores of the same name one: two would each write the bytes, and
+	// the first copy would be left behind, described by nothing.
+	puts singleflight.Group
 }
+
+// chunkAt is where one chunk of a file is: its stream sequence and the offset of its first byte.
+type chunkAt struct {
+	seq    uint64
+	offset int64
+}
+
+// chunkIndexFiles bounds the files whose chunk positions are remembered: about 1.3 kB each for a
+// file of 10 MB.
+const chunkIndexFiles = 1024
 
 // OpenFiles creates the object store FilesBucketName, or updates it to this configuration: file
 // storage, replicas copies (at least 1), no compression (images and PDFs are compressed already).
@@ -55,7 +87,12 @@ func OpenFiles(ctx context.Context, js jetstream.JetStream, replicas int) (*File
 	if err != nil {
 		return nil, fmt.Errorf("open object store %s: %w", FilesBucketName, err)
 	}
-	return &Files{js: js, store: store, stream: "OBJ_" + FilesBucketName}, nil
+	stream, err := js.Stream(ctx, filesStream)
+	if err != nil {
+		return nil, fmt.Errorf("open object store %s: %w", FilesBucketName, err)
+	}
+	chunks, _ := lru.New[string, []chunkAt](chunkIndexFiles)
+	return &Files{js: js, store: store, stream: stream, chunks: chunks}, nil
 }
 
 func infoOf(oi *jetstream.ObjectInfo) FileInfo {
@@ -68,48 +105,109 @@ func infoOf(oi *jetstream.ObjectInfo) FileInfo {
 
 // Stat returns the description of file name, or an error matching ErrFileNotFound.
 func (f *Files) Stat(ctx context.Context, name string) (FileInfo, error) {
-	oi, err := f.store.GetInfo(ctx, name)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return FileInfo{}, fmt.Errorf("%s: %w", name, ErrFileNotFound)
+	oi, seq, err := f.describe(ctx, name)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	fi := infoOf(oi)
+	fi.meta = seq
+	return fi, nil
+}
+
+// describe reads the last description of file name with its stream sequence.
+func (f *Files) describe(ctx context.Context, name string) (*jetstream.ObjectInfo, uint64, error) {
+	msg, err := f.stream.GetLastMsgForSubject(ctx, metaSubject(name))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, 0, fmt.Errorf("%s: %w", name, ErrFileNotFound)
 	}
 	if err != nil {
-		return FileInfo{}, fmt.Errorf("describe file %s: %w", name, err)
+		return nil, 0, fmt.Errorf("describe file %s: %w", name, err)
 	}
-	return infoOf(oi), nil
+	var oi jetstream.ObjectInfo
+	if err := json.Unmarshal(msg.Data, &oi); err != nil {
+		return nil, 0, fmt.Errorf("describe file %s: %w", name, err)
+	}
+	if oi.Deleted {
+		return nil, 0, fmt.Errorf("%s: %w", name, ErrFileNotFound)
+	}
+	oi.ModTime = msg.Time
+	return &oi, msg.Sequence, nil
+}
+
+// errDescriptionMoved means a description was written by someone else since it was read.
+var errDescriptionMoved = errors.New("description changed meanwhile")
+
+// describeAs writes oi as the description of its file, replacing every earlier one, only if the
+// last one is still the one at sequence last.
+func (f *Files) describeAs(ctx context.Context, oi *jetstream.ObjectInfo, last uint64) error {
+	oi.ModTime = time.Time{} // the time of a description is that of its message
+	data, err := json.Marshal(oi)
+	if err != nil {
+		return err
+	}
+	msg := nats.NewMsg(metaSubject(oi.Name))
+	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	msg.Data = data
+	_, err = f.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(last))
+	if hasCode(err, jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return errDescriptionMoved
+	}
+	return err
 }
 
 // PutNew stores data as file name of type contentType unless a file of that name exists, in which
 // case it is left as it is: names are digests of their content, so the same name holds the same
 // bytes. created says whether data was stored.
 func (f *Files) PutNew(ctx context.Context, name, contentType string, data []byte) (fi FileInfo, created bool, err error) {
-	if fi, err := f.Stat(ctx, name); err == nil {
-		return fi, false, nil
-	} else if !errors.Is(err, ErrFileNotFound) {
+	type put struct {
+		fi      FileInfo
+		created bool
+	}
+	v, err, shared := f.puts.Do(name, func() (any, error) {
+		if fi, err := f.Stat(ctx, name); err == nil {
+			return put{fi, false}, nil
+		} else if !errors.Is(err, ErrFileNotFound) {
+			return nil, err
+		}
+		oi, err := f.store.Put(ctx, jetstream.ObjectMeta{
+			Name:    name,
+			Headers: nats.Header{"Content-Type": []string{contentType}},
+		}, bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("store file %s: %w", name, err)
+		}
+		// The description of the new copy, with the sequence a removal is conditioned on.
+		fi, err := f.Stat(ctx, name)
+		if err != nil {
+			fi = infoOf(oi)
+		}
+		return put{fi, true}, nil
+	})
+	if err != nil {
 		return FileInfo{}, false, err
 	}
-	oi, err := f.store.Put(ctx, jetstream.ObjectMeta{
-		Name:    name,
-		Headers: nats.Header{"Content-Type": []string{contentType}},
-	}, bytes.NewReader(data))
-	if err != nil {
-		return FileInfo{}, false, fmt.Errorf("store file %s: %w", name, err)
-	}
-	return infoOf(oi), true, nil
+	p := v.(put)
+	return p.fi, p.created && !shared, nil
 }
 
-// Touch sets the modification time of file name to now, leaving its bytes as they are.
+// Touch sets the modification time of file name to now, leaving its bytes as they are. It fails
+// with ErrFileNotFound when the file is gone, even if it went a moment ago: a touch never brings
+// a removed file's description back.
 func (f *Files) Touch(ctx context.Context, name string) error {
-	oi, err := f.store.GetInfo(ctx, name)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("%s: %w", name, ErrFileNotFound)
+	for attempt := 1; ; attempt++ {
+		oi, seq, err := f.describe(ctx, name)
+		if err != nil {
+			return err
+		}
+		switch err := f.describeAs(ctx, oi, seq); {
+		case err == nil:
+			return nil
+		case errors.Is(err, errDescriptionMoved) && attempt < 3:
+			continue // touched by another at the same time, or removed: read it again
+		default:
+			return fmt.Errorf("touch file %s: %w", name, err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("describe file %s: %w", name, err)
-	}
-	if err := f.store.UpdateMeta(ctx, name, oi.ObjectMeta); err != nil {
-		return fmt.Errorf("touch file %s: %w", name, err)
-	}
-	return nil
 }
 
 // List returns every stored file.
@@ -128,19 +226,45 @@ func (f *Files) List(ctx context.Context) ([]FileInfo, error) {
 	return out, nil
 }
 
-// Delete removes file name and its bytes; removing a missing file is not an error.
-func (f *Files) Delete(ctx context.Context, name string) error {
-	if err := f.store.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("delete file %s: %w", name, err)
+// RemoveUnchanged removes the file fi describes, its bytes included, unless its description
+// changed since fi was read (it was touched, or stored again): removed says whether it was.
+func (f *Files) RemoveUnchanged(ctx context.Context, fi FileInfo) (removed bool, err error) {
+	oi, seq, err := f.describe(ctx, fi.Name)
+	if errors.Is(err, ErrFileNotFound) {
+		return false, nil
 	}
-	return nil
+	if err != nil {
+		return false, err
+	}
+	if seq != fi.meta {
+		return false, nil
+	}
+	oi.Deleted = true
+	oi.Size, oi.Chunks, oi.Digest = 0, 0, ""
+	switch err := f.describeAs(ctx, oi, seq); {
+	case errors.Is(err, errDescriptionMoved):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("remove file %s: %w", fi.Name, err)
+	}
+	if err := f.stream.Purge(ctx, jetstream.WithPurgeSubject(chunkSubject(oi.NUID))); err != nil {
+		return true, fmt.Errorf("remove the bytes of file %s: %w", fi.Name, err)
+	}
+	return true, nil
 }
 
 // Reader returns a reader of the bytes of the file fi describes, from byte skip on. It fetches
-// the file's chunks as it is read, about a megabyte at a time, and fails if they do not add up to
-// the file's size.
+// the file's chunks as it is read, two at a time, starting at the chunk that holds byte skip when
+// the file was read to its end lately, and fails if the chunks do not add up to the file's size.
 func (f *Files) Reader(ctx context.Context, fi FileInfo, skip int64) io.Reader {
-	return &fileReader{ctx: ctx, f: f, fi: fi, skip: skip, subject: "$O." + FilesBucketName + ".C." + fi.nuid, from: 1}
+	r := &fileReader{ctx: ctx, f: f, fi: fi, skip: skip, subject: chunkSubject(fi.nuid), from: 1}
+	if index, ok := f.chunks.Get(fi.nuid); ok && skip > 0 && len(index) == int(fi.chunks) {
+		k := sort.Search(len(index), func(i int) bool { return index[i].offset > skip }) - 1
+		r.from, r.chunks, r.read, r.skip = index[k].seq, uint32(k), index[k].offset, skip-index[k].offset
+	} else {
+		r.index = make([]chunkAt, 0, fi.chunks) // read from the first chunk: learn where they are
+	}
+	return r
 }
 
 type fileReader struct {
@@ -148,12 +272,13 @@ type fileReader struct {
 	f       *Files
 	fi      FileInfo
 	subject string
-	skip    int64    // bytes still to skip
-	from    uint64   // stream sequence to fetch the next chunks from
-	chunks  uint32   // chunks fetched
-	read    int64    // bytes fetched
-	pending [][]byte // chunks fetched, not yet read
-	cur     []byte   // the rest of the chunk being read
+	skip    int64     // bytes still to skip
+	from    uint64    // stream sequence to fetch the next chunks from
+	chunks  uint32    // chunks fetched, or passed over
+	read    int64     // bytes fetched, or passed over
+	pending [][]byte  // chunks fetched, not yet read
+	cur     []byte    // the rest of the chunk being read
+	index   []chunkAt // where the chunks are, when read from the first
 	err     error
 }
 
@@ -171,6 +296,9 @@ func (r *fileReader) Read(p []byte) (int, error) {
 				r.err = fmt.Errorf("read file %s: %d bytes, its description says %d", r.fi.Name, r.read, r.fi.Size)
 			} else {
 				r.err = io.EOF
+				if r.index != nil {
+					r.f.chunks.Add(r.fi.nuid, r.index)
+				}
 			}
 		default:
 			r.err = r.fetch()
@@ -183,7 +311,7 @@ func (r *fileReader) Read(p []byte) (int, error) {
 
 // fetch reads the next chunks with one batched direct get.
 func (r *fileReader) fetch() error {
-	msgs, err := jetstreamext.GetBatch(r.ctx, r.f.js, r.f.stream, int(r.fi.chunks-r.chunks), jetstreamext.GetBatchSeq(r.from),
+	msgs, err := jetstreamext.GetBatch(r.ctx, r.f.js, filesStream, int(r.fi.chunks-r.chunks), jetstreamext.GetBatchSeq(r.from),
 		jetstreamext.GetBatchSubject(r.subject), jetstreamext.GetBatchMaxBytes(fileReadBatchBytes))
 	if err != nil {
 		return fmt.Errorf("read file %s: %w", r.fi.Name, err)
@@ -192,6 +320,9 @@ func (r *fileReader) fetch() error {
 	for msg, err := range msgs {
 		if err != nil {
 			return fmt.Errorf("read file %s after %d bytes: %w", r.fi.Name, r.read, err)
+		}
+		if r.index != nil {
+			r.index = append(r.index, chunkAt{seq: msg.Sequence, offset: r.read})
 		}
 		r.pending = append(r.pending, msg.Data)
 		r.chunks, r.read, r.from = r.chunks+1, r.read+int64(len(msg.Data)), msg.Sequence+1

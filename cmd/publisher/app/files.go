@@ -26,7 +26,7 @@ type fileStore interface {
 	PutNew(ctx context.Context, name, contentType string, data []byte) (events.FileInfo, bool, error)
 	Touch(ctx context.Context, name string) error
 	List(ctx context.Context) ([]events.FileInfo, error)
-	Delete(ctx context.Context, name string) error
+	RemoveUnchanged(ctx context.Context, fi events.FileInfo) (bool, error)
 }
 
 // ErrFilesUnavailable means this process stores no files.
@@ -182,8 +182,8 @@ type FilesReport struct {
 // CollectFiles removes the stored files that no establishment refers to (by its unified card or
 // any file of any version it holds, current, past or future) and that were stored or touched
 // longer ago than the grace period. It never removes a referenced file: a command that refers to
-// a file touches it when it is past half the grace period, and a file is checked again just
-// before it is removed. It reads every establishment, a few at a time.
+// a file touches it when it is past half the grace period, and a file is removed only if its
+// description is still the one read after the establishments were: a touch in between keeps it. It reads every establishment, a few at a time.
 func (c *Commands) CollectFiles(ctx context.Context) (FilesReport, error) {
 	if c.files == nil {
 		return FilesReport{}, ErrFilesUnavailable
@@ -225,8 +225,16 @@ func (c *Commands) CollectFiles(ctx context.Context) (FilesReport, error) {
 				rep.Young++
 				continue
 			}
-			if err := c.files.Delete(ctx, fi.Name); err != nil {
+			// Removed only if nothing touched it since it was read again: a command that refers
+			// to it meanwhile either touched it first, and it stays, or finds it gone, and is
+			// refused.
+			removed, err := c.files.RemoveUnchanged(ctx, again)
+			if err != nil {
 				return rep, unavailable(err)
+			}
+			if !removed {
+				rep.Young++
+				continue
 			}
 			rep.Removed = append(rep.Removed, fi.Name)
 		}
