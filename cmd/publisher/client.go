@@ -268,6 +268,9 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if err != nil {
 		return err
 	}
+	if contentType != "application/json" {
+		c.http.Timeout = uploadTimeout // files of 10 MB on a slow link
+	}
 	out, err := c.doAs(ctx, method, path, contentType, body)
 	if err != nil {
 		return err
@@ -275,6 +278,9 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	_, err = stdout.Write(out)
 	return err
 }
+
+// uploadTimeout bounds a request sending files, as the admin API bounds its reading.
+const uploadTimeout = 10 * time.Minute
 
 // multipartFiles returns a multipart/form-data body with each file as a part named "file", in
 // order, and its content type.

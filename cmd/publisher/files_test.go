@@ -460,3 +460,49 @@ func TestChangingThePublicURLMovesTheFiles(t *testing.T) {
 	want := "https://menus-b.example/files/" + fileName(card)
 	eventually(t, "the card under the new base URL", func() bool { return location(m) == want })
 }
+
+func TestUploadsUnderAnIdempotencyKeyAndToMissingTargets(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-24")
+	importDemo(t, m)
+	card := demoPDF("keyed")
+	keyed := func(key string, data []byte) reply {
+		return do(t, http.MethodPut, m.AdminURL+"/admin/v1/establishments/chez-marcel/master-menu", data,
+			"Authorization", "Bearer "+testAdminToken, "Content-Type", "application/pdf", "Idempotency-Key", key)
+	}
+	first := keyed("card-1", card)
+	again := keyed("card-1", card)
+	if first.status != 200 || again.status != 200 || !bytes.Contains(again.body, []byte(`"duplicate":true`)) {
+		t.Errorf("the same upload twice under one key: %d %s, then %d %s; want the second a duplicate", first.status, first.body, again.status, again.body)
+	}
+	if other := keyed("card-1", demoPDF("another card")); other.status != 422 {
+		t.Errorf("another file under the same key: got %d %s, want 422", other.status, other.body)
+	}
+	// A slug that reads like an upload's path is an ordinary import, its key honoured.
+	demo, _ := os.ReadFile("demo.json")
+	doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "assets"`), 1)
+	put := func() reply {
+		return do(t, http.MethodPut, m.AdminURL+"/admin/v1/establishments/assets", doc,
+			"Authorization", "Bearer "+testAdminToken, "Content-Type", "application/json", "Idempotency-Key", "assets-1")
+	}
+	if r1, r2 := put(), put(); r1.status != 201 || !bytes.Contains(r2.body, []byte(`"duplicate":true`)) {
+		t.Errorf("import of establishment \"assets\" twice under one key: %d, then %d %s", r1.status, r2.status, r2.body)
+	}
+	// Files for an establishment, menu type or version that does not exist are not even read.
+	stored := m.storedFiles(t)
+	for _, path := range []string{
+		"/admin/v1/establishments/nobody/master-menu",
+		"/admin/v1/establishments/chez-marcel/menu-types/nothing/versions/2026/assets?language_scope=fr",
+		"/admin/v1/establishments/chez-marcel/menu-types/vins/versions/1999/assets?language_scope=fr",
+	} {
+		method := http.MethodPost
+		if strings.HasSuffix(path, "master-menu") {
+			method = http.MethodPut
+		}
+		if r := m.upload(t, method, path, "application/pdf", demoPDF(path)); r.status != 404 {
+			t.Errorf("%s %s: got %d %s, want 404", method, path, r.status, r.body)
+		}
+	}
+	if got := m.storedFiles(t); !slices.Equal(got, stored) {
+		t.Errorf("stored files after uploads to missing targets: %v, want %v", got, stored)
+	}
+}

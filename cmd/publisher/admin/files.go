@@ -1,14 +1,15 @@
 package admin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -26,19 +27,28 @@ const maxAssetPages = 50
 const maxUploadBody = maxAssetPages * (domain.MaxMenuFileBytes + 64<<10)
 
 // DefaultUploads is how many uploaded files are read and stored at once unless configured: each
-// costs up to domain.MaxMenuFileBytes of memory while it is checked and stored.
+// has a buffer of domain.MaxMenuFileBytes (and a byte), made when first needed and kept.
 const DefaultUploads = 4
 
 // uploadScopeKey carries the idempotency scope of an upload, whose command id is derived from the
 // digests of its files once they are read, not from its whole body read up front.
 type uploadScopeKey struct{}
 
-// isUpload says whether r sends files, whose idempotency key is resolved by their handler.
+// uploadTimeout bounds the reading of an upload's body and its answer: 10 MB at about 17 kB/s.
+const uploadTimeout = 10 * time.Minute
+
+// isUpload says whether r sends files, whose idempotency key is resolved by their handler: a
+// POST to the files or to a version's assets, or a PUT of the unified card with a body that is
+// not JSON.
 func isUpload(r *http.Request) bool {
+	seg := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	est := len(seg) >= 4 && seg[0] == "admin" && seg[1] == "v1" && seg[2] == "establishments"
 	switch {
-	case r.URL.Path == filesPath, strings.HasSuffix(r.URL.Path, "/assets"):
+	case r.Method == http.MethodPost && r.URL.Path == filesPath:
 		return true
-	case strings.HasSuffix(r.URL.Path, "/master-menu") && r.Method == http.MethodPut:
+	case r.Method == http.MethodPost && est && len(seg) == 9 && seg[4] == "menu-types" && seg[6] == "versions" && seg[8] == "assets":
+		return true
+	case r.Method == http.MethodPut && est && len(seg) == 5 && seg[4] == "master-menu":
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		return mt != "application/json"
 	}
@@ -46,19 +56,23 @@ func isUpload(r *http.Request) bool {
 }
 
 // uploadRequest is request for an upload: its command id, under an idempotency key, is derived
-// from the key's scope and the digests of the files, which name the files' bytes exactly.
+// from the key's scope, the language scope asked for and the digests of the files, which name
+// the files' bytes exactly.
 func uploadRequest(r *http.Request, slug domain.Slug, files []app.File) app.Request {
 	scope, ok := r.Context().Value(uploadScopeKey{}).(string)
 	if !ok {
 		return app.Request{Slug: slug}
 	}
 	var body strings.Builder
-	body.WriteString(r.URL.RawQuery)
+	body.WriteString(r.URL.Query().Get("language_scope"))
 	for _, f := range files {
 		body.WriteString("\n" + string(f.Digest))
 	}
 	return app.Request{Slug: slug, CommandID: app.KeyedCommandID(scope, []byte(body.String()))}
 }
+
+// errBodyCut means an upload's body ended before it was whole, or came too slowly.
+var errBodyCut = errors.New("body: the upload was cut off or too slow")
 
 // readFiles reads the files of an upload one at a time and passes each to store before reading
 // the next, so that an upload costs one file of memory: the whole body as one file, or each file
@@ -66,6 +80,15 @@ func uploadRequest(r *http.Request, slug domain.Slug, files []app.File) app.Requ
 // type a client gives a file is ignored: its content decides. It returns the files stored, or
 // has answered the request.
 func (a *API) readFiles(w http.ResponseWriter, r *http.Request, maxFiles int) ([]app.File, bool) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(uploadTimeout))
+	_ = rc.SetWriteDeadline(time.Now().Add(uploadTimeout + 30*time.Second))
+	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	multi := mt == "multipart/form-data"
+	if !multi && r.ContentLength > domain.MaxMenuFileBytes || r.ContentLength > maxUploadBody {
+		writeError(w, http.StatusRequestEntityTooLarge, "Content too large", []string{fmt.Sprintf("file: %d bytes: %v", r.ContentLength, domain.ErrFileTooLarge)})
+		return nil, false
+	}
 	body := http.MaxBytesReader(w, r.Body, maxUploadBody)
 	var files []app.File
 	field := func() string {
@@ -81,18 +104,13 @@ func (a *API) readFiles(w http.ResponseWriter, r *http.Request, maxFiles int) ([
 		}
 		f, err := a.storeFile(r.Context(), part)
 		if err != nil {
-			status, text, details := a.refusal(r, err)
-			for i := range details {
-				details[i] = field() + ": " + details[i]
-			}
-			writeError(w, status, text, details)
+			a.failRead(w, r, field(), err)
 			return false
 		}
 		files = append(files, f)
 		return true
 	}
-	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if mt != "multipart/form-data" {
+	if !multi {
 		return files, store(body)
 	}
 	if params["boundary"] == "" {
@@ -111,7 +129,7 @@ func (a *API) readFiles(w http.ResponseWriter, r *http.Request, maxFiles int) ([
 			break
 		}
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "Bad request", []string{"body: " + err.Error()})
+			a.failRead(w, r, "body", err)
 			return nil, false
 		}
 		if part.FileName() == "" && part.FormName() != "file" {
@@ -128,26 +146,55 @@ func (a *API) readFiles(w http.ResponseWriter, r *http.Request, maxFiles int) ([
 	return files, true
 }
 
-// storeFile reads one file, at most one byte over the limit, and stores it, a few at a time.
+// failRead answers an upload whose file named field could not be read or was refused.
+func (a *API) failRead(w http.ResponseWriter, r *http.Request, field string, err error) {
+	var tooLarge *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "Content too large", []string{fmt.Sprintf("body: at most %d bytes in one upload", maxUploadBody)})
+	case errors.As(err, &netErr) && netErr.Timeout():
+		writeError(w, http.StatusRequestTimeout, "Request timeout", []string{errBodyCut.Error()})
+	case errors.Is(err, errBodyCut), errors.Is(err, io.ErrUnexpectedEOF):
+		writeError(w, http.StatusBadRequest, "Bad request", []string{errBodyCut.Error()})
+	default:
+		status, text, details := a.refusal(r, err)
+		for i := range details {
+			details[i] = field + ": " + details[i]
+		}
+		writeError(w, status, text, details)
+	}
+}
+
+// storeFile reads one file, at most one byte over the limit, into a buffer of its own, and
+// stores it. The buffers are the turns of the uploads: a few files are read at once, each in a
+// buffer made once and used again.
 func (a *API) storeFile(ctx context.Context, r io.Reader) (app.File, error) {
+	var buf []byte
 	select {
-	case a.uploads <- struct{}{}:
+	case buf = <-a.uploads:
 	case <-ctx.Done():
 		return app.File{}, ctx.Err()
 	}
-	defer func() { <-a.uploads }()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(r, domain.MaxMenuFileBytes+1)); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return app.File{}, fmt.Errorf("request body: %w", domain.ErrFileTooLarge)
-		}
-		return app.File{}, fmt.Errorf("%w: body: %w", app.ErrInvalid, err)
+	if buf == nil {
+		buf = make([]byte, domain.MaxMenuFileBytes+1)
 	}
-	if buf.Len() > domain.MaxMenuFileBytes {
+	defer func() { a.uploads <- buf }()
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case n == len(buf):
 		return app.File{}, fmt.Errorf("more than %d bytes: %w", domain.MaxMenuFileBytes, domain.ErrFileTooLarge)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		// the whole file, shorter than the buffer
+	case err != nil:
+		var tooLarge *http.MaxBytesError
+		var netErr net.Error
+		if errors.As(err, &tooLarge) || errors.As(err, &netErr) {
+			return app.File{}, err
+		}
+		return app.File{}, fmt.Errorf("%w: %v", errBodyCut, err)
 	}
-	return a.cfg.Commands.UploadFile(ctx, buf.Bytes())
+	return a.cfg.Commands.UploadFile(ctx, buf[:n])
 }
 
 // uploadFile serves POST /admin/v1/files: the file is stored, once for the same bytes, and
@@ -181,6 +228,10 @@ func (a *API) putMasterMenu(w http.ResponseWriter, r *http.Request, ps httproute
 		}
 		res, err := a.cfg.Commands.SetMasterMenu(r.Context(), req, in.URL)
 		a.answer(w, r, res, err)
+		return
+	}
+	if err := a.cfg.Commands.CheckFileTarget(r.Context(), slug, "", ""); err != nil {
+		a.fail(w, r, err)
 		return
 	}
 	files, ok := a.readFiles(w, r, 1)
@@ -222,6 +273,10 @@ func (a *API) addAsset(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	}
 	if _, err := domain.ParseLanguageScope(scope); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{err.Error()})
+		return
+	}
+	if err := a.cfg.Commands.CheckFileTarget(r.Context(), slug, typ, version); err != nil {
+		a.fail(w, r, err)
 		return
 	}
 	files, ok := a.readFiles(w, r, maxAssetPages)

@@ -64,7 +64,7 @@ type Config struct {
 // API is the admin HTTP API: the back office's way to change content.
 type API struct {
 	cfg     Config
-	uploads chan struct{} // one token per file being read and stored
+	uploads chan []byte // the buffers of the files being read and stored; nil until first used
 }
 
 // NewAPI validates cfg and returns the API.
@@ -75,7 +75,11 @@ func NewAPI(cfg Config) (*API, error) {
 	if len(cfg.Token) < 16 {
 		return nil, errors.New("admin: token must be at least 16 characters")
 	}
-	return &API{cfg: cfg, uploads: make(chan struct{}, cmpOr(cfg.Uploads, DefaultUploads))}, nil
+	a := &API{cfg: cfg, uploads: make(chan []byte, cmpOr(cfg.Uploads, DefaultUploads))}
+	for range cap(a.uploads) {
+		a.uploads <- nil
+	}
+	return a, nil
 }
 
 // Handler returns the routes of the admin API.

@@ -291,3 +291,29 @@ func (c *Commands) referencedFiles(ctx context.Context) (map[string]bool, error)
 	}
 	return referenced, nil
 }
+
+// CheckFileTarget says, before any file is read, whether files sent for establishment slug
+// would have somewhere to go: the establishment exists and, unless typ is empty, has version id
+// of menu type typ. Its refusals are those the command would give.
+func (c *Commands) CheckFileTarget(ctx context.Context, slug, typ, id domain.Slug) error {
+	defer c.locks.lock(slug)()
+	a, err := c.repo.get(ctx, slug)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer c.repo.put(a)
+	if !a.est.Created {
+		return fmt.Errorf("establishment %q: %w", slug, domain.ErrNotFound)
+	}
+	if typ == "" {
+		return nil
+	}
+	mt, ok := a.est.MenuType(typ)
+	if !ok {
+		return fmt.Errorf("menu type %q: %w", typ, domain.ErrMenuTypeNotFound)
+	}
+	if !slices.ContainsFunc(mt.Versions, func(v domain.MenuVersion) bool { return v.ID == id }) {
+		return fmt.Errorf("menu type %q version %q: %w", typ, id, domain.ErrMenuVersionNotFound)
+	}
+	return nil
+}
