@@ -44,6 +44,10 @@ const (
 // last, and writers add at most a line ending or some padding after it.
 const pdfEndWindow = 1024
 
+// pdfHeaderWindow is how far from the start a PDF's header may be: readers accept some bytes
+// before it.
+const pdfHeaderWindow = 1024
+
 var pngTrailer = []byte{0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82}
 
 // CheckMenuFile decides the type of a menu file from its content (never from a name or a header)
@@ -64,18 +68,23 @@ func CheckMenuFile(data []byte) (string, error) {
 	switch {
 	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
 		typ, err = TypePNG, checkImage(data, png.DecodeConfig)
-		if err == nil && !bytes.HasSuffix(data, pngTrailer) {
-			err = errors.New("no IEND chunk at its end: truncated")
+		if err == nil && !bytes.Contains(data, pngTrailer) {
+			err = errors.New("no IEND chunk: truncated")
 		}
 	case bytes.HasPrefix(data, []byte{0xFF, 0xD8, 0xFF}):
 		typ, err = TypeJPEG, checkImage(data, jpeg.DecodeConfig)
+		// In a scan's data every 0xFF byte is escaped, so its end-of-image marker follows the
+		// start of the last scan in any whole file, and in no truncated one.
+		if sos := bytes.LastIndex(data, []byte{0xFF, 0xDA}); err == nil && (sos < 0 || !bytes.Contains(data[sos:], []byte{0xFF, 0xD9})) {
+			err = errors.New("no end-of-image marker after its last scan: truncated")
+		}
 	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP":
 		typ, err = TypeWebP, checkImage(data, webp.DecodeConfig)
 		// The RIFF size counts what follows its first 8 bytes, padded to an even length.
 		if want := int64(binary.LittleEndian.Uint32(data[4:8])) + 8; err == nil && want != int64(len(data)) && want+1 != int64(len(data)) {
 			err = fmt.Errorf("its RIFF header says %d bytes, it has %d: truncated", want, len(data))
 		}
-	case bytes.HasPrefix(data, []byte("%PDF-")):
+	case bytes.Contains(data[:min(len(data), pdfHeaderWindow)], []byte("%PDF-")):
 		typ = TypePDF
 		if !bytes.Contains(data[max(0, len(data)-pdfEndWindow):], []byte("%%EOF")) {
 			err = errors.New("no %EOF marker at its end: truncated")
