@@ -106,6 +106,12 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 		s.fileNotFound(w, r)
 		return
 	}
+	if _, cached := s.files.cache.get(name); !cached && s.redirectsExhausted(r) {
+		// A client out of its quota of unknown names asks the source nothing more until it has
+		// quota again; a cached file, which costs nothing, is still served.
+		s.admitRedirect(w, r)
+		return
+	}
 	etag := `"` + name + `"`
 	// Only a GET that will carry the whole body fills the cache: a HEAD, a 304 or a range
 	// costs a description of the file, and the bytes it sends.
@@ -153,6 +159,12 @@ var nosniff = []string{"nosniff"}
 func noneMatch(r *http.Request, etag string) bool {
 	v := r.Header.Get("If-None-Match")
 	return v != "" && (strings.Contains(v, etag) || strings.TrimSpace(v) == "*")
+}
+
+// redirectsExhausted says whether the client of r has no redirect quota left.
+func (s *Server) redirectsExhausted(r *http.Request) bool {
+	p := s.redirectQuota
+	return p != nil && p.lim.peek(ipKey(s.clientIP(r)), s.elapsed()).remaining == 0
 }
 
 func (s *Server) fileNotFound(w http.ResponseWriter, r *http.Request) {

@@ -356,11 +356,25 @@ func TestUnknownFilesCountAgainstTheRedirectQuota(t *testing.T) {
 	if g := m.read(t, http.MethodGet, unknown); g.status != 429 || g.header.Get("Retry-After") == "" {
 		t.Errorf("fourth unknown file: got %d, want 429 with Retry-After", g.status)
 	}
-	// A stored file is not counted: pages of menus are fetched by every visitor's browser.
-	for range 5 {
-		if g := m.read(t, http.MethodGet, "/files/"+fileName(png)); g.status != 200 {
-			t.Fatalf("stored file after the quota ran out: got %d", g.status)
+	// A stored file is not counted: pages of menus are fetched by every visitor's browser. Once
+	// out of quota, a client is served the files in memory only, and asks the store nothing.
+	if g := m.read(t, http.MethodGet, "/files/"+fileName(png)); g.status != 429 {
+		t.Errorf("file not in memory, out of quota: got %d, want 429", g.status)
+	}
+	m2 := openMain(t, t.TempDir(), "2026-11-24", func(c *Config) { c.RedirectQuota = 2 })
+	if r := m2.upload(t, http.MethodPost, "/admin/v1/files", "image/png", png); r.status != 201 {
+		t.Fatalf("upload: %d %s", r.status, r.body)
+	}
+	for range 5 { // into memory with the first, then from memory
+		if g := m2.read(t, http.MethodGet, "/files/"+fileName(png)); g.status != 200 {
+			t.Fatalf("stored file: got %d", g.status)
 		}
+	}
+	for range 2 {
+		m2.read(t, http.MethodGet, unknown)
+	}
+	if g := m2.read(t, http.MethodGet, "/files/"+fileName(png)); g.status != 200 {
+		t.Errorf("file in memory, out of quota: got %d, want 200", g.status)
 	}
 }
 
