@@ -1,0 +1,153 @@
+package readapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeFiles is a FileSource in memory that counts the readers it opens.
+type fakeFiles struct {
+	mu      sync.Mutex
+	files   map[string][]byte
+	readers int
+}
+
+func (f *fakeFiles) Open(_ context.Context, name string) (StoredFile, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	data, ok := f.files[name]
+	if !ok {
+		return StoredFile{}, ErrNoFile
+	}
+	return StoredFile{ContentType: "application/pdf", Size: int64(len(data)), Reader: func(_ context.Context, skip int64) io.Reader {
+		f.mu.Lock()
+		f.readers++
+		f.mu.Unlock()
+		return bytes.NewReader(data[skip:])
+	}}, nil
+}
+
+func name(c byte) string { return "sha256-" + string(bytes.Repeat([]byte{c}, 64)) }
+
+func TestFileCacheHoldsItsBound(t *testing.T) {
+	src := &fakeFiles{files: map[string][]byte{}}
+	for _, c := range []byte("abcdefghi") {
+		src.files[name(c)] = bytes.Repeat([]byte{c}, 900)
+	}
+	src.files[name('z')] = make([]byte, 1001) // more than an eighth of the cache
+	f := newFiles(src, 8000, time.Now)
+	for _, c := range []byte("abcdefghiz") {
+		e, err := f.open(t.Context(), name(c), true)
+		if err != nil || e.meta.Size == 0 {
+			t.Fatalf("open %c: %v", c, err)
+		}
+		if got := f.cache.bytes(); got > 8000 {
+			t.Fatalf("cache holds %d bytes, bound 8000", got)
+		}
+	}
+	if _, ok := f.cache.get(name('z')); ok {
+		t.Error("a file over an eighth of the cache was cached")
+	}
+	if _, ok := f.cache.get(name('a')); ok {
+		t.Error("the least recently served file is still cached after eight more")
+	}
+	// A description alone (a HEAD, a range, a 304) caches nothing.
+	src.files[name('y')] = []byte("y")
+	if e, err := f.open(t.Context(), name('y'), false); err != nil || e.data != nil {
+		t.Errorf("open without load: %+v, %v; want no bytes", e, err)
+	}
+	if _, ok := f.cache.get(name('y')); ok {
+		t.Error("a file opened without loading was cached")
+	}
+}
+
+func TestCachedFileGoneFromTheSourceStopsBeingServed(t *testing.T) {
+	src := &fakeFiles{files: map[string][]byte{name('a'): []byte("pdf")}}
+	now := time.Unix(0, 0)
+	f := newFiles(src, 1<<20, func() time.Time { return now })
+	if _, err := f.open(t.Context(), name('a'), true); err != nil {
+		t.Fatal(err)
+	}
+	delete(src.files, name('a'))
+	if e, err := f.open(t.Context(), name('a'), true); err != nil || string(e.data) != "pdf" {
+		t.Fatalf("within a minute: %v, want the cached bytes", err)
+	}
+	now = now.Add(recheckAfter)
+	if _, err := f.open(t.Context(), name('a'), true); !errors.Is(err, ErrNoFile) {
+		t.Errorf("a minute later: %v, want ErrNoFile", err)
+	}
+	if _, ok := f.cache.get(name('a')); ok {
+		t.Error("a file the source no longer holds is still cached")
+	}
+}
+
+func TestStreamedFileSeeksForwardWithoutStartingAgain(t *testing.T) {
+	data := []byte("0123456789abcdefghij")
+	src := &fakeFiles{files: map[string][]byte{name('a'): data}}
+	meta, _ := src.Open(t.Context(), name('a'))
+	s := &streamedFile{ctx: t.Context(), meta: meta}
+	if size, _ := s.Seek(0, io.SeekEnd); size != 20 {
+		t.Fatalf("size %d", size)
+	}
+	read := func(at int64, n int) string {
+		t.Helper()
+		if _, err := s.Seek(at, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(s, b); err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read(2, 3) + read(10, 2) + read(15, 5); got != "234abfghij" {
+		t.Errorf("read %q", got)
+	}
+	if src.readers != 1 {
+		t.Errorf("%d readers for forward seeks, want 1", src.readers)
+	}
+	if got := read(0, 2); got != "01" || src.readers != 2 {
+		t.Errorf("backward seek: read %q with %d readers, want a new reader", got, src.readers)
+	}
+}
+
+func TestTransfersPerClient(t *testing.T) {
+	tr := &transfers{perClient: map[clientKey]int{}}
+	var a, b clientKey
+	b[0] = 1
+	var releases []func()
+	for range maxTransfersPerClient {
+		release, ok := tr.take(t.Context(), a)
+		if !ok {
+			t.Fatal("a client's first turns refused")
+		}
+		releases = append(releases, release)
+	}
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, ok := tr.take(gone, a); ok {
+		t.Error("a client got more turns than its share")
+	}
+	if release, ok := tr.take(gone, b); !ok {
+		t.Error("another client waited for the first one's turns")
+	} else {
+		release()
+	}
+	releases[0]()
+	if release, ok := tr.take(gone, a); !ok {
+		t.Error("a turn given back was not given again")
+	} else {
+		release()
+	}
+	for _, r := range releases[1:] {
+		r()
+	}
+	if len(tr.perClient) != 0 || tr.active != 0 {
+		t.Errorf("after every turn ended: %d clients, %d active", len(tr.perClient), tr.active)
+	}
+}
