@@ -42,7 +42,7 @@ const (
 	// of them to one client address. A sender waits for its turn up to transferWait, then is
 	// answered 503: a slow reader holds a turn, not unbounded memory.
 	maxTransfers          = 64
-	maxTransfersPerClient = 4
+	maxTransfersPerClient = 16
 	transferWait          = 2 * time.Second
 	// largeFile is the size from which a file sent from the cache also takes a turn: while it is
 	// sent, an evicted file stays in memory.
