@@ -19,6 +19,9 @@ import (
 // ErrNoFile is what a FileSource answers for a name it does not hold.
 var ErrNoFile = errors.New("no such file")
 
+// errNoMemFile means the system offers no memory files: cached files are held in byte slices.
+var errNoMemFile = errors.New("no memory files on this system")
+
 // FileSource is where the read API finds the uploaded files it serves under /files/.
 type FileSource interface {
 	// Open describes the file name, or answers an error matching ErrNoFile.
@@ -106,7 +109,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 		s.fileNotFound(w, r)
 		return
 	}
-	if _, cached := s.files.cache.get(name); !cached && s.redirectsExhausted(r) {
+	if !s.files.cache.has(name) && s.redirectsExhausted(r) {
 		// A client out of its quota of unknown names asks the source nothing more until it has
 		// quota again; a cached file, which costs nothing, is still served.
 		s.admitRedirect(w, r)
@@ -116,7 +119,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 	// Only a GET that will carry the whole body fills the cache: a HEAD, a 304 or a range
 	// costs a description of the file, and the bytes it sends.
 	whole := r.Method == http.MethodGet && r.Header.Get("Range") == "" && !noneMatch(r, etag)
-	f, err := s.files.open(r.Context(), name, whole)
+	f, done, err := s.files.open(r.Context(), name, whole)
 	switch {
 	case errors.Is(err, ErrNoFile):
 		s.fileNotFound(w, r)
@@ -128,7 +131,15 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 		writeError(w, r, unavailable)
 		return
 	}
-	if r.Method == http.MethodGet && !noneMatch(r, etag) && (f.data == nil || f.meta.Size >= largeFile) {
+	content, closeContent, err := f.content(r.Context())
+	done()
+	if err != nil {
+		s.logger.Warn("file not served", "file", name, "err", err)
+		writeError(w, r, unavailable)
+		return
+	}
+	defer closeContent()
+	if r.Method == http.MethodGet && !noneMatch(r, etag) && (!f.cached() || f.meta.Size >= largeFile) {
 		release, ok := s.files.transfers.take(r.Context(), ipKey(s.clientIP(r)))
 		if !ok {
 			writeError(w, r, unavailable)
@@ -136,7 +147,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 		}
 		defer release()
 	}
-	if ranges := strings.Count(r.Header.Get("Range"), ",") + 1; f.data == nil && ranges > 1 || ranges > maxRanges {
+	if ranges := strings.Count(r.Header.Get("Range"), ",") + 1; !f.cached() && ranges > 1 || ranges > maxRanges {
 		r.Header.Del("Range")
 	}
 	h := w.Header()
@@ -146,10 +157,6 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 	h["X-Content-Type-Options"] = nosniff
 	send := 30*time.Second + time.Duration(f.meta.Size/minSendRate)*time.Second
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(send))
-	var content io.ReadSeeker = &streamedFile{ctx: r.Context(), meta: f.meta}
-	if f.data != nil {
-		content = bytes.NewReader(f.data)
-	}
 	http.ServeContent(w, r, "", time.Time{}, content)
 }
 
@@ -174,26 +181,32 @@ func (s *Server) fileNotFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // open returns the file name: from the cache, else its description, with its bytes read into
-// the cache when load is true and the cache takes it.
-func (f *files) open(ctx context.Context, name string, load bool) (*cachedFile, error) {
-	if e, ok := f.cache.get(name); ok {
-		if f.now().Sub(e.checked) < recheckAfter {
-			return e, nil
+// the cache when load is true and the cache takes it. The caller calls done once it has the
+// file's content open.
+func (f *files) open(ctx context.Context, name string, load bool) (e *cachedFile, done func(), err error) {
+	if e, checked, ok := f.cache.get(name); ok {
+		done := func() { f.cache.release(e) }
+		if f.now().Sub(checked) < recheckAfter {
+			return e, done, nil
 		}
 		if _, err := f.describe(ctx, name); err != nil {
+			done()
 			if errors.Is(err, ErrNoFile) {
 				f.cache.remove(name)
 			}
-			return nil, err
+			return nil, nil, err
 		}
-		f.cache.checked(e, f.now())
-		return e, nil
+		f.cache.setChecked(e, f.now())
+		return e, done, nil
 	}
 	meta, err := f.describe(ctx, name)
-	if err != nil || !load || !f.cache.admits(meta.Size) {
-		return &cachedFile{name: name, meta: meta}, err
+	if err != nil {
+		return nil, nil, err
 	}
-	v, err, _ := f.inflight.Do("load "+name, func() (any, error) {
+	if !load || !f.cache.admits(meta.Size) {
+		return &cachedFile{name: name, meta: meta}, func() {}, nil
+	}
+	_, err, _ = f.inflight.Do("load "+name, func() (any, error) {
 		// Not the request's context: the load serves every request waiting on it.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
@@ -203,22 +216,42 @@ func (f *files) open(ctx context.Context, name string, load bool) (*cachedFile, 
 			return nil, ctx.Err()
 		}
 		defer func() { <-f.loads }()
-		data := make([]byte, meta.Size)
-		r := meta.Reader(ctx, 0)
-		if _, err := io.ReadFull(r, data); err != nil {
+		e, err := loadFile(ctx, name, meta)
+		if err != nil {
 			return nil, err
 		}
-		if n, err := r.Read(make([]byte, 1)); n > 0 || err != io.EOF {
-			return nil, fmt.Errorf("file %s is longer than its description says", name)
-		}
-		e := &cachedFile{name: name, meta: meta, data: data, checked: f.now()}
+		e.checked = f.now()
 		f.cache.add(e)
-		return e, nil
+		return nil, nil
 	})
 	if err != nil {
+		return nil, nil, err
+	}
+	if e, _, ok := f.cache.get(name); ok {
+		return e, func() { f.cache.release(e) }, nil
+	}
+	// Evicted already by other loads: sent from the store, as any file past the cache.
+	return &cachedFile{name: name, meta: meta}, func() {}, nil
+}
+
+// loadFile reads the file meta describes whole, into a memory file where the system has them,
+// else into memory of the process, checking that its size is the one described.
+func loadFile(ctx context.Context, name string, meta StoredFile) (*cachedFile, error) {
+	r := io.LimitReader(meta.Reader(ctx, 0), meta.Size+1)
+	if mem, err := newMemFile(name, r, meta.Size); err == nil {
+		return &cachedFile{name: name, meta: meta, mem: mem}, nil
+	} else if !errors.Is(err, errNoMemFile) {
 		return nil, err
 	}
-	return v.(*cachedFile), nil
+	data := make([]byte, meta.Size+1)
+	n, err := io.ReadFull(meta.Reader(ctx, 0), data)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, err
+	}
+	if int64(n) != meta.Size {
+		return nil, fmt.Errorf("file %s has %d bytes or more, its description says %d", name, n, meta.Size)
+	}
+	return &cachedFile{name: name, meta: meta, data: data[:n]}, nil
 }
 
 // describe asks the source for the description of file name, once for all who ask at once.
@@ -313,11 +346,42 @@ func (f *streamedFile) Seek(offset int64, whence int) (int64, error) {
 
 // cachedFile is one file of the cache, or the description of one that is not.
 type cachedFile struct {
-	name    string
-	meta    StoredFile
-	data    []byte    // nil: not in the cache
+	name string
+	meta StoredFile
+	// The bytes of a cached file: in a memory file where the system has them, which net/http
+	// sends with sendfile(2), else in data. Neither, for a file that is not cached.
+	mem  *memFile
+	data []byte
+
+	// Under the cache's lock:
 	checked time.Time // when the source last said it holds the file
 	elem    *list.Element
+	users   int  // requests about to open mem
+	evicted bool // out of the cache: mem closes when its last user is done
+}
+
+func (e *cachedFile) cached() bool { return e.mem != nil || e.data != nil }
+
+func (e *cachedFile) size() int64 {
+	if e.cached() {
+		return e.meta.Size
+	}
+	return 0
+}
+
+// content returns a reader of e's bytes for http.ServeContent, and what to call once it is sent.
+func (e *cachedFile) content(ctx context.Context) (io.ReadSeeker, func(), error) {
+	switch {
+	case e.mem != nil:
+		f, err := e.mem.open()
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, func() { f.Close() }, nil
+	case e.data != nil:
+		return bytes.NewReader(e.data), func() {}, nil
+	}
+	return &streamedFile{ctx: ctx, meta: e.meta}, func() {}, nil
 }
 
 // fileCache keeps the most recently served files up to a total size, least recently served
@@ -337,48 +401,81 @@ func newFileCache(capacity int64) *fileCache {
 
 func (c *fileCache) admits(size int64) bool { return size <= c.capacity/8 }
 
-func (c *fileCache) get(name string) (*cachedFile, bool) {
+// get returns the cached file name, with when it was last checked, and counts the caller as one
+// of its users until it calls release.
+func (c *fileCache) get(name string) (e *cachedFile, checked time.Time, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.byName[name]
-	if !ok {
-		return nil, false
+	if e, ok = c.byName[name]; !ok {
+		return nil, time.Time{}, false
 	}
 	c.order.MoveToFront(e.elem)
-	copied := *e // checked is read outside the lock
-	return &copied, true
+	e.users++
+	return e, e.checked, true
+}
+
+// release ends a use of e that get began.
+func (c *fileCache) release(e *cachedFile) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.users--; e.users == 0 && e.evicted {
+		e.close()
+	}
 }
 
 func (c *fileCache) add(e *cachedFile) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.byName[e.name]; ok {
+		e.close()
 		return
 	}
-	for c.size+int64(len(e.data)) > c.capacity && c.order.Len() > 0 {
-		old := c.order.Remove(c.order.Back()).(*cachedFile)
-		delete(c.byName, old.name)
-		c.size -= int64(len(old.data))
+	for c.size+e.size() > c.capacity && c.order.Len() > 0 {
+		c.evict(c.order.Back().Value.(*cachedFile))
 	}
 	e.elem = c.order.PushFront(e)
 	c.byName[e.name] = e
-	c.size += int64(len(e.data))
+	c.size += e.size()
 }
 
 func (c *fileCache) remove(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byName[name]; ok {
-		c.order.Remove(e.elem)
-		delete(c.byName, name)
-		c.size -= int64(len(e.data))
+		c.evict(e)
 	}
 }
 
-func (c *fileCache) checked(e *cachedFile, at time.Time) {
+// evict takes e out of the cache; its memory file closes once no request is about to open it,
+// since its descriptor's number, once closed, may name any other file of the process.
+func (c *fileCache) evict(e *cachedFile) {
+	c.order.Remove(e.elem)
+	delete(c.byName, e.name)
+	c.size -= e.size()
+	e.evicted = true
+	if e.users == 0 {
+		e.close()
+	}
+}
+
+func (e *cachedFile) close() {
+	if e.mem != nil {
+		e.mem.close()
+	}
+}
+
+func (c *fileCache) setChecked(e *cachedFile, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.checked = at
+}
+
+// has says whether file name is cached.
+func (c *fileCache) has(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.byName[name]
+	return ok
 }
 
 // bytes returns the memory the cached files hold.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -42,26 +43,27 @@ func TestFileCacheHoldsItsBound(t *testing.T) {
 	src.files[name('z')] = make([]byte, 1001) // more than an eighth of the cache
 	f := newFiles(src, 8000, time.Now)
 	for _, c := range []byte("abcdefghiz") {
-		e, err := f.open(t.Context(), name(c), true)
+		e, done, err := f.open(t.Context(), name(c), true)
 		if err != nil || e.meta.Size == 0 {
 			t.Fatalf("open %c: %v", c, err)
 		}
+		done()
 		if got := f.cache.bytes(); got > 8000 {
 			t.Fatalf("cache holds %d bytes, bound 8000", got)
 		}
 	}
-	if _, ok := f.cache.get(name('z')); ok {
+	if f.cache.has(name('z')) {
 		t.Error("a file over an eighth of the cache was cached")
 	}
-	if _, ok := f.cache.get(name('a')); ok {
+	if f.cache.has(name('a')) {
 		t.Error("the least recently served file is still cached after eight more")
 	}
 	// A description alone (a HEAD, a range, a 304) caches nothing.
 	src.files[name('y')] = []byte("y")
-	if e, err := f.open(t.Context(), name('y'), false); err != nil || e.data != nil {
+	if e, _, err := f.open(t.Context(), name('y'), false); err != nil || e.cached() {
 		t.Errorf("open without load: %+v, %v; want no bytes", e, err)
 	}
-	if _, ok := f.cache.get(name('y')); ok {
+	if f.cache.has(name('y')) {
 		t.Error("a file opened without loading was cached")
 	}
 }
@@ -70,18 +72,33 @@ func TestCachedFileGoneFromTheSourceStopsBeingServed(t *testing.T) {
 	src := &fakeFiles{files: map[string][]byte{name('a'): []byte("pdf")}}
 	now := time.Unix(0, 0)
 	f := newFiles(src, 1<<20, func() time.Time { return now })
-	if _, err := f.open(t.Context(), name('a'), true); err != nil {
-		t.Fatal(err)
+	read := func() (string, error) {
+		t.Helper()
+		e, done, err := f.open(t.Context(), name('a'), true)
+		if err != nil {
+			return "", err
+		}
+		content, closeContent, err := e.content(t.Context())
+		done()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeContent()
+		b, err := io.ReadAll(content)
+		return string(b), err
+	}
+	if got, err := read(); err != nil || got != "pdf" {
+		t.Fatalf("first read: %q, %v", got, err)
 	}
 	delete(src.files, name('a'))
-	if e, err := f.open(t.Context(), name('a'), true); err != nil || string(e.data) != "pdf" {
-		t.Fatalf("within a minute: %v, want the cached bytes", err)
+	if got, err := read(); err != nil || got != "pdf" {
+		t.Fatalf("within a minute: %q, %v; want the cached bytes", got, err)
 	}
 	now = now.Add(recheckAfter)
-	if _, err := f.open(t.Context(), name('a'), true); !errors.Is(err, ErrNoFile) {
+	if _, err := read(); !errors.Is(err, ErrNoFile) {
 		t.Errorf("a minute later: %v, want ErrNoFile", err)
 	}
-	if _, ok := f.cache.get(name('a')); ok {
+	if f.cache.has(name('a')) {
 		t.Error("a file the source no longer holds is still cached")
 	}
 }
@@ -149,5 +166,49 @@ func TestTransfersPerClient(t *testing.T) {
 	}
 	if len(tr.perClient) != 0 || tr.active != 0 {
 		t.Errorf("after every turn ended: %d clients, %d active", len(tr.perClient), tr.active)
+	}
+}
+
+func TestEvictedFileStaysReadableForItsUsers(t *testing.T) {
+	src := &fakeFiles{files: map[string][]byte{}}
+	for _, c := range []byte("abc") {
+		src.files[name(c)] = bytes.Repeat([]byte{c}, 100)
+	}
+	f := newFiles(src, 1600, time.Now) // files of up to 200 bytes, an eighth
+	open := func(c byte) (*cachedFile, func()) {
+		t.Helper()
+		e, done, err := f.open(t.Context(), name(c), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, done
+	}
+	a, doneA := open('a') // a request holds a, about to open its bytes
+	for _, c := range []byte("bcbcbcbcbcbcbcbcb") {
+		_, done := open(c)
+		done()
+	}
+	for _, c := range []byte("bcdefghijklmnopq") {
+		src.files[name(c)] = bytes.Repeat([]byte{c}, 200)
+		_, done := open(c)
+		done()
+	}
+	if f.cache.has(name('a')) {
+		t.Fatal("a is still cached; the test wants it evicted")
+	}
+	content, closeContent, err := a.content(t.Context())
+	doneA()
+	if err != nil {
+		t.Fatalf("content of an evicted file its request still held: %v", err)
+	}
+	got, _ := io.ReadAll(content)
+	closeContent()
+	if !bytes.Equal(got, bytes.Repeat([]byte{'a'}, 100)) {
+		t.Errorf("evicted file read %q", got)
+	}
+	if a.mem != nil {
+		if _, err := a.mem.f.Stat(); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("memory file of an evicted file without users: %v, want closed", err)
+		}
 	}
 }
