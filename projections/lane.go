@@ -90,7 +90,6 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 	if t == nil {
 		t = &tracked{agg: domain.New(slug)}
 	}
-	t.files = l.p.cfg.FilesURL
 	if l.replay != 0 {
 		if _, wrote := l.saved[string(slug)]; t.seq > 0 || !wrote {
 			return t, nil
@@ -110,7 +109,7 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 		}
 		for _, rec := range recs {
 			if l.replay != 0 {
-				t.replay(l.p.logger, rec)
+				t.replay(l.p.logger, l.p.cfg.FilesURL, rec)
 			} else {
 				t.apply(l.p.logger, rec)
 			}

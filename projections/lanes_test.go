@@ -197,7 +197,7 @@ func TestWatermarkReachesOnlyWhatIsFinishedBeforeIt(t *testing.T) {
 // fanOut returns the source's error instead of waiting for them.
 func TestFanOutReturnsWhenTheSourceFails(t *testing.T) {
 	failure := errors.New("the log stopped")
-	models := []*model{newModel(slog.New(slog.DiscardHandler), ""), newModel(slog.New(slog.DiscardHandler), "")}
+	models := []*model{newModel(slog.New(slog.DiscardHandler)), newModel(slog.New(slog.DiscardHandler))}
 	done := make(chan error, 1)
 	go func() {
 		_, err := fanOut(context.Background(), models, recordSlug,

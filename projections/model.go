@@ -13,7 +13,6 @@ import (
 // It is used by one goroutine at a time.
 type model struct {
 	logger *slog.Logger
-	files  string // base URL of uploaded files in the documents
 	byslug map[string]*tracked
 }
 
@@ -29,12 +28,10 @@ type tracked struct {
 	// unsaved counts the records applied since agg was read from a stored state, or since it was
 	// built from nothing.
 	unsaved int
-	// files is the base URL the documents give uploaded files under.
-	files string
 }
 
-func newModel(logger *slog.Logger, files string) *model {
-	return &model{logger: logger, files: files, byslug: make(map[string]*tracked)}
+func newModel(logger *slog.Logger) *model {
+	return &model{logger: logger, byslug: make(map[string]*tracked)}
 }
 
 // apply applies the events of rec to its establishment and returns it, or nil when the record
@@ -49,7 +46,7 @@ func (m *model) apply(rec events.Record) *tracked {
 	}
 	t := m.byslug[rec.Establishment]
 	if t == nil {
-		t = &tracked{agg: domain.New(slug), files: m.files}
+		t = &tracked{agg: domain.New(slug)}
 		m.byslug[rec.Establishment] = t
 	}
 	t.apply(m.logger, rec)
@@ -74,10 +71,10 @@ func (t *tracked) apply(logger *slog.Logger, rec events.Record) {
 }
 
 // replay applies rec to t and keeps the summary of the bundle a projection one record at a time
-// would have stored, without storing it.
-func (t *tracked) replay(logger *slog.Logger, rec events.Record) {
+// would have stored, without storing it; files is the base URL of uploaded files.
+func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record) {
 	t.apply(logger, rec)
-	if u, ok := t.project(rec.Sequence); ok && u.write {
+	if u, ok := t.project(rec.Sequence, files); ok && u.write {
 		t.stored = summarize(&u.bundle)
 		if len(rec.Events) > 0 {
 			t.changed = rec.Events[0].Time
@@ -86,16 +83,16 @@ func (t *tracked) replay(logger *slog.Logger, rec events.Record) {
 }
 
 // project decides what follows the stored bundle of t now that its aggregate changed, with
-// floor the stream sequence of the change. ok is false while the establishment does not exist:
-// it has no bundle.
-func (t *tracked) project(floor uint64) (u update, ok bool) {
+// floor the stream sequence of the change, files the base URL of uploaded files. ok is false
+// while the establishment does not exist: it has no bundle.
+func (t *tracked) project(floor uint64, files string) (u update, ok bool) {
 	if !t.agg.Created {
 		return update{}, false
 	}
-	u = next(t.stored, t.render(), int64(floor))
+	u = next(t.stored, t.render(files), int64(floor))
 	u.bundle.Sequence = t.seq
 	return u, true
 }
 
-// render renders t's aggregate, its uploaded files under their URLs.
-func (t *tracked) render() rendering { return render(withFileURLs(t.agg, t.files)) }
+// render renders t's aggregate, giving uploaded files their URLs under files.
+func (t *tracked) render(files string) rendering { return render(withFileURLs(t.agg, files)) }

@@ -501,7 +501,7 @@ func (p *Projector) replayRecord(ctx context.Context, l *lane, rec events.Record
 	if err != nil || t == nil || rec.Sequence <= t.seq {
 		return err
 	}
-	t.replay(p.logger, rec)
+	t.replay(p.logger, p.cfg.FilesURL, rec)
 	return nil
 }
 
@@ -743,7 +743,7 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string, prin
 		// What the replay would have stored is stored: nothing to render.
 		return false, p.reannounce(ctx, t)
 	}
-	u := next(stored, t.render(), replayed.revision)
+	u := next(stored, t.render(p.cfg.FilesURL), replayed.revision)
 	u.bundle.Sequence = replayed.sequence // the record a projection one at a time last stored
 	if !u.write {
 		return false, p.reannounce(ctx, t)
@@ -772,7 +772,7 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 		}
 		return p.reannounce(ctx, t)
 	}
-	u, ok := t.project(rec.Sequence)
+	u, ok := t.project(rec.Sequence, p.cfg.FilesURL)
 	if !ok || !u.write {
 		return nil
 	}

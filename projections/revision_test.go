@@ -24,7 +24,7 @@ type sim struct {
 }
 
 func newSim(tb testing.TB) *sim {
-	return &sim{tb: tb, m: newModel(slog.New(slog.DiscardHandler), ""), written: map[string]*dockey.Bundle{}}
+	return &sim{tb: tb, m: newModel(slog.New(slog.DiscardHandler)), written: map[string]*dockey.Bundle{}}
 }
 
 // record appends one record of events for slug and returns what the projector decides.
@@ -40,7 +40,7 @@ func (s *sim) raw(rec events.Record) update {
 	if t == nil {
 		return update{}
 	}
-	u, ok := t.project(rec.Sequence)
+	u, ok := t.project(rec.Sequence, "")
 	if ok && u.write {
 		t.stored = summarize(&u.bundle)
 		b := u.bundle

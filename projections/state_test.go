@@ -359,7 +359,7 @@ func TestStateAheadOfTheRecordIsNotTrusted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newModel(slog.New(slog.DiscardHandler), "")
+	m := newModel(slog.New(slog.DiscardHandler))
 	for _, rec := range recs {
 		m.apply(rec)
 	}
