@@ -71,9 +71,10 @@ func Value(e *domain.Establishment, revision int64) ([]byte, error) {
 // revision as long as any it can have, once e is active: what a write side checks against the
 // bucket's maximum value size before accepting a change, so that no accepted change is left
 // unserved, a draft's at its activation included. It
-// compresses every document, which costs far more than rendering it: FitsIn avoids that.
-func EncodedSize(e *domain.Establishment) (int, error) {
-	b := renderAll(e).bundle(math.MaxInt64)
+// compresses every document, which costs far more than rendering it: FitsIn avoids that. files is
+// the projector's Config.FilesURL, under which the documents give uploaded files their URLs.
+func EncodedSize(e *domain.Establishment, files string) (int, error) {
+	b := renderAll(withFileURLs(e, files)).bundle(math.MaxInt64)
 	compress(&b)
 	data, err := EncodeBundle(&b)
 	return len(data), err
@@ -84,12 +85,12 @@ func EncodedSize(e *domain.Establishment) (int, error) {
 // and its size when it had to be measured. It first bounds the size from the rendered documents
 // alone (a gzip coding is never much larger than what it codes), and compresses only when that
 // bound is over the limit, which only very large establishments approach.
-func FitsIn(e *domain.Establishment, limit int) (fits bool, size int, err error) {
-	bound, err := sizeBound(renderAll(e).bundle(math.MaxInt64))
+func FitsIn(e *domain.Establishment, files string, limit int) (fits bool, size int, err error) {
+	bound, err := sizeBound(renderAll(withFileURLs(e, files)).bundle(math.MaxInt64))
 	if err != nil || bound <= limit {
 		return err == nil, 0, err
 	}
-	size, err = EncodedSize(e)
+	size, err = EncodedSize(e, files)
 	return size <= limit, size, err
 }
 
@@ -101,8 +102,14 @@ func FitsIn(e *domain.Establishment, limit int) (fits bool, size int, err error)
 // and a document's gzip coding, in base64, adds at most 4/3 of it and some bytes: 6 × (1 + 4/3)
 // is below 15, taken twice for what the argument leaves out (keys, summaries, redirect targets),
 // plus 256 KiB for the fixed part of up to 155 documents. A write side checks a creation against
-// this bound without rendering it, and renders only the rare one over it.
+// this bound without rendering it, and renders only the rare one over it. The argument does not
+// hold for an establishment that names uploaded files by their digests, which the documents
+// show as longer URLs: NamesFiles says which.
 func CreatedBound(eventBytes int) int { return 30*eventBytes + 256<<10 }
+
+// NamesFiles says whether e names an uploaded file by its digest, which its documents show as the
+// file's URL.
+func NamesFiles(e *domain.Establishment) bool { return refersByDigest(e) }
 
 // sizeBound returns a size the stored form of b, once compressed, cannot exceed.
 func sizeBound(b dockey.Bundle) (int, error) {

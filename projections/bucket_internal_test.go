@@ -33,7 +33,7 @@ func TestSizeBoundIsAnUpperBound(t *testing.T) {
 		}
 	}
 	for name, e := range map[string]*domain.Establishment{"demo": demo, "incompressible": noisy} {
-		exact, err := EncodedSize(e)
+		exact, err := EncodedSize(e, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestCreatedBoundHolds(t *testing.T) {
 		for _, ev := range decodeAll(t, envelopes(t, evs...)) {
 			e.Apply(ev)
 		}
-		size, err := EncodedSize(e)
+		size, err := EncodedSize(e, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -606,12 +606,12 @@ func TestFitsInAgreesWithEncodedSize(t *testing.T) {
 			snapshot = "../cmd/publisher/demo.json"
 		}
 		e := fixture(t, snapshot, readToday(t, dir))
-		exact, err := EncodedSize(e)
+		exact, err := EncodedSize(e, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, limit := range []int{exact - 1, exact, exact + 1, 2 * exact, 10 * exact} {
-			fits, size, err := FitsIn(e, limit)
+			fits, size, err := FitsIn(e, "", limit)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -215,10 +215,10 @@ func (m *Main) openCommands() error {
 	// it could never be served.
 	maxBundle := m.maxBundle()
 	cfg.CheckContent = func(e *domain.Establishment, created bool, eventBytes int) error {
-		if created && projections.CreatedBound(eventBytes) <= maxBundle {
+		if created && !projections.NamesFiles(e) && projections.CreatedBound(eventBytes) <= maxBundle {
 			return nil // an establishment this small fits without being rendered
 		}
-		fits, n, err := projections.FitsIn(e, maxBundle)
+		fits, n, err := projections.FitsIn(e, m.PublicURL(), maxBundle)
 		if err != nil {
 			return err
 		}
@@ -491,17 +491,20 @@ func (m *Main) serve(ln net.Listener, h http.Handler) {
 	}()
 }
 
-// PublicURL is the base URL of the read API as its clients reach it: --public-url, else the
-// address the api role listens on (localhost for a wildcard address).
+// PublicURL is the base URL of the read API as its clients reach it: --public-url, else --http as
+// written (localhost for a wildcard address; the port the api role got for port 0), as verify
+// and a process of other roles given the same --http make it.
 func (m *Main) PublicURL() string {
 	if m.Config.PublicURL != "" {
 		return strings.TrimRight(m.Config.PublicURL, "/")
 	}
 	addr := m.Config.HTTPAddr
-	if m.apiLn != nil {
-		addr = m.apiLn.Addr().String()
-	} else if m.HTTPURL != "" {
-		addr = strings.TrimPrefix(m.HTTPURL, "http://")
+	if _, port, err := net.SplitHostPort(addr); err == nil && port == "0" {
+		if m.apiLn != nil {
+			addr = m.apiLn.Addr().String()
+		} else if m.HTTPURL != "" {
+			addr = strings.TrimPrefix(m.HTTPURL, "http://")
+		}
 	}
 	return localURL(addr)
 }

@@ -176,7 +176,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		return err
 	}
 	defer m.Close()
-	logger.Info("publisher started", "roles", rolesOf(cfg), "read_api", m.HTTPURL, "admin_api", m.AdminURL, "embedded_nats", m.NATS != nil)
+	logger.Info("publisher started", "roles", rolesOf(cfg), "read_api", m.HTTPURL, "admin_api", m.AdminURL, "embedded_nats", m.NATS != nil, "files_url", m.PublicURL())
+	if cfg.PublicURL == "" && !cfg.Demo && cfg.has(roleProjector) {
+		logger.Warn("uploaded files are given URLs under an address of this machine: set --public-url to the address clients reach", "files_url", m.PublicURL())
+	}
 	if m.NATS != nil {
 		logger.Info("embedded nats", "url", m.NATS.ClientURL(), "store", cfg.DataDir)
 	}
