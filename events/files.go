@@ -163,7 +163,12 @@ func (f *Files) PutNew(ctx context.Context, name, contentType string, data []byt
 		fi      FileInfo
 		created bool
 	}
-	v, err, shared := f.puts.Do(name, func() (any, error) {
+	ran := false
+	ch := f.puts.DoChan(name, func() (any, error) {
+		ran = true
+		// Not the first caller's context alone: the store serves every caller waiting on it.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
 		if fi, err := f.Stat(ctx, name); err == nil {
 			return put{fi, false}, nil
 		} else if !errors.Is(err, ErrFileNotFound) {
@@ -183,31 +188,35 @@ func (f *Files) PutNew(ctx context.Context, name, contentType string, data []byt
 		}
 		return put{fi, true}, nil
 	})
-	if err != nil {
-		return FileInfo{}, false, err
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return FileInfo{}, false, res.Err
+		}
+		p := res.Val.(put)
+		return p.fi, p.created && ran, nil
+	case <-ctx.Done():
+		return FileInfo{}, false, ctx.Err()
 	}
-	p := v.(put)
-	return p.fi, p.created && !shared, nil
 }
 
 // Touch sets the modification time of file name to now, leaving its bytes as they are. It fails
 // with ErrFileNotFound when the file is gone, even if it went a moment ago: a touch never brings
 // a removed file's description back.
 func (f *Files) Touch(ctx context.Context, name string) error {
-	for attempt := 1; ; attempt++ {
-		oi, seq, err := f.describe(ctx, name)
-		if err != nil {
-			return err
-		}
-		switch err := f.describeAs(ctx, oi, seq); {
-		case err == nil:
-			return nil
-		case errors.Is(err, errDescriptionMoved) && attempt < 3:
-			continue // touched by another at the same time, or removed: read it again
-		default:
-			return fmt.Errorf("touch file %s: %w", name, err)
-		}
+	oi, seq, err := f.describe(ctx, name)
+	if err != nil {
+		return err
 	}
+	switch err := f.describeAs(ctx, oi, seq); {
+	case errors.Is(err, errDescriptionMoved):
+		// Touched by another at the same time, which is as good, unless it was removed.
+		_, _, err := f.describe(ctx, name)
+		return err
+	case err != nil:
+		return fmt.Errorf("touch file %s: %w", name, err)
+	}
+	return nil
 }
 
 // List returns every stored file.
@@ -253,6 +262,49 @@ func (f *Files) RemoveUnchanged(ctx context.Context, fi FileInfo) (removed bool,
 	return true, nil
 }
 
+// RemoveOrphans removes the bytes that no description names and that were stored before
+// olderThan: copies left behind by a store interrupted before its description was written, or by
+// two processes storing the same name at once. Younger ones may be a store in progress. It
+// returns how many copies it removed.
+func (f *Files) RemoveOrphans(ctx context.Context, olderThan time.Time) (int, error) {
+	described := make(map[string]bool)
+	ois, err := f.store.List(ctx, jetstream.ListObjectsShowDeleted())
+	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return 0, fmt.Errorf("list files: %w", err)
+	}
+	for _, oi := range ois {
+		if !oi.Deleted {
+			described[chunkSubject(oi.NUID)] = true
+		}
+	}
+	info, err := f.stream.Info(ctx, jetstream.WithSubjectFilter(chunkSubject("*")))
+	if err != nil {
+		return 0, fmt.Errorf("list the bytes of files: %w", err)
+	}
+	removed := 0
+	for subject := range info.State.Subjects {
+		if described[subject] {
+			continue
+		}
+		first, err := jetstreamext.GetBatch(ctx, f.js, filesStream, 1, jetstreamext.GetBatchSeq(1), jetstreamext.GetBatchSubject(subject))
+		if err != nil {
+			return removed, fmt.Errorf("read the bytes of %s: %w", subject, err)
+		}
+		young := true
+		for msg, err := range first {
+			young = err != nil || !msg.Time.Before(olderThan)
+		}
+		if young {
+			continue
+		}
+		if err := f.stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+			return removed, fmt.Errorf("remove %s: %w", subject, err)
+		}
+		removed++
+	}
+	return removed, nil
+}
+
 // Reader returns a reader of the bytes of the file fi describes, from byte skip on. It fetches
 // the file's chunks as it is read, two at a time, starting at the chunk that holds byte skip when
 // the file was read to its end lately, and fails if the chunks do not add up to the file's size.
@@ -296,9 +348,6 @@ func (r *fileReader) Read(p []byte) (int, error) {
 				r.err = fmt.Errorf("read file %s: %d bytes, its description says %d", r.fi.Name, r.read, r.fi.Size)
 			} else {
 				r.err = io.EOF
-				if r.index != nil {
-					r.f.chunks.Add(r.fi.nuid, r.index)
-				}
 			}
 		default:
 			r.err = r.fetch()
@@ -330,6 +379,11 @@ func (r *fileReader) fetch() error {
 	}
 	if got == 0 {
 		return fmt.Errorf("read file %s: chunk %d of %d is missing", r.fi.Name, r.chunks+1, r.fi.chunks)
+	}
+	if r.index != nil && r.chunks == r.fi.chunks && r.read == r.fi.Size {
+		// Every chunk found, as the reader of a response fetches them whether or not it then
+		// reads past the last byte.
+		r.f.chunks.Add(r.fi.nuid, r.index)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -105,5 +106,59 @@ func TestFilesRemovalLosesToATouch(t *testing.T) {
 	}
 	if got, err := io.ReadAll(files.Reader(ctx, fi, 0)); err != nil || string(got) != "png" {
 		t.Errorf("read after storing again: %q, %v", got, err)
+	}
+}
+
+func TestFilesConcurrentTouchesAllSucceed(t *testing.T) {
+	files, other := openFiles(t)
+	ctx := t.Context()
+	if _, _, err := files.PutNew(ctx, "f", "image/png", []byte("png")); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			f := files
+			if i%2 == 1 {
+				f = other
+			}
+			errs <- f.Touch(ctx, "f")
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Errorf("touch: %v", err)
+		}
+	}
+}
+
+func TestFilesOrphanedBytesAreRemovedWhenOld(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := natstest.Connect(t, srv)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := events.OpenFiles(t.Context(), js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	fi, _, err := files.PutNew(ctx, "kept", "image/png", []byte("png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bytes of a store that never wrote its description.
+	if _, err := js.Publish(ctx, "$O."+events.FilesBucketName+".C.orphan", []byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := files.RemoveOrphans(ctx, time.Now().Add(-time.Hour)); n != 0 || err != nil {
+		t.Errorf("removal of orphans older than an hour: %d, %v; want none yet", n, err)
+	}
+	if n, err := files.RemoveOrphans(ctx, time.Now().Add(time.Hour)); n != 1 || err != nil {
+		t.Errorf("removal of every orphan: %d, %v; want the one", n, err)
+	}
+	if got, err := io.ReadAll(files.Reader(ctx, fi, 0)); err != nil || string(got) != "png" {
+		t.Errorf("a described file after the removal of orphans: %q, %v", got, err)
 	}
 }

@@ -27,6 +27,7 @@ type fileStore interface {
 	Touch(ctx context.Context, name string) error
 	List(ctx context.Context) ([]events.FileInfo, error)
 	RemoveUnchanged(ctx context.Context, fi events.FileInfo) (bool, error)
+	RemoveOrphans(ctx context.Context, olderThan time.Time) (int, error)
 }
 
 // ErrFilesUnavailable means this process stores no files.
@@ -58,8 +59,13 @@ func (c *Commands) UploadFile(ctx context.Context, data []byte) (File, error) {
 		return File{}, unavailable(err)
 	}
 	if !created {
-		if err := c.keep(ctx, fi); err != nil {
-			return File{}, err
+		err := c.keep(ctx, fi)
+		if errors.Is(err, events.ErrFileNotFound) {
+			// Removed by a collection since it was found: stored again.
+			fi, created, err = c.files.PutNew(ctx, d.FileName(), typ, data)
+		}
+		if err != nil {
+			return File{}, unavailable(err)
 		}
 	}
 	return File{Digest: d, ContentType: typ, Size: fi.Size, URL: c.FileURL(d), Created: created}, nil
@@ -77,8 +83,10 @@ func (c *Commands) keep(ctx context.Context, fi events.FileInfo) error {
 	if c.now().Sub(fi.Modified) < c.fileGrace/2 {
 		return nil
 	}
-	if err := c.files.Touch(ctx, fi.Name); err != nil {
+	if err := c.files.Touch(ctx, fi.Name); err != nil && !errors.Is(err, events.ErrFileNotFound) {
 		return unavailable(err)
+	} else if err != nil {
+		return err
 	}
 	return nil
 }
@@ -129,45 +137,56 @@ func (c *Commands) resolveVersionFiles(ctx context.Context, prefix string, v *do
 	return errors.Join(errs...)
 }
 
-// resolveFile checks that the file *ref names, by its digest or by its URL on this service, is
-// stored, and makes *ref its digest: the log names uploaded files by their digests, and the
-// documents show them under the read API's URL of the day. Other URLs are left to the domain.
+// resolveFile checks a reference *ref to a stored file, by its digest or by a URL of a file of
+// this service, and keeps the file: the log names uploaded files by their digests, and the
+// documents show them under the read API's URL of the day. A digest, or a URL under this
+// service's base URL, must name a stored file, and becomes its digest (a URL with a query or a
+// fragment is kept as it is). A URL of the same form under another host names a file of another
+// service, or of this one under a base URL it no longer has: kept when stored, left as it is.
 func (c *Commands) resolveFile(ctx context.Context, field string, ref *string) error {
 	if ref == nil {
 		return nil
 	}
-	var d domain.FileDigest
-	switch {
-	case strings.HasPrefix(*ref, "sha256:"):
+	var (
+		d         domain.FileDigest
+		own, bare bool
+	)
+	if strings.HasPrefix(*ref, "sha256:") {
 		var err error
 		if d, err = domain.ParseFileDigest(*ref); err != nil {
 			return &domain.FieldError{Field: field, Reason: err.Error()}
 		}
-	case strings.HasPrefix(*ref, c.filesBase+domain.FilesPath):
+		own, bare = true, true
+	} else {
 		var ok bool
 		if d, ok = domain.FileOfURL(*ref); !ok {
 			return nil // not a file's URL; the domain checks it as any other
 		}
-	default:
-		return nil // another service's file, or this one's under a base URL it no longer has
+		own = strings.HasPrefix(*ref, c.filesBase+domain.FilesPath)
+		bare = *ref == c.FileURL(d)
 	}
+	missing := &domain.FieldError{Field: field, Reason: fmt.Sprintf("no file %s is stored: upload it first", d)}
 	if c.files == nil {
-		return &domain.FieldError{Field: field, Reason: "file uploads are not configured: give a URL"}
+		if own {
+			return &domain.FieldError{Field: field, Reason: "file uploads are not configured: give a URL"}
+		}
+		return nil
 	}
 	fi, err := c.files.Stat(ctx, d.FileName())
-	if errors.Is(err, events.ErrFileNotFound) {
-		return &domain.FieldError{Field: field, Reason: fmt.Sprintf("no file %s is stored: upload it first", d)}
+	if err == nil {
+		err = c.keep(ctx, fi)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, events.ErrFileNotFound) && own:
+		return missing
+	case errors.Is(err, events.ErrFileNotFound):
+		return nil
+	case err != nil:
 		return unavailable(err)
 	}
-	if err := c.keep(ctx, fi); err != nil {
-		if errors.Is(err, events.ErrFileNotFound) {
-			return &domain.FieldError{Field: field, Reason: fmt.Sprintf("no file %s is stored: upload it first", d)}
-		}
-		return err
+	if bare {
+		*ref = string(d)
 	}
-	*ref = string(d)
 	return nil
 }
 
@@ -177,13 +196,17 @@ type FilesReport struct {
 	Referenced int      `json:"referenced"` // of them, those an establishment refers to
 	Young      int      `json:"young"`      // of the others, those kept for the grace period
 	Removed    []string `json:"removed"`    // names of the files removed
+	// Orphans counts the stored copies of bytes no file described any more, removed.
+	Orphans int `json:"orphans"`
 }
 
 // CollectFiles removes the stored files that no establishment refers to (by its unified card or
 // any file of any version it holds, current, past or future) and that were stored or touched
 // longer ago than the grace period. It never removes a referenced file: a command that refers to
 // a file touches it when it is past half the grace period, and a file is removed only if its
-// description is still the one read after the establishments were: a touch in between keeps it. It reads every establishment, a few at a time.
+// description is still the one read after the establishments were: a touch in between keeps it.
+// It reads every establishment, a few at a time, and only when some file is past the grace
+// period. It also removes the copies of bytes no file describes, past the grace period.
 func (c *Commands) CollectFiles(ctx context.Context) (FilesReport, error) {
 	if c.files == nil {
 		return FilesReport{}, ErrFilesUnavailable
@@ -193,6 +216,9 @@ func (c *Commands) CollectFiles(ctx context.Context) (FilesReport, error) {
 		return FilesReport{}, unavailable(err)
 	}
 	rep := FilesReport{Stored: len(stored), Removed: []string{}}
+	if rep.Orphans, err = c.files.RemoveOrphans(ctx, c.now().Add(-c.fileGrace)); err != nil {
+		return rep, unavailable(err)
+	}
 	old := make(map[string]bool)
 	for _, fi := range stored {
 		if c.now().Sub(fi.Modified) >= c.fileGrace {
