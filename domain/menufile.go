@@ -73,10 +73,8 @@ func CheckMenuFile(data []byte) (string, error) {
 		}
 	case bytes.HasPrefix(data, []byte{0xFF, 0xD8, 0xFF}):
 		typ, err = TypeJPEG, checkImage(data, jpeg.DecodeConfig)
-		// In a scan's data every 0xFF byte is escaped, so its end-of-image marker follows the
-		// start of the last scan in any whole file, and in no truncated one.
-		if sos := bytes.LastIndex(data, []byte{0xFF, 0xDA}); err == nil && (sos < 0 || !bytes.Contains(data[sos:], []byte{0xFF, 0xD9})) {
-			err = errors.New("no end-of-image marker after its last scan: truncated")
+		if err == nil {
+			err = jpegEnds(data)
 		}
 	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP":
 		typ, err = TypeWebP, checkImage(data, webp.DecodeConfig)
@@ -96,6 +94,61 @@ func CheckMenuFile(data []byte) (string, error) {
 		return "", fmt.Errorf("%w %s: %v", ErrMalformedFile, typ, err)
 	}
 	return typ, nil
+}
+
+// jpegEnds walks the segments of a JPEG image from its start to its end-of-image marker, and fails
+// if the data ends first: a truncated image. What follows the marker (the video of a motion
+// photo, say) is not looked at.
+func jpegEnds(data []byte) error {
+	truncated := errors.New("no end-of-image marker: truncated")
+	for i := 2; ; {
+		if i >= len(data) {
+			return truncated
+		}
+		if data[i] != 0xFF {
+			return fmt.Errorf("no segment marker at byte %d", i)
+		}
+		for i < len(data) && data[i] == 0xFF {
+			i++ // fill bytes
+		}
+		if i >= len(data) {
+			return truncated
+		}
+		marker := data[i]
+		i++
+		switch {
+		case marker == 0xD9:
+			return nil
+		case marker == 0x01 || marker >= 0xD0 && marker <= 0xD7:
+			continue // markers without a segment
+		}
+		if i+2 > len(data) {
+			return truncated
+		}
+		length := int(binary.BigEndian.Uint16(data[i:]))
+		if length < 2 {
+			return fmt.Errorf("segment of length %d at byte %d", length, i)
+		}
+		if i += length; i > len(data) {
+			return truncated
+		}
+		if marker != 0xDA {
+			continue
+		}
+		// The scan's coded data: every 0xFF in it is followed by 0x00 or a restart marker, so the
+		// next other marker ends it.
+		for {
+			j := bytes.IndexByte(data[i:], 0xFF)
+			if j < 0 || i+j+1 >= len(data) {
+				return truncated
+			}
+			i += j
+			if next := data[i+1]; next != 0x00 && (next < 0xD0 || next > 0xD7) {
+				break
+			}
+			i += 2
+		}
+	}
 }
 
 func checkImage(data []byte, decode func(r io.Reader) (image.Config, error)) error {

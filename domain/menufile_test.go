@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -63,6 +64,7 @@ func TestCheckMenuFile(t *testing.T) {
 		{"pdf header past its first 1024 bytes", []byte(strings.Repeat(" ", 1024) + pdfFile), "", domain.ErrUnsupportedFile},
 		{"png with bytes after its end", append(bytes.Clone(pngData), "trailing"...), domain.TypePNG, nil},
 		{"jpeg with bytes after its end", append(bytes.Clone(jpegData), 0, 0, 0), domain.TypeJPEG, nil},
+		{"jpeg followed by a video with scan markers", append(bytes.Clone(jpegData), []byte("\x00\x00\x00\x18ftypmp42\xff\xda\x00\x10junk\xff\xff")...), domain.TypeJPEG, nil},
 		{"jpeg cut in its scan", jpegData[:len(jpegData)-2], "", domain.ErrMalformedFile},
 		{"jpeg cut after its header", jpegData[:len(jpegData)*2/3], "", domain.ErrMalformedFile},
 		{"truncated pdf", []byte(pdfFile[:40]), "", domain.ErrMalformedFile},
@@ -80,6 +82,34 @@ func TestCheckMenuFile(t *testing.T) {
 				t.Errorf("CheckMenuFile = %q, %v; want %q, %v", got, err, c.want, c.wantErr)
 			}
 		})
+	}
+}
+
+// TestJPEGWithAnythingAfterItsEnd accepts whole JPEG images followed by random bytes, as motion
+// photos append a video whose bytes may hold anything, scan markers included.
+func TestJPEGWithAnythingAfterItsEnd(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(rng.Uint32())
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		tail := make([]byte, 64<<10)
+		for j := range tail {
+			tail[j] = uint8(rng.Uint32())
+		}
+		if typ, err := domain.CheckMenuFile(append(bytes.Clone(b.Bytes()), tail...)); typ != domain.TypeJPEG || err != nil {
+			t.Fatalf("tail %d: %q, %v", i, typ, err)
+		}
+	}
+	for _, cut := range []int{b.Len() - 1, b.Len() - 2, b.Len() * 3 / 4, b.Len() / 2} {
+		if _, err := domain.CheckMenuFile(b.Bytes()[:cut]); !errors.Is(err, domain.ErrMalformedFile) {
+			t.Errorf("cut at %d of %d: %v, want ErrMalformedFile", cut, b.Len(), err)
+		}
 	}
 }
 
