@@ -189,14 +189,15 @@ func (f *files) open(ctx context.Context, name string, load bool) (e *cachedFile
 		if f.now().Sub(checked) < recheckAfter {
 			return e, done, nil
 		}
-		if _, err := f.describe(ctx, name); err != nil {
+		switch _, err := f.describe(ctx, name); {
+		case errors.Is(err, ErrNoFile):
 			done()
-			if errors.Is(err, ErrNoFile) {
-				f.cache.remove(name)
-			}
+			f.cache.remove(name)
 			return nil, nil, err
+		case err == nil:
+			f.cache.setChecked(e, f.now())
 		}
-		f.cache.setChecked(e, f.now())
+		// The store did not answer: the bytes in hand are served, and it is asked again next time.
 		return e, done, nil
 	}
 	meta, err := f.describe(ctx, name)
@@ -206,7 +207,7 @@ func (f *files) open(ctx context.Context, name string, load bool) (e *cachedFile
 	if !load || !f.cache.admits(meta.Size) {
 		return &cachedFile{name: name, meta: meta}, func() {}, nil
 	}
-	_, err, _ = f.inflight.Do("load "+name, func() (any, error) {
+	loaded := f.inflight.DoChan("load "+name, func() (any, error) {
 		// Not the request's context: the load serves every request waiting on it.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
@@ -224,8 +225,13 @@ func (f *files) open(ctx context.Context, name string, load bool) (e *cachedFile
 		f.cache.add(e)
 		return nil, nil
 	})
-	if err != nil {
-		return nil, nil, err
+	select {
+	case res := <-loaded:
+		if res.Err != nil {
+			return nil, nil, res.Err
+		}
+	case <-ctx.Done():
+		return nil, nil, ctx.Err() // the load goes on for the others
 	}
 	if e, _, ok := f.cache.get(name); ok {
 		return e, func() { f.cache.release(e) }, nil
@@ -256,15 +262,20 @@ func loadFile(ctx context.Context, name string, meta StoredFile) (*cachedFile, e
 
 // describe asks the source for the description of file name, once for all who ask at once.
 func (f *files) describe(ctx context.Context, name string) (StoredFile, error) {
-	v, err, _ := f.inflight.Do("describe "+name, func() (any, error) {
+	described := f.inflight.DoChan("describe "+name, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		return f.source.Open(ctx, name)
 	})
-	if err != nil {
-		return StoredFile{}, err
+	select {
+	case res := <-described:
+		if res.Err != nil {
+			return StoredFile{}, res.Err
+		}
+		return res.Val.(StoredFile), nil
+	case <-ctx.Done():
+		return StoredFile{}, ctx.Err()
 	}
-	return v.(StoredFile), nil
 }
 
 // transfers hands out the turns to send large or streamed files.

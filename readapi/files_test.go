@@ -16,11 +16,17 @@ type fakeFiles struct {
 	mu      sync.Mutex
 	files   map[string][]byte
 	readers int
+	opens   int
+	down    bool // Open fails as a store that does not answer
 }
 
 func (f *fakeFiles) Open(_ context.Context, name string) (StoredFile, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.opens++
+	if f.down {
+		return StoredFile{}, errors.New("store unavailable")
+	}
 	data, ok := f.files[name]
 	if !ok {
 		return StoredFile{}, ErrNoFile
@@ -89,6 +95,21 @@ func TestCachedFileGoneFromTheSourceStopsBeingServed(t *testing.T) {
 	}
 	if got, err := read(); err != nil || got != "pdf" {
 		t.Fatalf("first read: %q, %v", got, err)
+	}
+	// A minute on, the store is asked once, and not again for another minute; when it does not
+	// answer, the cached bytes are served.
+	now = now.Add(recheckAfter)
+	src.down = true
+	if got, err := read(); err != nil || got != "pdf" {
+		t.Fatalf("recheck with the store down: %q, %v; want the cached bytes", got, err)
+	}
+	src.down = false
+	opens := src.opens
+	for range 3 {
+		read()
+	}
+	if src.opens != opens+1 {
+		t.Errorf("%d descriptions asked for three reads after a failed recheck, want 1", src.opens-opens)
 	}
 	delete(src.files, name('a'))
 	if got, err := read(); err != nil || got != "pdf" {
