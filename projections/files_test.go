@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -69,4 +70,42 @@ func TestFilesURLChangeRendersEveryFileAgain(t *testing.T) {
 	if err != nil || rep.Different != 0 || rep.Checked != establishments {
 		t.Errorf("verify: %+v, %v", rep, err)
 	}
+}
+
+// BenchmarkWithFileURLs measures what the projector adds to a rendering for uploaded files: a
+// look through an establishment that names none (the demo), and a copy of one whose every file
+// is uploaded.
+func BenchmarkWithFileURLs(b *testing.B) {
+	e := fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22"))
+	b.Run("none", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = withFileURLs(e, "https://menus.example")
+		}
+	})
+	uploaded := *e
+	d := string(domain.DigestOf([]byte("file")))
+	uploaded.MasterMenuURL = &d
+	uploaded.MenuTypes = nil
+	for _, mt := range e.MenuTypes {
+		mt.Versions = slices.Clone(mt.Versions)
+		for j := range mt.Versions {
+			v := &mt.Versions[j]
+			assets := make([]domain.Asset, len(v.Assets))
+			for k, a := range v.Assets {
+				assets[k] = domain.Asset{LanguageScope: a.LanguageScope, URLs: make([]string, len(a.URLs))}
+				for n := range a.URLs {
+					assets[k].URLs[n] = d
+				}
+			}
+			v.Assets = assets
+		}
+		uploaded.MenuTypes = append(uploaded.MenuTypes, mt)
+	}
+	b.Run("all uploaded", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = withFileURLs(&uploaded, "https://menus.example")
+		}
+	})
 }
