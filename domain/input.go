@@ -554,21 +554,20 @@ func optText(field string, s *string, max int, fe *fieldErrors) *string {
 }
 
 func optURL(field string, s *string, fe *fieldErrors) *string {
-	if s == nil {
-		return nil
-	}
-	if err := ValidateURL(*s); err != nil {
-		fe.add(field, "%v", err)
-	}
-	return s
+	return optChecked(field, s, ValidateURL, fe)
 }
 
 // optFileRef is optURL for a reference to a menu file: a URL or the digest of an uploaded file.
 func optFileRef(field string, s *string, fe *fieldErrors) *string {
+	return optChecked(field, s, ValidateFileRef, fe)
+}
+
+// optChecked returns s, noting in fe why check refuses it, when it is set.
+func optChecked(field string, s *string, check func(string) error, fe *fieldErrors) *string {
 	if s == nil {
 		return nil
 	}
-	if err := ValidateFileRef(*s); err != nil {
+	if err := check(*s); err != nil {
 		fe.add(field, "%v", err)
 	}
 	return s

@@ -258,11 +258,7 @@ func (a *API) addAsset(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	if !ok {
 		return
 	}
-	typ, ok := pathSlug(w, ps, "menu_type")
-	if !ok {
-		return
-	}
-	version, ok := pathSlug(w, ps, "version")
+	typ, version, ok := versionPath(w, ps)
 	if !ok {
 		return
 	}

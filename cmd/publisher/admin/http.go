@@ -285,11 +285,7 @@ func (a *API) setMenuRedirect(w http.ResponseWriter, r *http.Request, ps httprou
 }
 
 func (a *API) publishVersion(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	typ, ok := pathSlug(w, ps, "menu_type")
-	if !ok {
-		return
-	}
-	version, ok := pathSlug(w, ps, "version")
+	typ, version, ok := versionPath(w, ps)
 	if !ok {
 		return
 	}
@@ -313,11 +309,7 @@ func (a *API) publishVersion(w http.ResponseWriter, r *http.Request, ps httprout
 }
 
 func (a *API) withdrawVersion(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	typ, ok := pathSlug(w, ps, "menu_type")
-	if !ok {
-		return
-	}
-	version, ok := pathSlug(w, ps, "version")
+	typ, version, ok := versionPath(w, ps)
 	if !ok {
 		return
 	}
@@ -478,6 +470,15 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// versionPath validates the menu type and version of a version's path; on failure it has
+// answered 422 naming the bad one.
+func versionPath(w http.ResponseWriter, ps httprouter.Params) (typ, version domain.Slug, ok bool) {
+	if typ, ok = pathSlug(w, ps, "menu_type"); ok {
+		version, ok = pathSlug(w, ps, "version")
+	}
+	return typ, version, ok
 }
 
 // pathSlug validates a slug path parameter; on failure it has answered 422 naming it.
