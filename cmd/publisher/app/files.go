@@ -44,7 +44,7 @@ type File struct {
 
 // UploadFile checks data as a menu file and stores it, once for the same bytes. Nothing is
 // stored for a refused file. The file is kept at least the file grace period; a document that
-// refers to it, by its digest or its URL, keeps it for good.
+// refers to it, by its digest or its URL, keeps it as long as it does.
 func (c *Commands) UploadFile(ctx context.Context, data []byte) (File, error) {
 	if c.files == nil {
 		return File{}, ErrFilesUnavailable
