@@ -55,6 +55,12 @@ const (
 	// maxRanges is how many ranges of a cached file one request may ask for; a streamed file
 	// serves one. A request asking for more gets the whole file, as RFC 9110 allows.
 	maxRanges = 16
+	// minMemFile is the smallest file cached in a memory file, sent with sendfile: below it, the
+	// copy sendfile saves is small beside the descriptor and the page it costs. maxMemFiles
+	// bounds the descriptors the cache holds; past it, files are cached in the process's memory.
+	minMemFile  = 64 << 10
+	maxMemFiles = 2048
+	memPage     = 4096
 	// recheckAfter is how long a cached file is served before the source is asked again whether
 	// it still holds it: a file removed from the store stops being served within that time.
 	recheckAfter = time.Minute
@@ -131,6 +137,15 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 		writeError(w, r, unavailable)
 		return
 	}
+	if r.Method == http.MethodGet && !noneMatch(r, etag) && (!f.cached() || f.meta.Size >= largeFile) {
+		release, ok := s.files.transfers.take(r.Context(), ipKey(s.clientIP(r)))
+		if !ok {
+			done()
+			writeError(w, r, unavailable)
+			return
+		}
+		defer release()
+	}
 	content, closeContent, err := f.content(r.Context())
 	done()
 	if err != nil {
@@ -139,14 +154,6 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 		return
 	}
 	defer closeContent()
-	if r.Method == http.MethodGet && !noneMatch(r, etag) && (!f.cached() || f.meta.Size >= largeFile) {
-		release, ok := s.files.transfers.take(r.Context(), ipKey(s.clientIP(r)))
-		if !ok {
-			writeError(w, r, unavailable)
-			return
-		}
-		defer release()
-	}
 	if ranges := strings.Count(r.Header.Get("Range"), ",") + 1; !f.cached() && ranges > 1 || ranges > maxRanges {
 		r.Header.Del("Range")
 	}
@@ -217,7 +224,7 @@ func (f *files) open(ctx context.Context, name string, load bool) (e *cachedFile
 			return nil, ctx.Err()
 		}
 		defer func() { <-f.loads }()
-		e, err := loadFile(ctx, name, meta)
+		e, err := loadFile(ctx, name, meta, f.cache.roomForMemFile())
 		if err != nil {
 			return nil, err
 		}
@@ -228,7 +235,8 @@ func (f *files) open(ctx context.Context, name string, load bool) (e *cachedFile
 	select {
 	case res := <-loaded:
 		if res.Err != nil {
-			return nil, nil, res.Err
+			// Sent from the store as any file past the cache; loaded again at a next request.
+			return &cachedFile{name: name, meta: meta}, func() {}, nil
 		}
 	case <-ctx.Done():
 		return nil, nil, ctx.Err() // the load goes on for the others
@@ -240,14 +248,17 @@ func (f *files) open(ctx context.Context, name string, load bool) (e *cachedFile
 	return &cachedFile{name: name, meta: meta}, func() {}, nil
 }
 
-// loadFile reads the file meta describes whole, into a memory file where the system has them,
-// else into memory of the process, checking that its size is the one described.
-func loadFile(ctx context.Context, name string, meta StoredFile) (*cachedFile, error) {
-	r := io.LimitReader(meta.Reader(ctx, 0), meta.Size+1)
-	if mem, err := newMemFile(name, r, meta.Size); err == nil {
-		return &cachedFile{name: name, meta: meta, mem: mem}, nil
-	} else if !errors.Is(err, errNoMemFile) {
-		return nil, err
+// loadFile reads the file meta describes whole, checking that its size is the one described:
+// into a memory file when it is large enough for sendfile to pay and memory files is true, else
+// into memory of the process.
+func loadFile(ctx context.Context, name string, meta StoredFile, memFiles bool) (*cachedFile, error) {
+	if memFiles && meta.Size >= minMemFile {
+		r := io.LimitReader(meta.Reader(ctx, 0), meta.Size+1)
+		if mem, err := newMemFile(name, r, meta.Size); err == nil {
+			return &cachedFile{name: name, meta: meta, mem: mem}, nil
+		} else if !errors.Is(err, errNoMemFile) {
+			return nil, err
+		}
 	}
 	data := make([]byte, meta.Size+1)
 	n, err := io.ReadFull(meta.Reader(ctx, 0), data)
@@ -373,8 +384,12 @@ type cachedFile struct {
 
 func (e *cachedFile) cached() bool { return e.mem != nil || e.data != nil }
 
+// size is the memory e holds: a memory file takes whole pages.
 func (e *cachedFile) size() int64 {
-	if e.cached() {
+	switch {
+	case e.mem != nil:
+		return (e.meta.Size + memPage - 1) / memPage * memPage
+	case e.data != nil:
 		return e.meta.Size
 	}
 	return 0
@@ -402,8 +417,16 @@ type fileCache struct {
 	mu       sync.Mutex
 	capacity int64
 	size     int64
+	memFiles int // entries held in memory files, each a descriptor of the process
 	byName   map[string]*cachedFile
 	order    *list.List // front: most recently served
+}
+
+// roomForMemFile says whether one more file may be held in a memory file.
+func (c *fileCache) roomForMemFile() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.memFiles < maxMemFiles
 }
 
 func newFileCache(capacity int64) *fileCache {
@@ -447,6 +470,9 @@ func (c *fileCache) add(e *cachedFile) {
 	e.elem = c.order.PushFront(e)
 	c.byName[e.name] = e
 	c.size += e.size()
+	if e.mem != nil {
+		c.memFiles++
+	}
 }
 
 func (c *fileCache) remove(name string) {
@@ -463,6 +489,9 @@ func (c *fileCache) evict(e *cachedFile) {
 	c.order.Remove(e.elem)
 	delete(c.byName, e.name)
 	c.size -= e.size()
+	if e.mem != nil {
+		c.memFiles--
+	}
 	e.evicted = true
 	if e.users == 0 {
 		e.close()

@@ -57,7 +57,11 @@ func (m *memFile) open() (*os.File, error) {
 		return nil, err
 	}
 	fi, err := f.Stat()
-	if st, ok := fi.Sys().(*syscall.Stat_t); err != nil || !ok || st.Dev != m.id.Dev || st.Ino != m.id.Ino {
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Dev != m.id.Dev || st.Ino != m.id.Ino {
 		f.Close()
 		return nil, fmt.Errorf("%s no longer names the memory file of %s", m.path, m.f.Name())
 	}
