@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,6 +280,23 @@ func TestUploadedFilesInDocumentsAndRedirects(t *testing.T) {
 	if after, _ := m.Store.LastStreamSequence(ctx); after != before {
 		t.Errorf("refused imports appended records: %d → %d", before, after)
 	}
+	// A file's URL with a fragment is kept as given; the same file by an escaped path is not a
+	// URL the read API answers, and is refused.
+	withPage := m.HTTPURL + "/files/" + fileName(p1) + "#page=2"
+	in.MasterMenuURL = &withPage
+	b, _ = json.Marshal(in)
+	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", b); r.status != 200 {
+		t.Fatalf("import with a fragment: got %d %s", r.status, r.body)
+	}
+	if got := m.read(t, http.MethodGet, "/r/master_menu?establishment=chez-marcel"); got.header.Get("Location") != withPage {
+		t.Errorf("/r/master_menu after a URL with a fragment: Location %q, want %q", got.header.Get("Location"), withPage)
+	}
+	escaped := m.HTTPURL + "/files/%73" + strings.TrimPrefix(fileName(p1), "s")
+	in.MasterMenuURL = &escaped
+	b, _ = json.Marshal(in)
+	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", b); r.status != 422 || !strings.Contains(string(r.body), "another path") {
+		t.Errorf("import with an escaped file path: got %d %s, want 422", r.status, r.body)
+	}
 	// External URLs stay as they were.
 	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/master-menu", []byte(`{"url":"https://cdn.example.com/carte.pdf"}`)); r.status != 200 {
 		t.Fatalf("PUT master-menu URL: got %d %s", r.status, r.body)
@@ -379,11 +397,16 @@ func TestUnknownFilesCountAgainstTheRedirectQuota(t *testing.T) {
 }
 
 func TestCollectFilesKeepsWhatIsReferred(t *testing.T) {
-	m := openMain(t, t.TempDir(), "2026-11-24", func(c *Config) { c.FileGrace = time.Nanosecond })
+	// The write side's clock runs ahead of the store's by as much as the test says: the files
+	// age without waiting.
+	var ahead, slow atomic.Int64 // slow: how far each reading of the clock moves it
+	m := openMain(t, t.TempDir(), "2026-11-24", func(c *Config) {
+		c.FileGrace = time.Hour
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Add(slow.Load()))) }
+	})
 	importDemo(t, m)
 	a, b, c, d := demoPDF("a"), demoPDF("b"), demoPDF("c"), demoPDF("d")
 	orphan := demoPDF("never referred to")
-	// The grace period is a nanosecond: a file is uploaded just before it is referred to.
 	upload := func(files ...[]byte) {
 		t.Helper()
 		for _, f := range files {
@@ -406,8 +429,10 @@ func TestCollectFilesKeepsWhatIsReferred(t *testing.T) {
 			t.Fatalf("PUT version %s: %d %s", id, r.status, r.body)
 		}
 	}
+	// A collection runs once every file is past the grace period.
 	collect := func() []string {
 		t.Helper()
+		ahead.Add(int64(2 * time.Hour))
 		r := m.admin(t, http.MethodPost, "/admin/v1/files/collect", nil)
 		var rep struct {
 			Removed []string `json:"removed"`
@@ -449,6 +474,17 @@ func TestCollectFilesKeepsWhatIsReferred(t *testing.T) {
 	}
 	if g := m.read(t, http.MethodGet, "/files/"+fileName(d)); g.status != 200 {
 		t.Errorf("a referred file after the collections: got %d", g.status)
+	}
+	// A collection whose reading of the establishments takes half the grace period or more
+	// removes nothing: a file referred to meanwhile might not have been touched.
+	late := demoPDF("collected late")
+	upload(late)
+	slow.Store(int64(40 * time.Minute))
+	ahead.Add(int64(2 * time.Hour))
+	r := m.admin(t, http.MethodPost, "/admin/v1/files/collect", nil)
+	slow.Store(0)
+	if r.status != 200 || !bytes.Contains(r.body, []byte(`"removed":[]`)) || !bytes.Contains(r.body, []byte(`"late":true`)) {
+		t.Errorf("slow collection: got %d %s, want nothing removed and late", r.status, r.body)
 	}
 }
 

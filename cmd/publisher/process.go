@@ -203,7 +203,7 @@ func (m *Main) openCommands() error {
 	cfg := app.Config{
 		Log: m.Store, Snapshots: m.Snapshots, Clock: m.Clock.Today, Logger: m.Logger,
 		CacheSize: m.Config.CacheSize, SnapshotEvery: m.Config.SnapshotEach,
-		PublicURL: m.PublicURL(), FileGrace: m.Config.FileGrace,
+		PublicURL: m.PublicURL(), FileGrace: m.Config.FileGrace, Now: m.Config.Now,
 	}
 	if m.Files != nil {
 		cfg.Files = m.Files

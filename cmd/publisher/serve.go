@@ -30,16 +30,19 @@ var allRoles = []string{roleAPI, roleProjector, roleWebhook, roleClock, roleAdmi
 
 // Config is the configuration of serve.
 type Config struct {
-	DataDir          string
-	NATSURL          string // empty: run the embedded server
-	NATSListen       string // embedded server's client listener, host:port; port -1 picks one
-	SyncAlways       bool
-	Replicas         int
-	HTTPAddr         string
-	AdminAddr        string
-	AdminToken       string
-	Roles            []string
-	Today            string // fixed local date YYYY-MM-DD for every establishment; empty: wall clock
+	DataDir    string
+	NATSURL    string // empty: run the embedded server
+	NATSListen string // embedded server's client listener, host:port; port -1 picks one
+	SyncAlways bool
+	Replicas   int
+	HTTPAddr   string
+	AdminAddr  string
+	AdminToken string
+	Roles      []string
+	Today      string // fixed local date YYYY-MM-DD for every establishment; empty: wall clock
+	// Now, set by tests, is the clock of the write side: the time of its events and of the file
+	// collection. nil is the wall clock.
+	Now              func() time.Time
 	ClockEvery       time.Duration
 	Demo             bool
 	PublicURL        string // base URL of the read API as clients reach it

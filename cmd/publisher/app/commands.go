@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -100,7 +101,8 @@ type Commands struct {
 	repo     *repository
 
 	files     fileStore
-	filesBase string // PublicURL without a trailing slash
+	filesBase string   // PublicURL without a trailing slash
+	base      *url.URL // PublicURL, parsed
 	fileGrace time.Duration
 }
 
@@ -118,6 +120,7 @@ func New(cfg Config) (*Commands, error) {
 	}
 	if cfg.Files != nil {
 		c.files, c.filesBase = cfg.Files, strings.TrimRight(cfg.PublicURL, "/")
+		c.base, _ = url.Parse(c.filesBase) // checked by Validate
 	}
 	c.fileGrace = cfg.FileGrace
 	if c.fileGrace == 0 {

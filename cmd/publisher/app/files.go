@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +21,10 @@ const DefaultFileGrace = 24 * time.Hour
 
 // collectWorkers bounds the establishments a collection of files loads at once.
 const collectWorkers = 8
+
+// orphanAge is the least age of bytes no file describes before a collection removes them: far
+// longer than a store takes to write its description after its bytes.
+const orphanAge = time.Hour
 
 // fileStore keeps uploaded files by name; *events.Files satisfies it.
 type fileStore interface {
@@ -139,10 +145,11 @@ func (c *Commands) resolveVersionFiles(ctx context.Context, prefix string, v *do
 
 // resolveFile checks a reference *ref to a stored file, by its digest or by a URL of a file of
 // this service, and keeps the file: the log names uploaded files by their digests, and the
-// documents show them under the read API's URL of the day. A digest, or a URL under this
-// service's base URL, must name a stored file, and becomes its digest (a URL with a query or a
-// fragment is kept as it is). A URL of the same form under another host names a file of another
-// service, or of this one under a base URL it no longer has: kept when stored, left as it is.
+// documents show them under the read API's URL of the day. A digest, or a URL of a file under
+// this service's base URL, must name a stored file, and becomes its digest (a URL with a query
+// or a fragment is kept as it is). A URL of the same form under another host names a file of
+// another service, or of this one under a base URL it no longer has: kept when stored, left as
+// it is.
 func (c *Commands) resolveFile(ctx context.Context, field string, ref *string) error {
 	if ref == nil {
 		return nil
@@ -158,12 +165,16 @@ func (c *Commands) resolveFile(ctx context.Context, field string, ref *string) e
 		}
 		own, bare = true, true
 	} else {
-		var ok bool
+		var (
+			ok  bool
+			err error
+		)
 		if d, ok = domain.FileOfURL(*ref); !ok {
 			return nil // not a file's URL; the domain checks it as any other
 		}
-		own = strings.HasPrefix(*ref, c.filesBase+domain.FilesPath)
-		bare = *ref == c.FileURL(d)
+		if own, bare, err = c.ownFileURL(*ref, d); err != nil {
+			return &domain.FieldError{Field: field, Reason: err.Error()}
+		}
 	}
 	missing := &domain.FieldError{Field: field, Reason: fmt.Sprintf("no file %s is stored: upload it first", d)}
 	if c.files == nil {
@@ -190,6 +201,31 @@ func (c *Commands) resolveFile(ctx context.Context, field string, ref *string) e
 	return nil
 }
 
+// ownFileURL says whether u, which names file d, is under this service's base URL (scheme and
+// host compared as URLs compare them), and whether it is the file's URL exactly, without query
+// or fragment. A URL under the base URL that names a file by another path (escaped, or with more
+// segments) is refused: the read API would not find it.
+func (c *Commands) ownFileURL(u string, d domain.FileDigest) (own, bare bool, err error) {
+	parsed, err := url.Parse(u)
+	if err != nil || c.base == nil || !strings.EqualFold(parsed.Scheme, c.base.Scheme) || hostPort(parsed) != hostPort(c.base) {
+		return false, false, nil
+	}
+	want := strings.TrimRight(c.base.Path, "/") + domain.FilesPath + d.FileName()
+	if parsed.Path != want || parsed.RawPath != "" {
+		return true, false, fmt.Errorf("%q names file %s by another path than %s", u, d, want)
+	}
+	return true, parsed.RawQuery == "" && parsed.Fragment == "" && !parsed.ForceQuery, nil
+}
+
+// hostPort is the host of u in lower case, with its port unless it is its scheme's default.
+func hostPort(u *url.URL) string {
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" || strings.EqualFold(u.Scheme, "http") && port == "80" || strings.EqualFold(u.Scheme, "https") && port == "443" {
+		return host
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // FilesReport is the outcome of CollectFiles.
 type FilesReport struct {
 	Stored     int      `json:"stored"`     // files stored when the collection began
@@ -198,6 +234,9 @@ type FilesReport struct {
 	Removed    []string `json:"removed"`    // names of the files removed
 	// Orphans counts the stored copies of bytes no file described any more, removed.
 	Orphans int `json:"orphans"`
+	// Late says that the collection stopped removing files because reading the establishments
+	// took half the grace period or more.
+	Late bool `json:"late,omitempty"`
 }
 
 // CollectFiles removes the stored files that no establishment refers to (by its unified card or
@@ -216,8 +255,9 @@ func (c *Commands) CollectFiles(ctx context.Context) (FilesReport, error) {
 		return FilesReport{}, unavailable(err)
 	}
 	rep := FilesReport{Stored: len(stored), Removed: []string{}}
-	if rep.Orphans, err = c.files.RemoveOrphans(ctx, c.now().Add(-c.fileGrace)); err != nil {
-		return rep, unavailable(err)
+	if rep.Orphans, err = c.files.RemoveOrphans(ctx, c.now().Add(-max(c.fileGrace, orphanAge))); err != nil {
+		// The files are collected all the same; the orphans wait for the next collection.
+		c.logger.Warn("file collection: bytes no file describes not removed", "err", err)
 	}
 	old := make(map[string]bool)
 	for _, fi := range stored {
@@ -229,6 +269,7 @@ func (c *Commands) CollectFiles(ctx context.Context) (FilesReport, error) {
 		rep.Young = len(stored)
 		return rep, nil
 	}
+	start := c.now()
 	referenced, err := c.referencedFiles(ctx)
 	if err != nil {
 		return rep, err
@@ -239,6 +280,13 @@ func (c *Commands) CollectFiles(ctx context.Context) (FilesReport, error) {
 			rep.Referenced++
 		case !old[fi.Name]:
 			rep.Young++
+		case c.now().Sub(start) >= c.fileGrace/2:
+			// A file referred to since the establishments were read may not have been touched
+			// (it was younger than half the grace period): past that much time, removing it
+			// could remove a referenced file. The next collection, faster or with a longer
+			// grace period, takes it.
+			rep.Young++
+			rep.Late = true
 		default:
 			again, err := c.files.Stat(ctx, fi.Name)
 			if errors.Is(err, events.ErrFileNotFound) {
