@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -61,7 +62,11 @@ type Main struct {
 	wg      sync.WaitGroup
 	servers []*http.Server
 	apiLn   net.Listener // the read API's listener, bound before the roles start
-	errc    chan error
+	// starting answers on apiLn until the read API is ready; waiting is what the process waits
+	// for meanwhile, nil when nothing.
+	starting *startingHandler
+	waiting  atomic.Pointer[string]
+	errc     chan error
 }
 
 // Open starts everything the configuration asks for and returns once the roles run.
@@ -97,19 +102,42 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	m.Store, err = events.Open(ctx, m.Conn, events.Config{Replicas: c.Replicas, Duplicates: c.DuplicateTTL})
+	if c.has(roleAPI) {
+		// Bound first, so that the URLs of uploaded files name the port it got, and answering at
+		// once: not ready, and what for, until the read API is.
+		if m.apiLn, err = net.Listen("tcp", c.HTTPAddr); err != nil {
+			return fmt.Errorf("read api: %w", err)
+		}
+		m.HTTPURL = "http://" + m.apiLn.Addr().String()
+		m.starting = &startingHandler{m: m}
+		m.serve(m.apiLn, m.starting)
+	}
+	if m.NATS == nil {
+		if err := awaitConnection(ctx, m, m.Conn); err != nil {
+			return err
+		}
+	}
+	m.Store, err = provision(ctx, m, "the event log", func(ctx context.Context) (*events.Store, error) {
+		return events.Open(ctx, m.Conn, events.Config{Replicas: c.Replicas, Duplicates: c.DuplicateTTL})
+	})
 	if err != nil {
 		return fmt.Errorf("open event log: %w", err)
 	}
-	docs, err := projections.OpenBucket(ctx, js, c.Replicas)
+	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
+		return projections.OpenBucket(ctx, js, c.Replicas)
+	})
 	if err != nil {
 		return fmt.Errorf("open documents bucket: %w", err)
 	}
 	m.Docs = docs
-	if m.Snapshots, err = events.OpenSnapshots(ctx, m.Conn, c.Replicas); err != nil {
+	if m.Snapshots, err = provision(ctx, m, "the snapshots bucket", func(ctx context.Context) (*events.Snapshots, error) {
+		return events.OpenSnapshots(ctx, m.Conn, c.Replicas)
+	}); err != nil {
 		return fmt.Errorf("open snapshots: %w", err)
 	}
-	if m.Signals, err = events.OpenSignals(ctx, m.Conn, c.Replicas); err != nil {
+	if m.Signals, err = provision(ctx, m, "the change signals", func(ctx context.Context) (*events.Signals, error) {
+		return events.OpenSignals(ctx, m.Conn, c.Replicas)
+	}); err != nil {
 		return fmt.Errorf("open change signals: %w", err)
 	}
 	if c.has(roleWebhook) || c.has(roleAdmin) {
@@ -117,24 +145,21 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		m.Webhooks, err = webhook.Open(ctx, wc, webhook.Config{
-			Window: c.WebhookWindow, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate,
-			AllowedNetworks: c.WebhookNetworks, RootCAs: c.WebhookRootCAs, Replicas: c.Replicas,
-			Logger: m.Logger.With("role", roleWebhook),
+		m.Webhooks, err = provision(ctx, m, "the webhook streams and buckets", func(ctx context.Context) (*webhook.Dispatcher, error) {
+			return webhook.Open(ctx, wc, webhook.Config{
+				Window: c.WebhookWindow, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate,
+				AllowedNetworks: c.WebhookNetworks, RootCAs: c.WebhookRootCAs, Replicas: c.Replicas,
+				Logger: m.Logger.With("role", roleWebhook),
+			})
 		})
 		if err != nil {
 			return fmt.Errorf("open webhook dispatcher: %w", err)
 		}
 	}
-	if c.has(roleAPI) {
-		// Bound first, so that the URLs of uploaded files name the port it got.
-		if m.apiLn, err = net.Listen("tcp", c.HTTPAddr); err != nil {
-			return fmt.Errorf("read api: %w", err)
-		}
-		m.HTTPURL = "http://" + m.apiLn.Addr().String()
-	}
 	if c.has(roleAPI) || c.has(roleAdmin) {
-		if m.Files, err = events.OpenFiles(ctx, js, c.Replicas); err != nil {
+		if m.Files, err = provision(ctx, m, "the files store", func(ctx context.Context) (*events.Files, error) {
+			return events.OpenFiles(ctx, js, c.Replicas)
+		}); err != nil {
 			return err
 		}
 	}
@@ -143,7 +168,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	if c.has(roleProjector) {
-		state, err := projections.OpenStateBucket(ctx, js, c.Replicas)
+		state, err := provision(ctx, m, "the projector's bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
+			return projections.OpenStateBucket(ctx, js, c.Replicas)
+		})
 		if err != nil {
 			return err
 		}
@@ -164,7 +191,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	// The clock does not wait for the read API: a restart across midnight starts the days at once.
 	if c.has(roleClock) {
-		index, err := clock.OpenIndex(ctx, m.Conn, c.Replicas)
+		index, err := provision(ctx, m, "the calendar index", func(ctx context.Context) (*clock.Index, error) {
+			return clock.OpenIndex(ctx, m.Conn, c.Replicas)
+		})
 		if err != nil {
 			return fmt.Errorf("open calendar index: %w", err)
 		}
@@ -323,7 +352,9 @@ func (m *Main) dial(name string) (*nats.Conn, error) {
 		return nc, nil
 	}
 	url := m.Config.NATSURL
-	nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(-1),
+	// A cluster starting with the service may not accept connections yet: the connection is
+	// made in the background, and what needs it waits (see provision).
+	nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.Logger.Warn("nats disconnected", "connection", name, "err", err) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) { m.Logger.Info("nats reconnected", "connection", name, "url", nc.ConnectedUrl()) }))...)
 	if err != nil {
@@ -353,11 +384,17 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	docs, err := mjs.KeyValue(ctx, dockey.Bucket)
+	// The read API binds to the documents bucket, which a process with other roles may be
+	// creating: it waits for it.
+	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
+		return mjs.KeyValue(ctx, dockey.Bucket)
+	})
 	if err != nil {
 		return fmt.Errorf("open documents bucket: %w", err)
 	}
-	files, err := events.OpenFiles(ctx, mjs, m.Config.Replicas)
+	files, err := provision(ctx, m, "the files store", func(ctx context.Context) (*events.Files, error) {
+		return events.OpenFiles(ctx, mjs, m.Config.Replicas)
+	})
 	if err != nil {
 		return err
 	}
@@ -392,9 +429,8 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ln := m.apiLn
-	m.apiLn = nil
-	m.serve(ln, srv.Handler())
+	h := srv.Handler()
+	m.starting.real.Store(&h)
 	return nil
 }
 
@@ -564,9 +600,7 @@ func (m *Main) Close() {
 	for _, s := range m.servers {
 		_ = s.Shutdown(ctx)
 	}
-	if m.apiLn != nil {
-		_ = m.apiLn.Close() // bound, never served: Open failed before the read API started
-	}
+
 	if m.cancel != nil {
 		m.cancel()
 	}

@@ -89,23 +89,7 @@ func FreePort(tb testing.TB) int {
 // a JetStream meta leader. It returns the servers; connect to any of them.
 func StartCluster(tb testing.TB) []*server.Server {
 	tb.Helper()
-	const n = 3
-	ports := make([]int, n)
-	for i := range ports {
-		ports[i] = FreePort(tb)
-	}
-	routes := make([]string, n)
-	for i, p := range ports {
-		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", p)
-	}
-	servers := make([]*server.Server, n)
-	for i := range servers {
-		opts := Options(tb.TempDir())
-		opts.ServerName = fmt.Sprintf("n%d", i+1)
-		opts.Cluster = server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: ports[i]}
-		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
-		servers[i] = StartWith(tb, opts)
-	}
+	servers := StartForming(tb)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, s := range servers {
@@ -117,4 +101,40 @@ func StartCluster(tb testing.TB) []*server.Server {
 	}
 	tb.Fatalf("no jetstream meta leader within 20s")
 	return nil
+}
+
+// StartForming runs three clustered JetStream servers on loopback and returns as soon as each
+// accepts connections, before the cluster has elected its JetStream meta leader: a cluster
+// still forming, as one whose nodes start with the service.
+func StartForming(tb testing.TB) []*server.Server {
+	tb.Helper()
+	_, start := PlanCluster(tb)
+	return start()
+}
+
+// PlanCluster chooses the addresses of three clustered JetStream servers on loopback and returns
+// their client URLs, and start, which runs them and returns as soon as each accepts connections:
+// clients can be started before the cluster exists.
+func PlanCluster(tb testing.TB) (urls []string, start func() []*server.Server) {
+	tb.Helper()
+	const n = 3
+	routePorts, clientPorts := make([]int, n), make([]int, n)
+	routes := make([]string, n)
+	for i := range n {
+		routePorts[i], clientPorts[i] = FreePort(tb), FreePort(tb)
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", routePorts[i])
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", clientPorts[i]))
+	}
+	return urls, func() []*server.Server {
+		servers := make([]*server.Server, n)
+		for i := range servers {
+			opts := Options(tb.TempDir())
+			opts.Port = clientPorts[i]
+			opts.ServerName = fmt.Sprintf("n%d", i+1)
+			opts.Cluster = server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: routePorts[i]}
+			opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+			servers[i] = StartWith(tb, opts)
+		}
+		return servers
+	}
 }
