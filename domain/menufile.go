@@ -10,8 +10,8 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
-	"net/url"
 	"io"
+	"net/url"
 	"slices"
 	"strings"
 
