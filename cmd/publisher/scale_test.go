@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/opencarte/publisher/cmd/publisher/clock"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events/natstest"
 )
@@ -86,7 +87,12 @@ func TestWholeServiceUnderAConsumerLimit(t *testing.T) {
 		}
 	}
 
-	// The next day: the clock starts it for every establishment (the demo has a daily menu).
+	// The next day: the clock starts it for every establishment (the demo has a daily menu), once
+	// it has read the calendar of each (on a busy machine it may lag behind the import).
+	eventually(t, "the clock read every calendar", func() bool {
+		pending, err := m.Store.NotesPending(context.Background(), clock.ReaderName)
+		return err == nil && pending == 0
+	})
 	m.Clock.Set(domain.LocalDate{Year: 2026, Month: 11, Day: 23})
 	// A pass may leave establishments whose calendar the clock has not read yet to the next one.
 	appended := 0
