@@ -71,3 +71,16 @@ func TestProcessesStartBeforeTheirCluster(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactedURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"nats://user:secret@n1:4222":                     "nats://n1:4222",
+		"nats://token@n1:4222, nats://u:p@n2:4222":       "nats://n1:4222,nats://n2:4222",
+		"nats://n1:4222":                                 "nats://n1:4222",
+		"tls://admin:pa%40ss@nats.internal:4443/?x=1#fr": "tls://nats.internal:4443/?x=1#fr",
+	} {
+		if got := redactedURL(in); got != want {
+			t.Errorf("redactedURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
