@@ -129,6 +129,20 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 	return &Store{nc: nc, js: js, stream: stream}, nil
 }
 
+// Bind returns a Store using nc on the stream as it exists, changing nothing of it: for a reader
+// (verify, say) that must not reconfigure a log others write.
+func Bind(ctx context.Context, nc *nats.Conn) (*Store, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("bind stream %s: %w", StreamName, err)
+	}
+	stream, err := js.Stream(ctx, StreamName)
+	if err != nil {
+		return nil, fmt.Errorf("bind stream %s: %w", StreamName, err)
+	}
+	return &Store{nc: nc, js: js, stream: stream}, nil
+}
+
 // AppendOption sets an optional part of an appended record.
 type AppendOption func(*appendOptions)
 

@@ -25,6 +25,7 @@ func TestProcessesStartBeforeTheirCluster(t *testing.T) {
 	logs := make([]*syncBuffer, len(roles))
 	errs := make([]error, len(roles))
 	var wg sync.WaitGroup
+	cancels := make([]context.CancelFunc, len(roles))
 	for i, r := range roles {
 		logs[i] = &syncBuffer{}
 		mains[i] = &Main{Config: Config{
@@ -34,12 +35,17 @@ func TestProcessesStartBeforeTheirCluster(t *testing.T) {
 			PublicURL: "https://menus.example",
 		}, Logger: slog.New(slog.NewTextHandler(logs[i], nil))}
 		t.Cleanup(mains[i].Close)
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			errs[i] = mains[i].Open(ctx)
-		})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cancels[i] = cancel
+		wg.Go(func() { errs[i] = mains[i].Open(ctx) })
 	}
+	// Run before the Close above, should the test end early: no Open still running meanwhile.
+	t.Cleanup(func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+		wg.Wait()
+	})
 	// A read node answers at once: alive, not ready, and what it waits for.
 	reader := "http://" + mains[1].Config.HTTPAddr
 	eventually(t, "a read node saying what it waits for", func() bool {
@@ -78,9 +84,46 @@ func TestRedactedURL(t *testing.T) {
 		"nats://token@n1:4222, nats://u:p@n2:4222":       "nats://n1:4222,nats://n2:4222",
 		"nats://n1:4222":                                 "nats://n1:4222",
 		"tls://admin:pa%40ss@nats.internal:4443/?x=1#fr": "tls://nats.internal:4443/?x=1#fr",
+		"svc:S3cret@127.0.0.1:4222":                      "127.0.0.1:4222",
+		"nats://u:pa#ss@h:4222":                          "nats://h:4222",
+		"nats://u:1234/x@h:4222":                         "nats://h:4222",
 	} {
 		if got := redactedURL(in); got != want {
 			t.Errorf("redactedURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestPermanentNATSErrorsStopTheStart: what waiting cannot mend ends the start at once, with its
+// cause and without the credentials: a wrong password, or replicas on a server without a cluster.
+func TestPermanentNATSErrorsStopTheStart(t *testing.T) {
+	opts := natstest.Options(t.TempDir())
+	opts.Username, opts.Password = "publisher", "right-password"
+	srv := natstest.StartWith(t, opts)
+	for name, c := range map[string]Config{
+		"wrong password": {NATSURL: strings.Replace(srv.ClientURL(), "nats://", "nats://publisher:wrong-password@", 1), Replicas: 1},
+		"replicas on one server": {NATSURL: strings.Replace(srv.ClientURL(), "nats://", "nats://publisher:right-password@", 1), Replicas: 3},
+		"replicas embedded":      {Replicas: 3, DataDir: t.TempDir(), NATSListen: "127.0.0.1:-1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c.Roles, c.HTTPAddr, c.AdminAddr, c.AdminToken = []string{roleAPI, roleAdmin}, "127.0.0.1:0", "127.0.0.1:0", testAdminToken
+			c.DuplicateTTL, c.ClockEvery, c.Today = time.Hour, time.Hour, "2026-11-24"
+			m := &Main{Config: c}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			start := time.Now()
+			err := m.Open(ctx)
+			if err == nil {
+				m.Close()
+				t.Fatal("Open succeeded")
+			}
+			if took := time.Since(start); ctx.Err() != nil {
+				t.Errorf("Open waited %v for what cannot change: %v", took, err)
+			}
+			if strings.Contains(err.Error(), "password") {
+				t.Errorf("error names a credential: %v", err)
+			}
+			t.Log(err)
+		})
 	}
 }

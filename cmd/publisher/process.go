@@ -356,7 +356,9 @@ func (m *Main) dial(name string) (*nats.Conn, error) {
 	// made in the background, and what needs it waits (see provision).
 	nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.Logger.Warn("nats disconnected", "connection", name, "err", err) }),
-		nats.ReconnectHandler(func(nc *nats.Conn) { m.Logger.Info("nats reconnected", "connection", name, "url", nc.ConnectedUrlRedacted()) }))...)
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			m.Logger.Info("nats reconnected", "connection", name, "url", nc.ConnectedUrlRedacted())
+		}))...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", redactedURL(url), err)
 	}

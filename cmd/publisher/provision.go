@@ -3,14 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
-	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Provisioning on a NATS cluster that may still be forming: no JetStream meta leader yet, or a
@@ -23,11 +25,15 @@ const (
 )
 
 // provision runs open, which creates what names (a stream, a bucket) or binds to it, until it
-// succeeds or ctx ends. Every process provisions what it uses: creation is idempotent, so
-// processes started together on a new cluster all succeed, whichever comes first. While it
-// waits, the process says so in its log, and its read API, when it has one, answers /readyz
-// with 503 and what it waits for.
+// succeeds, fails for good, or ctx ends. Every process provisions what it uses: creation is
+// idempotent, so processes started together on a new cluster all succeed, whichever comes
+// first. While it waits, the process says so in its log, and its read API, when it has one,
+// answers /readyz with 503 and what it waits for. With the embedded server, which is ready once
+// it accepts connections, one attempt is made.
 func provision[T any](ctx context.Context, m *Main, what string, open func(context.Context) (T, error)) (T, error) {
+	if m.NATS != nil {
+		return open(ctx)
+	}
 	wait, reported := provisionBackoff, time.Time{}
 	started := time.Now()
 	for {
@@ -41,45 +47,89 @@ func provision[T any](ctx context.Context, m *Main, what string, open func(conte
 			m.waiting.Store(nil)
 			return v, nil
 		}
-		if ctx.Err() != nil {
-			return v, err
+		if permanent(err) {
+			return v, fmt.Errorf("%s: %w", what, err)
 		}
-		reason := what + ": " + err.Error()
-		m.waiting.Store(&reason)
+		if ctx.Err() != nil {
+			return v, fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
+		}
+		m.waiting.Store(&what)
 		if time.Since(reported) >= provisionReport {
-			m.Logger.Warn("nats: waiting for JetStream", "what", what, "waited", time.Since(started).Round(time.Second), "err", err)
+			args := []any{"what", what, "waited", time.Since(started).Round(time.Second), "err", err}
+			if hasCode(err, errCodeInsufficientResources) && time.Since(started) > time.Minute {
+				args = append(args, "hint", "check --replicas against the number of the cluster's JetStream servers")
+			}
+			m.Logger.Warn("nats: waiting for JetStream", args...)
 			reported = time.Now()
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return v, err
+			return v, fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
 		case <-t.C:
 		}
 		wait = min(2*wait, provisionMaxWait)
 	}
 }
 
-// awaitConnection returns once nc is connected, or ctx ends: a client started before its NATS
-// servers waits for them, saying so as provision does.
-func awaitConnection(ctx context.Context, m *Main, nc *nats.Conn) error {
-	_, err := provision(ctx, m, "a connection to NATS at "+redactedURL(m.Config.NATSURL), func(context.Context) (struct{}, error) {
-		if !nc.IsConnected() {
-			return struct{}{}, errors.New("not connected")
-		}
-		return struct{}{}, nil
-	})
-	return err
+// errCodeInsufficientResources is JetStream's refusal of a stream whose replicas the cluster
+// cannot place: lasting when --replicas is more than its servers, passing while it forms.
+const errCodeInsufficientResources jetstream.ErrorCode = 10023
+
+// errConnectionClosed is the error of a connection closed for good (bad credentials, say).
+var errConnectionClosed = errors.New("connection closed")
+
+// permanent says whether err cannot go away by waiting: a closed connection, or a refusal of
+// the configuration by JetStream (replicas on a server without a cluster, a change a stream
+// does not allow, JetStream not enabled).
+func permanent(err error) bool {
+	return errors.Is(err, errConnectionClosed) || errors.Is(err, nats.ErrConnectionClosed) ||
+		hasCode(err, 10074, 10052, 10058, 10065, jetstream.JSErrCodeJetStreamNotEnabledForAccount)
 }
 
-// redactedURL is u without any password or token it carries.
+func hasCode(err error, codes ...jetstream.ErrorCode) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return slices.Contains(codes, apiErr.ErrorCode)
+}
+
+// awaitConnection returns once nc is connected, or ctx ends, or nc closed for good: a client
+// started before its NATS servers waits for them, saying so as provision does, with the
+// connection's last error.
+func awaitConnection(ctx context.Context, m *Main, nc *nats.Conn) error {
+	_, err := provision(ctx, m, "the connection to NATS", func(context.Context) (struct{}, error) {
+		switch {
+		case nc.IsConnected():
+			return struct{}{}, nil
+		case nc.IsClosed():
+			return struct{}{}, fmt.Errorf("%w: %v", errConnectionClosed, nc.LastError())
+		case nc.LastError() != nil:
+			return struct{}{}, fmt.Errorf("not connected: %v", nc.LastError())
+		}
+		return struct{}{}, errors.New("not connected")
+	})
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", redactedURL(m.Config.NATSURL), err)
+	}
+	return nil
+}
+
+// redactedURL is u, a list of NATS URLs, without any user, password or token it carries: what
+// lies between a URL's scheme (if any) and its last "@", whether or not the URL parses (a
+// password may hold "#", "/" or "?").
 func redactedURL(u string) string {
 	var out []string
 	for _, one := range strings.Split(u, ",") {
-		if parsed, err := url.Parse(strings.TrimSpace(one)); err == nil && parsed.User != nil {
-			parsed.User = nil
-			one = parsed.String()
+		one = strings.TrimSpace(one)
+		if at := strings.LastIndex(one, "@"); at >= 0 {
+			start := 0
+			if i := strings.Index(one, "://"); i >= 0 && i < at {
+				start = i + 3
+			}
+			one = one[:start] + one[at+1:]
 		}
 		out = append(out, one)
 	}

@@ -50,10 +50,11 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	defer cancel()
 	nc, err := nats.Connect(*url, nats.Name("publisher-verify"), syncQueue)
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", *url, err)
+		return fmt.Errorf("connect to %s: %w", redactedURL(*url), err)
 	}
 	defer nc.Close()
-	store, err := events.Open(ctx, nc, events.Config{})
+	// verify reads: it binds to the log as it is, never reconfiguring it (its replicas, say).
+	store, err := events.Bind(ctx, nc)
 	if err != nil {
 		return err
 	}
