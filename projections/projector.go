@@ -512,24 +512,45 @@ func (p *Projector) follow(ctx context.Context, lanes []*lane, last, recheckTo u
 	reached := newWatermark()
 	dispatched := last
 	var (
-		checkpointing sync.Mutex // held by the worker writing a checkpoint
+		checkpointing sync.Mutex // held by whoever writes a checkpoint
 		saved         = time.Now()
+		savedAt       = last // position of the last checkpoint
 	)
-	moved := func(ctx context.Context, seq uint64) {
-		p.advance(seq)
+	save := func(ctx context.Context, force bool) {
 		if !checkpointing.TryLock() {
 			return // another worker is saving the position
 		}
 		defer checkpointing.Unlock()
-		if time.Since(saved) < p.cfg.CheckpointEvery {
+		pos := p.Position()
+		if pos <= savedAt || !force && time.Since(saved) < p.cfg.CheckpointEvery {
 			return
 		}
-		saved = time.Now()
+		saved, savedAt = time.Now(), pos
 		// A checkpoint not saved only makes the next start read a little more of the log.
-		if err := p.saveCheckpoint(ctx, p.Position()); err != nil && ctx.Err() == nil {
+		if err := p.saveCheckpoint(ctx, pos); err != nil && ctx.Err() == nil {
 			p.logger.Warn("checkpoint not saved", "err", err)
 		}
 	}
+	moved := func(ctx context.Context, seq uint64) {
+		p.advance(seq)
+		save(ctx, false)
+	}
+	// A position reached after the last checkpoint, and no record since, is saved all the same
+	// within CheckpointEvery: other processes learn from the checkpoint how far projection went.
+	trailing, stopTrailing := context.WithCancel(ctx)
+	defer stopTrailing()
+	go func() {
+		t := time.NewTicker(p.cfg.CheckpointEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-trailing.Done():
+				return
+			case <-t.C:
+				save(trailing, true)
+			}
+		}
+	}()
 	_, err := fanOut(ctx, lanes, recordSlug, func(ctx context.Context, l *lane, rec events.Record) error {
 		if err := p.handle(ctx, l, rec, rec.Sequence <= recheckTo); err != nil {
 			return err

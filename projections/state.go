@@ -95,6 +95,14 @@ func readCheckpoint(ctx context.Context, kv StateStore) (checkpoint, bool, error
 	return cp, true, nil
 }
 
+// Projected returns the position of the projector's last checkpoint in kv, the state bucket:
+// every record of the log up to it is projected and stored. ok is false when there is none of
+// this code's format. A process without the projector learns from it how far projection went.
+func Projected(ctx context.Context, kv StateStore) (position uint64, ok bool, err error) {
+	cp, ok, err := readCheckpoint(ctx, kv)
+	return cp.Position, ok, err
+}
+
 // writeCheckpoint stores cp, with this code's format and the time.
 func writeCheckpoint(ctx context.Context, kv StateStore, cp checkpoint) error {
 	cp.Format, cp.Written = checkpointFormat(), time.Now().UTC()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -125,5 +126,44 @@ func TestPermanentNATSErrorsStopTheStart(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// TestWaitTellsTheTruth: ?wait=true says whether the change is served, and answers 202 when it
+// is not within its limit, never a plain success. An admin process without the projector follows
+// the checkpoints of the projector another process runs.
+func TestWaitTellsTheTruth(t *testing.T) {
+	srv := natstest.Start(t)
+	open := func(wait time.Duration, roles ...string) *Main {
+		t.Helper()
+		m := &Main{Config: Config{
+			NATSURL: srv.ClientURL(), Replicas: 1, Roles: roles,
+			HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: testAdminToken,
+			Today: "2026-11-24", ClockEvery: time.Hour, DuplicateTTL: time.Hour, KeyQuota: -1, IPQuota: -1,
+			PublicURL: "https://menus.example", WaitLimit: wait,
+		}}
+		if err := m.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		return m
+	}
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminOnly := open(time.Second, roleAdmin)
+	// No projector anywhere: the change is accepted, and said not served.
+	r := adminOnly.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo)
+	if r.status != http.StatusAccepted || !strings.Contains(string(r.body), `"served":false`) {
+		t.Fatalf("wait with no projector: got %d %s, want 202 and served false", r.status, r.body)
+	}
+	// A projector in another process: the wait is answered once it projected the change (it
+	// checkpoints every few seconds, within the default limit of 10 s).
+	open(0, roleProjector)
+	adminOnly = open(0, roleAdmin)
+	r = adminOnly.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/menu-redirect", []byte(`{"enabled":false}`))
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"served":true`) {
+		t.Errorf("wait with a projector elsewhere: got %d %s, want 200 and served true", r.status, r.body)
 	}
 }

@@ -66,7 +66,10 @@ type Main struct {
 	// for meanwhile, nil when nothing.
 	starting *startingHandler
 	waiting  atomic.Pointer[string]
-	errc     chan error
+	// projectorState is the projector's bucket, read for its checkpoints when the projector runs
+	// in another process.
+	projectorState jetstream.KeyValue
+	errc           chan error
 }
 
 // Open starts everything the configuration asks for and returns once the roles run.
@@ -212,7 +215,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 	}
 	if c.has(roleAdmin) {
-		if err := m.startAdmin(); err != nil {
+		if err := m.startAdmin(ctx); err != nil {
 			return err
 		}
 		if c.FileCollectEvery > 0 {
@@ -436,7 +439,7 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	return nil
 }
 
-func (m *Main) startAdmin() error {
+func (m *Main) startAdmin(ctx context.Context) error {
 	token, err := m.adminToken()
 	if err != nil {
 		return err
@@ -445,10 +448,21 @@ func (m *Main) startAdmin() error {
 	hooks := webhookAdmin{Registry: m.Webhooks.Registry(), d: m.Webhooks}
 	cfg := admin.Config{
 		Commands: m.Commands, Token: token, WebhookOps: hooks,
-		Logger: m.Logger.With("role", roleAdmin), Status: m.status,
+		Logger: m.Logger.With("role", roleAdmin), Status: m.status, WaitLimit: m.Config.WaitLimit,
 	}
-	if m.Projector != nil {
-		cfg.Projection = m
+	cfg.Projection = m
+	if m.Projector == nil {
+		// ?wait=true follows the checkpoints of the projector another process runs.
+		c := &m.Config
+		js, err := jetstream.New(m.Conn)
+		if err != nil {
+			return fmt.Errorf("jetstream: %w", err)
+		}
+		if m.projectorState, err = provision(ctx, m, "the projector's bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
+			return projections.OpenStateBucket(ctx, js, c.Replicas)
+		}); err != nil {
+			return err
+		}
 	}
 	api, err := admin.NewAPI(cfg)
 	if err != nil {
@@ -648,7 +662,11 @@ func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
 // Served returns once the record at sequence seq of establishment slug is projected and, when
 // this process serves the read API, in its mirror: a read on this node then answers with it.
 func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
-	if err := m.Projector.WaitFor(ctx, seq); err != nil {
+	if m.Projector != nil {
+		if err := m.Projector.WaitFor(ctx, seq); err != nil {
+			return err
+		}
+	} else if err := m.projectedElsewhere(ctx, seq); err != nil {
 		return err
 	}
 	if m.Mirror == nil {
@@ -662,6 +680,24 @@ func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
 		return fmt.Errorf("read the documents of %s: %w", slug, err)
 	}
 	return m.Mirror.WaitBucketRevision(ctx, entry.Revision())
+}
+
+// projectedElsewhere returns once the projector of another process has checkpointed sequence
+// seq (it does every few seconds), or ctx ends.
+func (m *Main) projectedElsewhere(ctx context.Context, seq uint64) error {
+	for {
+		pos, ok, err := projections.Projected(ctx, m.projectorState)
+		if err == nil && ok && pos >= seq {
+			return nil
+		}
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("wait for sequence %d (checkpointed %d): %w", seq, pos, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // signalNotifier publishes the projector's revision rises as change signals.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/readapi"
@@ -56,6 +57,7 @@ type Config struct {
 	ProjectorReplay  bool // replay the whole log at start instead of resuming from the checkpoint
 	LogLevel         string
 	DuplicateTTL     time.Duration
+	WaitLimit        time.Duration
 
 	KeyQuota       int
 	IPQuota        int
@@ -100,6 +102,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.FileCollectEvery, "file-collect-interval", 6*time.Hour, "how often the admin role removes uploaded files nothing refers to (0: only when asked)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.DuplicateTTL, "dedupe-window", time.Hour, "how long a command id is remembered for idempotent retries")
+	fs.DurationVar(&c.WaitLimit, "wait-limit", admin.DefaultWaitLimit, "longest ?wait=true waits for a change to be served before answering 202")
 	fs.IntVar(&c.KeyQuota, "quota-key", 120, "API requests per key per quota window; negative: no per-key quota")
 	fs.IntVar(&c.IPQuota, "quota-ip", 500, "API requests per client address per quota window; negative: no per-address quota")
 	fs.IntVar(&c.RedirectQuota, "quota-redirect", 500, "file redirects per client address per quota window; negative: none")

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -59,6 +60,8 @@ type Config struct {
 	MaxInFlight int
 	// Uploads is how many uploaded files are read and stored at once; 0 is DefaultUploads.
 	Uploads int
+	// WaitLimit bounds ?wait=true; 0 is DefaultWaitLimit.
+	WaitLimit time.Duration
 }
 
 // API is the admin HTTP API: the back office's way to change content.
@@ -374,13 +377,27 @@ func request(w http.ResponseWriter, r *http.Request, ps httprouter.Params) (app.
 	return app.Request{Slug: slug, CommandID: commandID(r)}, ok
 }
 
-// respond writes body, after waiting for the projection when the caller asked with ?wait=true.
-func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, res app.Result, body any) {
-	if a.cfg.Projection != nil && r.URL.Query().Get("wait") == "true" && res.Version > 0 {
-		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-		defer cancel()
-		if err := a.cfg.Projection.Served(ctx, res.Slug, res.Version); err != nil {
-			a.cfg.Logger.Warn("wait for projection", "version", res.Version, "err", err)
+// DefaultWaitLimit bounds ?wait=true unless configured.
+const DefaultWaitLimit = 10 * time.Second
+
+// respond writes body, after waiting for the projection when the caller asked with ?wait=true:
+// then the body says whether the change is served ("served"), and a change not served within
+// Config.WaitLimit, or that this process cannot watch, is answered 202 Accepted, never a plain
+// success.
+func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, res app.Result, body map[string]any) {
+	if r.URL.Query().Get("wait") == "true" {
+		served := res.Version == 0 // nothing to wait for: no establishment, or nothing appended
+		if !served && a.cfg.Projection != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(a.cfg.WaitLimit, DefaultWaitLimit))
+			err := a.cfg.Projection.Served(ctx, res.Slug, res.Version)
+			cancel()
+			if served = err == nil; !served {
+				a.cfg.Logger.Warn("wait for projection", "version", res.Version, "err", err)
+			}
+		}
+		body["served"] = served
+		if !served {
+			status = http.StatusAccepted
 		}
 	}
 	writeJSON(w, status, body)
