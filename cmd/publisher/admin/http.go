@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,8 +67,9 @@ type Config struct {
 
 // API is the admin HTTP API: the back office's way to change content.
 type API struct {
-	cfg     Config
-	uploads chan []byte // the buffers of the files being read and stored; nil until first used
+	cfg      Config
+	uploads  chan []byte // the buffers of the files being read and stored; nil until first used
+	failures *failures
 }
 
 // NewAPI validates cfg and returns the API.
@@ -78,7 +80,7 @@ func NewAPI(cfg Config) (*API, error) {
 	if len(cfg.Token) < 16 {
 		return nil, errors.New("admin: token must be at least 16 characters")
 	}
-	a := &API{cfg: cfg, uploads: make(chan []byte, cmpOr(cfg.Uploads, DefaultUploads))}
+	a := &API{cfg: cfg, uploads: make(chan []byte, cmpOr(cfg.Uploads, DefaultUploads)), failures: newFailures()}
 	for range cap(a.uploads) {
 		a.uploads <- nil
 	}
@@ -164,12 +166,21 @@ func (a *API) bounded(next http.Handler) http.Handler {
 }
 
 // authenticate refuses every request without the bearer token. The scheme name is
-// case-insensitive (RFC 9110, section 11.1); the token is compared in constant time.
+// case-insensitive (RFC 9110, section 11.1); the token is compared in constant time. An address
+// that failed maxFailures times within failureWindow is refused, right token or not, until the
+// window ends: the token cannot be guessed at speed.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	want := []byte(a.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		client := clientOf(r)
+		if wait := a.failures.blocked(client, time.Now()); wait > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+1)))
+			writeError(w, http.StatusTooManyRequests, "Too many requests", []string{fmt.Sprintf("Authorization: %d failed attempts from this address; try again later", maxFailures)})
+			return
+		}
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimLeft(token, " ")), want) != 1 {
+			a.failures.fail(client, time.Now())
 			w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
 			writeError(w, http.StatusUnauthorized, "Unauthorized", nil)
 			return
