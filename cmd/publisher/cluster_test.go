@@ -102,7 +102,7 @@ func TestPermanentNATSErrorsStopTheStart(t *testing.T) {
 	opts.Username, opts.Password = "publisher", "right-password"
 	srv := natstest.StartWith(t, opts)
 	for name, c := range map[string]Config{
-		"wrong password": {NATSURL: strings.Replace(srv.ClientURL(), "nats://", "nats://publisher:wrong-password@", 1), Replicas: 1},
+		"wrong password":         {NATSURL: strings.Replace(srv.ClientURL(), "nats://", "nats://publisher:wrong-password@", 1), Replicas: 1},
 		"replicas on one server": {NATSURL: strings.Replace(srv.ClientURL(), "nats://", "nats://publisher:right-password@", 1), Replicas: 3},
 		"replicas embedded":      {Replicas: 3, DataDir: t.TempDir(), NATSListen: "127.0.0.1:-1"},
 	} {
