@@ -124,7 +124,8 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 	etag := `"` + name + `"`
 	// Only a GET that will carry the whole body fills the cache: a HEAD, a 304 or a range
 	// costs a description of the file, and the bytes it sends.
-	whole := r.Method == http.MethodGet && r.Header.Get("Range") == "" && !noneMatch(r, etag)
+	sendsBody := r.Method == http.MethodGet && !noneMatch(r, etag)
+	whole := sendsBody && r.Header.Get("Range") == ""
 	f, done, err := s.files.open(r.Context(), name, whole)
 	switch {
 	case errors.Is(err, ErrNoFile):
@@ -137,7 +138,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 		writeError(w, r, unavailable)
 		return
 	}
-	if r.Method == http.MethodGet && !noneMatch(r, etag) && (!f.cached() || f.meta.Size >= largeFile) {
+	if sendsBody && (!f.cached() || f.meta.Size >= largeFile) {
 		release, ok := s.files.transfers.take(r.Context(), ipKey(s.clientIP(r)))
 		if !ok {
 			done()
