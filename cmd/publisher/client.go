@@ -41,12 +41,8 @@ func newClient(url, token, dataDir string) (*client, error) {
 	return &client{base: strings.TrimRight(url, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}, nil
 }
 
-// do sends a request and returns the response body; a non-2xx status is an error carrying it.
-func (c *client) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
-	return c.doAs(ctx, method, path, "application/json", body)
-}
-
-// doAs is do with a body of another content type.
+// doAs sends a request with a body of contentType and returns the response body; a non-2xx
+// status is an error carrying it.
 func (c *client) doAs(ctx context.Context, method, path, contentType string, body []byte) ([]byte, error) {
 	var header http.Header
 	if body != nil {
