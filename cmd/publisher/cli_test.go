@@ -96,11 +96,13 @@ func TestImportAndAdminCommands(t *testing.T) {
 }
 
 func TestVerifyCommand(t *testing.T) {
-	m := openMain(t, t.TempDir(), "2026-11-22")
+	dir := t.TempDir()
+	m := openMain(t, dir, "2026-11-22")
 	demo, _ := os.ReadFile("demo.json")
 	m.admin(t, "PUT", "/admin/v1/establishments/chez-marcel?wait=true", demo)
 	var out, errOut bytes.Buffer
-	verifyArgs := []string{"verify", "--nats-url", m.NATS.ClientURL(), "--progress", "plain"}
+	// verify connects as the embedded server's user, found in the data directory.
+	verifyArgs := []string{"verify", "--nats-url", m.NATS.ClientURL(), "--data-dir", dir, "--progress", "plain"}
 	err := run(context.Background(), verifyArgs, &out, &errOut, func(string) string { return "" })
 	if err != nil || !strings.Contains(out.String(), `"checked": 1`) || !strings.Contains(out.String(), `"different": 0`) ||
 		!strings.Contains(out.String(), `"differences": []`) {

@@ -53,6 +53,10 @@ type Main struct {
 	AdminURL   string // base URL of the admin API, when the admin role runs
 	AdminToken string
 	Clock      *settableClock
+	// natsUser signs the embedded server's challenge; natsOptions carry the credentials and TLS
+	// of an external NATS.
+	natsUser    nats.Option
+	natsOptions []nats.Option
 	ClockRole  *clock.Clock // nil unless the clock role runs
 	Signals    *events.Signals
 	Webhooks   *webhook.Dispatcher // nil unless the webhook or admin role runs
@@ -289,6 +293,10 @@ func (m *Main) maxBundle() int { return int(min(m.Conn.MaxPayload(), projections
 func (m *Main) connect() error {
 	c := &m.Config
 	if c.NATSURL != "" {
+		var err error
+		if m.natsOptions, err = c.NATSAuth.options(); err != nil {
+			return err
+		}
 		nc, err := m.dial("publisher")
 		if err != nil {
 			return err
@@ -307,7 +315,21 @@ func (m *Main) connect() error {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	// No connection is anonymous, not even a local one: the server accepts one nkey user, whose
+	// seed only this process's user can read.
+	_, user, err := embeddedUser(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("embedded nats user: %w", err)
+	}
+	users, err := embeddedUsers(user)
+	if err != nil {
+		return err
+	}
+	if m.natsUser, err = nkeyOption(user); err != nil {
+		return err
+	}
 	opts := &server.Options{
+		Nkeys:      users,
 		ServerName: "publisher",
 		Host:       host,
 		Port:       port,
@@ -348,7 +370,7 @@ func (m *Main) connect() error {
 func (m *Main) dial(name string) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name(name), m.natsErrors(), syncQueue}
 	if m.NATS != nil {
-		nc, err := nats.Connect("", append(opts, nats.InProcessServer(m.NATS))...)
+		nc, err := nats.Connect("", append(opts, nats.InProcessServer(m.NATS), m.natsUser)...)
 		if err != nil {
 			return nil, fmt.Errorf("connect to embedded nats: %w", err)
 		}
@@ -357,6 +379,7 @@ func (m *Main) dial(name string) (*nats.Conn, error) {
 	url := m.Config.NATSURL
 	// A cluster starting with the service may not accept connections yet: the connection is
 	// made in the background, and what needs it waits (see provision).
+	opts = append(opts, m.natsOptions...)
 	nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.Logger.Warn("nats disconnected", "connection", name, "err", err) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -106,6 +108,9 @@ func awaitConnection(ctx context.Context, m *Main, nc *nats.Conn) error {
 			return struct{}{}, nil
 		case nc.IsClosed():
 			return struct{}{}, fmt.Errorf("%w: %v", errConnectionClosed, nc.LastError())
+		case badCertificate(nc.LastError()):
+			// A server certificate the client does not trust stays so however long it waits.
+			return struct{}{}, fmt.Errorf("%w: %v", errConnectionClosed, nc.LastError())
 		case nc.LastError() != nil:
 			return struct{}{}, fmt.Errorf("not connected: %v", nc.LastError())
 		}
@@ -115,6 +120,15 @@ func awaitConnection(ctx context.Context, m *Main, nc *nats.Conn) error {
 		return fmt.Errorf("connect to %s: %w", redactedURL(m.Config.NATSURL), err)
 	}
 	return nil
+}
+
+// badCertificate says whether err is a TLS server certificate that does not verify.
+func badCertificate(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
 }
 
 // redactedURL is u, a list of NATS URLs, without any user, password or token it carries: what

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ type Config struct {
 	DataDir    string
 	NATSURL    string // empty: run the embedded server
 	NATSListen string // embedded server's client listener, host:port; port -1 picks one
+	NATSAuth   natsAuth // credentials and TLS for NATSURL
 	SyncAlways bool
 	Replicas   int
 	HTTPAddr   string
@@ -77,7 +79,8 @@ type Config struct {
 func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory of the embedded NATS server's store and the local admin token")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "URL of an external NATS cluster; empty runs NATS embedded in this process")
-	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client listener of the embedded NATS server (port -1: any free port)")
+	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client listener of the embedded NATS server (port -1: any free port); it accepts only the user in <data-dir>/"+embeddedSeedFile)
+	c.NATSAuth.register(fs)
 	fs.BoolVar(&c.SyncAlways, "sync-always", false, "embedded NATS: fsync every write (survives power loss, slower)")
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of the event stream and buckets (3 on a cluster)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "listen address of the read API and redirects")
@@ -173,6 +176,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
 	}
+	if err := cfg.NATSAuth.load(getenv); err != nil {
+		return err
+	}
 	logger, err := newLogger(stderr, cfg.LogLevel)
 	if err != nil {
 		return err
@@ -187,7 +193,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		logger.Warn("uploaded files are given URLs under an address of this machine: set --public-url to the address clients reach", "files_url", m.PublicURL())
 	}
 	if m.NATS != nil {
-		logger.Info("embedded nats", "url", m.NATS.ClientURL(), "store", cfg.DataDir)
+		seed := filepath.Join(cfg.DataDir, embeddedSeedFile)
+		logger.Info("embedded nats: it accepts only the nkey user in its seed file", "url", m.NATS.ClientURL(), "store", cfg.DataDir, "seed", seed,
+			"nats_cli", fmt.Sprintf("nats -s %s --nkey %s stream ls", m.NATS.ClientURL(), seed))
 	}
 	if cfg.Demo {
 		if err := m.loadDemo(ctx, stdout); err != nil {

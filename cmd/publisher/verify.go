@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +29,9 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS to read from (a running serve's embedded server listens there)")
+	dataDir := fs.String("data-dir", "./data", "data directory of a local serve: its embedded server's user is used unless other credentials are given")
+	var auth natsAuth
+	auth.register(fs)
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
 	workers := fs.Int("workers", projections.DefaultVerifyWorkers, "establishments checked at once")
 	maxDiffs := fs.Int("max-differences", projections.DefaultMaxDifferences, "differences listed in the report (all are counted)")
@@ -46,9 +51,21 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	case *maxDiffs <= 0:
 		return fmt.Errorf("--max-differences %d: want a positive number", *maxDiffs)
 	}
+	if err := auth.load(getenv); err != nil {
+		return err
+	}
+	if auth.Creds == "" && auth.NKey == "" && auth.User == "" {
+		if seed := filepath.Join(*dataDir, embeddedSeedFile); fileExists(seed) {
+			auth.NKey = seed
+		}
+	}
+	opts, err := auth.options()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	nc, err := nats.Connect(*url, nats.Name("publisher-verify"), syncQueue)
+	nc, err := nats.Connect(*url, append(opts, nats.Name("publisher-verify"), syncQueue)...)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", redactedURL(*url), err)
 	}
@@ -144,4 +161,9 @@ func startVerifyProgress(w io.Writer, mode string, every time.Duration, start ti
 			}
 	}
 	return record, func(bool) {}
+}
+
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
 }

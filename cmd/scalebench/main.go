@@ -358,6 +358,9 @@ type service struct {
 	natsURL, adminURL, api string
 }
 
+// seed is the file of the embedded NATS server's user, which the other processes connect as.
+func (s *service) seed() string { return filepath.Join(s.dir, "nats.nk") }
+
 func (s *service) ports() error {
 	for _, p := range []*int{&s.natsPort, &s.http, &s.admin} {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -570,7 +573,7 @@ func (s *service) adminReads(ctx context.Context, slugs []string, n int) (readRe
 		return readResult{}, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(s.bin, "serve", "--roles", "admin", "--nats-url", s.natsURL,
+	cmd := exec.Command(s.bin, "serve", "--roles", "admin", "--nats-url", s.natsURL, "--nats-nkey", s.seed(),
 		"--admin", fmt.Sprintf("127.0.0.1:%d", port), "--admin-token", s.token, "--data-dir", filepath.Join(filepath.Dir(s.dir), "admin-only"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -711,7 +714,7 @@ type verified struct {
 }
 
 func (s *service) verify(ctx context.Context) (verified, error) {
-	cmd := exec.CommandContext(ctx, s.bin, "verify", "--nats-url", s.natsURL, "--progress", "none")
+	cmd := exec.CommandContext(ctx, s.bin, "verify", "--nats-url", s.natsURL, "--nats-nkey", s.seed(), "--progress", "none")
 	out, err := cmd.Output()
 	v := verified{exit: "0"}
 	var ee *exec.ExitError

@@ -76,7 +76,7 @@ func (s *service) apiOnly(ctx context.Context, documentBytes int64) (apiResult, 
 	}
 	defer logFile.Close()
 	res := apiResult{memLimit: strconv.FormatInt((documentBytes*6/5+200<<20)>>20, 10) + "MiB"}
-	cmd := exec.Command(s.bin, "serve", "--roles", "api", "--nats-url", s.natsURL,
+	cmd := exec.Command(s.bin, "serve", "--roles", "api", "--nats-url", s.natsURL, "--nats-nkey", s.seed(),
 		"--http", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", filepath.Join(filepath.Dir(s.dir), "api-only"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+res.memLimit, "GODEBUG="+strings.TrimPrefix(os.Getenv("GODEBUG")+",gctrace=1", ","))
