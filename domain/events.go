@@ -157,7 +157,8 @@ func EncodeEvent(e Event) ([]byte, error) {
 	return b, nil
 }
 
-// DecodeEvent reads a payload of the given wire type and schema version.
+// DecodeEvent reads a payload of the given wire type and schema version, and refuses an event
+// whose values fail CheckEvent.
 func DecodeEvent(typ string, schema int, payload []byte) (Event, error) {
 	return DecodeEventWith(typ, schema, payload, json.Unmarshal)
 }
@@ -211,6 +212,9 @@ func DecodeEventWith(typ string, schema int, payload []byte, unmarshal func([]by
 	}
 	if d, ok := e.(decodeFailure); ok {
 		return nil, fmt.Errorf("decode %s: %w", typ, d.err)
+	}
+	if err := CheckEvent(e); err != nil {
+		return nil, fmt.Errorf("decode %s: invalid: %w", typ, err)
 	}
 	return e, nil
 }

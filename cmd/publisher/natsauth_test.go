@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,8 +12,10 @@ import (
 	"encoding/pem"
 	"flag"
 	"io"
+	"fmt"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +25,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/events/natstest"
 )
 
@@ -210,4 +215,83 @@ func writeTestCertificate(t *testing.T) (ca, cert, key string) {
 		t.Fatal(err)
 	}
 	return cert, cert, key
+}
+
+// TestForgedEventsAreNeverServed: events appended to the log behind the commands' back, by a
+// client holding the NATS credentials, are checked again when read: a redirect to a javascript:
+// URL, a key hash of the wrong form or a menu file on a data: URL is logged and skipped, and
+// what was served before stays served.
+func TestForgedEventsAreNeverServed(t *testing.T) {
+	dir := t.TempDir()
+	m := openMain(t, dir, "2026-11-22")
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
+
+	opt, err := nats.NkeyOptionFromSeed(filepath.Join(dir, embeddedSeedFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(m.NATS.ClientURL(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	store, err := events.Bind(t.Context(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacker := domain.NewAPIKey([32]byte{1, 2, 3})
+	forged := []struct{ typ, payload string }{
+		{domain.TypeMasterMenuChanged, `{"url":"javascript:alert(document.cookie)"}`},
+		{domain.TypeAPIKeyRegenerated, `{"key_hash":"` + strings.ToUpper(attacker.Hash()) + `"}`},
+		{domain.TypeAPIKeyRegenerated, `{"key_hash":"attacker"}`},
+		{domain.TypeMenuVersionPublished, `{"menu_type":"la-carte","version":{"id":"forged","reference_date":null,"assets":[{"language_scope":"fr_en","urls":["data:text/html,<script>alert(1)</script>"]}],"sections":[]}}`},
+		{domain.TypeIdentityChanged, `{"identity":{"name":"Chez Marcel","business_type":"restaurant","website_url":"javascript:alert(1)"}}`},
+	}
+	var last uint64
+	for i, f := range forged {
+		expected, err := store.LastSequence(t.Context(), "chez-marcel")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, err = store.Append(t.Context(), "chez-marcel", expected, fmt.Sprintf("forged-%d", i), []events.Envelope{{
+			Type: f.typ, Time: time.Now(), SchemaVersion: domain.SchemaVersion, Payload: []byte(f.payload),
+		}})
+		if err != nil {
+			t.Fatalf("append forged %s: %v", f.typ, err)
+		}
+	}
+	// A real change after them: once it is served, the projector has read every forged record.
+	renamed := bytes.Replace(demo, []byte(`"name": "Chez Marcel"`), []byte(`"name": "Chez Marcel et fils"`), 1)
+	r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", renamed)
+	if r.status != 200 {
+		t.Fatalf("change after the forged events: %d %s", r.status, r.body)
+	}
+	if err := m.Projector.WaitFor(t.Context(), last+1); err != nil {
+		t.Fatal(err)
+	}
+	got := m.get(t, est, key)
+	if got.status != 200 || !strings.Contains(string(got.body), "Chez Marcel et fils") {
+		t.Fatalf("the demo's key after the forged events: %d %s", got.status, got.body)
+	}
+	if strings.Contains(string(got.body), "javascript:") {
+		t.Errorf("a forged website URL is served: %s", got.body)
+	}
+	if got := m.get(t, est, string(attacker)); got.status != 401 {
+		t.Errorf("the attacker's key: %d, want 401", got.status)
+	}
+	if got := m.read(t, http.MethodGet, "/r/master_menu?establishment=chez-marcel"); got.status != 302 ||
+		got.header.Get("Location") != "https://cdn.chez-marcel.example.fr/carte-complete.pdf" {
+		t.Errorf("/r/master_menu: %d Location %q, want the card imported", got.status, got.header.Get("Location"))
+	}
+	if got := m.get(t, est+"/menus/la-carte", key); strings.Contains(string(got.body), "data:") || strings.Contains(string(got.body), "forged") {
+		t.Errorf("a forged menu version is served: %s", got.body)
+	}
+	// The write side skipped them too: an export shows none of their values.
+	if got := m.admin(t, http.MethodGet, "/admin/v1/establishments/chez-marcel", nil); strings.Contains(string(got.body), "javascript:") {
+		t.Errorf("the admin API shows a forged value: %s", got.body)
+	}
 }
