@@ -57,9 +57,9 @@ type Main struct {
 	// of an external NATS.
 	natsUser    nats.Option
 	natsOptions []nats.Option
-	ClockRole  *clock.Clock // nil unless the clock role runs
-	Signals    *events.Signals
-	Webhooks   *webhook.Dispatcher // nil unless the webhook or admin role runs
+	ClockRole   *clock.Clock // nil unless the clock role runs
+	Signals     *events.Signals
+	Webhooks    *webhook.Dispatcher // nil unless the webhook or admin role runs
 
 	conns   []*nats.Conn // the roles' own connections
 	cancel  context.CancelFunc

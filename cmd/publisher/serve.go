@@ -33,8 +33,8 @@ var allRoles = []string{roleAPI, roleProjector, roleWebhook, roleClock, roleAdmi
 // Config is the configuration of serve.
 type Config struct {
 	DataDir    string
-	NATSURL    string // empty: run the embedded server
-	NATSListen string // embedded server's client listener, host:port; port -1 picks one
+	NATSURL    string   // empty: run the embedded server
+	NATSListen string   // embedded server's client listener, host:port; port -1 picks one
 	NATSAuth   natsAuth // credentials and TLS for NATSURL
 	SyncAlways bool
 	Replicas   int
