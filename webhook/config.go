@@ -87,6 +87,10 @@ type Config struct {
 	// zero means 1.
 	Replicas int
 
+	// MasterKeys encrypt the data keys of signing secrets; required. Every process of a
+	// deployment has the same ones.
+	MasterKeys *MasterKeys
+
 	// Logger receives failed attempts and unexpected errors; nil discards them.
 	Logger *slog.Logger
 	// Now returns the current time; nil means time.Now.
@@ -96,6 +100,9 @@ type Config struct {
 // Validate reports every setting out of bounds.
 func (c Config) Validate() error {
 	var errs []error
+	if c.MasterKeys == nil || len(c.MasterKeys.keys) == 0 {
+		errs = append(errs, errors.New("no master key for signing secrets"))
+	}
 	if c.Window != 0 && (c.Window < minWindow || c.Window > maxWindow) {
 		errs = append(errs, fmt.Errorf("window %s is outside %s to %s", c.Window, minWindow, maxWindow))
 	}

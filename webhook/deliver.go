@@ -434,7 +434,7 @@ func (d *Dispatcher) attempt(ctx context.Context, ep *endpointRecord, id string,
 	if err != nil || u.Scheme != "https" {
 		return fail(fmt.Errorf("%w: url is not https", ErrInvalidEndpoint))
 	}
-	keys, err := ep.keys(now)
+	keys, err := d.keys(ctx, ep, now)
 	if err != nil {
 		return fail(err)
 	}

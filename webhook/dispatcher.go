@@ -89,6 +89,7 @@ type Dispatcher struct {
 	due        jetstream.Consumer
 	deliver    jetstream.Consumer
 
+	vault      *vault
 	mirror     *mirror
 	stopMirror context.CancelFunc
 	running    atomic.Bool
@@ -178,6 +179,9 @@ func (d *Dispatcher) open(ctx context.Context, nc *nats.Conn) error {
 	})
 	if err != nil {
 		return fmt.Errorf("bucket %s: %w", EndpointsBucket, err)
+	}
+	if d.vault, err = openVault(ctx, d.js, d.cfg.MasterKeys, d.cfg.Replicas); err != nil {
+		return err
 	}
 	d.deliveries, err = d.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      DeliveriesBucket,

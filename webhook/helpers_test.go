@@ -154,6 +154,7 @@ func testConfig(tb testing.TB, r *receiver) webhook.Config {
 	pool := x509.NewCertPool()
 	pool.AddCert(r.srv.Certificate())
 	return webhook.Config{
+		MasterKeys:      testMasterKeys(tb),
 		RootCAs:         pool,
 		AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 		Logger:          slog.New(slog.NewTextHandler(tb.Output(), nil)),
@@ -163,6 +164,9 @@ func testConfig(tb testing.TB, r *receiver) webhook.Config {
 // openDispatcher opens a dispatcher closed when the test ends.
 func openDispatcher(tb testing.TB, nc *nats.Conn, cfg webhook.Config) *webhook.Dispatcher {
 	tb.Helper()
+	if cfg.MasterKeys == nil {
+		cfg.MasterKeys = testMasterKeys(tb)
+	}
 	d, err := webhook.Open(tb.Context(), nc, cfg)
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
@@ -243,3 +247,16 @@ func runWithEndpoint(t *testing.T, dir string, cfg webhook.Config, rcv *receiver
 	run(t, d)
 	return d, sigs
 }
+
+// testMasterKeys returns the master key of every dispatcher of the tests, as the processes of a
+// deployment share theirs.
+func testMasterKeys(tb testing.TB) *webhook.MasterKeys {
+	tb.Helper()
+	mk, err := webhook.ParseMasterKeys([]byte(testMasterKey))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mk
+}
+
+var testMasterKey = webhook.NewMasterKey()

@@ -255,8 +255,16 @@ func TestConfigValidate(t *testing.T) {
 		{"short retention", Config{LogRetention: time.Minute}, false},
 		{"replicas", Config{Replicas: 3}, true},
 		{"too many replicas", Config{Replicas: 7}, false},
+		{"no master key", Config{}, false},
+	}
+	mk, err := ParseMasterKeys([]byte(NewMasterKey()))
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, tt := range tests {
+		if tt.name != "no master key" {
+			tt.cfg.MasterKeys = mk
+		}
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			if err := tt.cfg.Validate(); (err == nil) != tt.ok {

@@ -71,6 +71,7 @@ func tenThousand(b *testing.B, establishments int, window time.Duration) {
 	defer nc.Close()
 	ctx := context.Background()
 	d, err := webhook.Open(ctx, nc, webhook.Config{
+		MasterKeys:      testMasterKeys(b),
 		Window:          window,
 		RootCAs:         pool,
 		AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},

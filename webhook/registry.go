@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,10 +46,36 @@ type Endpoint struct {
 	MissedResources []string `json:"missed_resources,omitempty"`
 }
 
-// signingSecret is one secret of an endpoint; a zero Until means it is the current one.
+// signingSecret is one secret of an endpoint; a zero Until means it is the current one. It is
+// sealed under the data key DataKey (see vault); Value holds a secret stored in clear before
+// secrets were encrypted, until Reencrypt seals it.
 type signingSecret struct {
-	Value string    `json:"value"`
-	Until time.Time `json:"until,omitzero"`
+	DataKey string    `json:"data_key,omitempty"`
+	Sealed  string    `json:"sealed,omitempty"`
+	Value   string    `json:"value,omitempty"`
+	Until   time.Time `json:"until,omitzero"`
+}
+
+// dataKeys returns the names of the data keys of secrets.
+func dataKeys(secrets []signingSecret) []string {
+	var out []string
+	for _, s := range secrets {
+		if s.DataKey != "" {
+			out = append(out, s.DataKey)
+		}
+	}
+	return out
+}
+
+// droppedKeys returns the data keys of before that after no longer uses.
+func droppedKeys(before, after []signingSecret) []string {
+	var out []string
+	for _, k := range dataKeys(before) {
+		if !slices.Contains(dataKeys(after), k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // missed holds what an endpoint did not receive: the resources of given-up deliveries. Gen
@@ -109,15 +136,15 @@ func (r *endpointRecord) public(now time.Time) Endpoint {
 	return e
 }
 
-// keys returns the keys that sign at time now: the current one first, then a previous one still
-// within its grace period.
-func (r *endpointRecord) keys(now time.Time) ([][]byte, error) {
+// keys returns the keys that sign r's deliveries at time now: the current one first, then a
+// previous one still within its grace period.
+func (d *Dispatcher) keys(ctx context.Context, r *endpointRecord, now time.Time) ([][]byte, error) {
 	var keys [][]byte
 	for _, s := range r.Secrets {
 		if !s.Until.IsZero() && !s.Until.After(now) {
 			continue
 		}
-		k, err := parseSecret(s.Value)
+		k, err := d.vault.open(ctx, endpointKey(r.Establishment, r.ID), s)
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %s: stored secret: %w", r.ID, err)
 		}
@@ -198,6 +225,11 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 	}
 	now := r.d.cfg.Now().UTC()
 	key := endpointKey(establishment, id)
+	sealed, err := r.d.vault.seal(ctx, key, secret)
+	if err != nil {
+		return "", fmt.Errorf("register endpoint %s: %w", key, err)
+	}
+	var dropped []string
 	err = r.change(ctx, key, true, func(rec *endpointRecord) error {
 		if rec.ID != "" && !replace {
 			return endpointExists{rec.URL}
@@ -206,12 +238,17 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 			*rec = endpointRecord{ID: id, Establishment: establishment, CreatedAt: now}
 		}
 		rec.URL = rawURL
-		rec.Secrets = []signingSecret{{Value: secret}}
+		dropped = dataKeys(rec.Secrets)
+		rec.Secrets = []signingSecret{sealed}
 		rec.UpdatedAt = now
 		rec.Disabled, rec.DisabledReason, rec.DisabledAt = false, "", time.Time{}
 		rec.Failing, rec.FailingSince, rec.LastError = "", time.Time{}, ""
 		return nil
 	})
+	if err != nil {
+		dropped = []string{sealed.DataKey} // not stored
+	}
+	r.erase(ctx, dropped)
 	if exists, ok := errors.AsType[endpointExists](err); ok {
 		return exists.url, nil
 	}
@@ -219,6 +256,14 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 		return "", fmt.Errorf("register endpoint %s: %w", key, err)
 	}
 	return "", nil
+}
+
+// erase erases the data keys of secrets no record uses any more. One that fails to go is logged:
+// the change it follows is made, and the secret stays sealed under the master key.
+func (r *Registry) erase(ctx context.Context, dataKeys []string) {
+	if err := r.d.vault.erase(context.WithoutCancel(ctx), dataKeys...); err != nil {
+		r.d.logger.Warn("webhook: a signing secret's data key could not be erased", "err", err)
+	}
 }
 
 // Remove deletes an endpoint, and its secrets: what stays under its key is a mark of the removal
@@ -230,13 +275,16 @@ func (r *Registry) Remove(ctx context.Context, establishment, id string) error {
 	}
 	key := endpointKey(establishment, id)
 	now := r.d.cfg.Now().UTC()
+	var dropped []string
 	err := r.change(ctx, key, false, func(rec *endpointRecord) error {
+		dropped = dataKeys(rec.Secrets)
 		*rec = endpointRecord{ID: rec.ID, Establishment: rec.Establishment, URL: rec.URL, CreatedAt: rec.CreatedAt, UpdatedAt: now, Removed: now}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("remove endpoint %s: %w", key, err)
 	}
+	r.erase(ctx, dropped)
 	return nil
 }
 
@@ -255,19 +303,35 @@ func (r *Registry) RotateSecret(ctx context.Context, establishment, id, newSecre
 	}
 	now := r.d.cfg.Now().UTC()
 	key := endpointKey(establishment, id)
-	err := r.change(ctx, key, false, func(rec *endpointRecord) error {
-		secrets := []signingSecret{{Value: newSecret}}
+	newKey, _ := parseSecret(newSecret)
+	sealed, err := r.d.vault.seal(ctx, key, newSecret)
+	if err != nil {
+		return fmt.Errorf("rotate secret of %s: %w", key, err)
+	}
+	var dropped []string
+	err = r.change(ctx, key, false, func(rec *endpointRecord) error {
+		secrets := []signingSecret{sealed}
 		if grace > 0 {
 			for _, s := range rec.Secrets {
-				if s.Until.IsZero() && s.Value != newSecret {
-					secrets = append(secrets, signingSecret{Value: s.Value, Until: now.Add(grace)})
+				if !s.Until.IsZero() {
+					continue
+				}
+				// The current secret signs on during the grace, unless it is the new one.
+				if old, err := r.d.vault.open(ctx, key, s); err != nil || !bytes.Equal(old, newKey) {
+					s.Until = now.Add(grace)
+					secrets = append(secrets, s)
 				}
 			}
 		}
+		dropped = droppedKeys(rec.Secrets, secrets)
 		rec.Secrets = secrets
 		rec.UpdatedAt = now
 		return nil
 	})
+	if err != nil {
+		dropped = []string{sealed.DataKey}
+	}
+	r.erase(ctx, dropped)
 	if err != nil {
 		return fmt.Errorf("rotate secret of %s: %w", key, err)
 	}
@@ -431,4 +495,83 @@ func isConflict(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// Reencrypt brings every stored signing secret under the first master key: a secret stored in
+// clear (before secrets were encrypted) is sealed under a data key of its own, and a data key
+// encrypted with an older master key is encrypted again, its previous message erased. It returns
+// how many secrets it changed. Once it reports none, older master keys can be dropped.
+func (r *Registry) Reencrypt(ctx context.Context) (int, error) {
+	lister, err := r.d.endpoints.ListKeys(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reencrypt secrets: %w", err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	changed := 0
+	for _, key := range keys {
+		rec, _, err := r.d.getEndpoint(ctx, key)
+		if errors.Is(err, ErrEndpointNotFound) {
+			continue
+		}
+		if err != nil {
+			return changed, fmt.Errorf("reencrypt secrets: %w", err)
+		}
+		for _, s := range rec.Secrets {
+			if s.DataKey == "" {
+				continue
+			}
+			done, err := r.d.vault.rewrap(ctx, s.DataKey)
+			if err != nil {
+				return changed, fmt.Errorf("reencrypt secrets of %s: %w", key, err)
+			}
+			if done {
+				changed++
+			}
+		}
+		if !slices.ContainsFunc(rec.Secrets, func(s signingSecret) bool { return s.DataKey == "" }) {
+			continue
+		}
+		var made []string
+		err = r.change(ctx, key, false, func(rec *endpointRecord) error {
+			n := 0
+			for i, s := range rec.Secrets {
+				if s.DataKey != "" {
+					continue
+				}
+				sealed, err := r.d.vault.seal(ctx, key, s.Value)
+				if err != nil {
+					return err
+				}
+				made = append(made, sealed.DataKey)
+				sealed.Until = s.Until
+				rec.Secrets[i] = sealed
+				n++
+			}
+			if n == 0 {
+				return errUnchanged
+			}
+			changed += n
+			return nil
+		})
+		if err != nil {
+			r.erase(ctx, made)
+			return changed, fmt.Errorf("reencrypt secrets of %s: %w", key, err)
+		}
+		// Data keys sealed by attempts that lost a race are not used.
+		if now, _, err := r.d.getEndpoint(ctx, key); err == nil {
+			r.erase(ctx, droppedKeys(signingSecretsOf(made), now.Secrets))
+		}
+	}
+	return changed, nil
+}
+
+func signingSecretsOf(dataKeys []string) []signingSecret {
+	out := make([]signingSecret, len(dataKeys))
+	for i, k := range dataKeys {
+		out[i].DataKey = k
+	}
+	return out
 }

@@ -30,7 +30,7 @@ func TestProcessesStartBeforeTheirCluster(t *testing.T) {
 	for i, r := range roles {
 		logs[i] = &syncBuffer{}
 		mains[i] = &Main{Config: Config{
-			NATSURL: urls[i], Replicas: 3, Roles: r,
+			NATSURL: urls[i], Replicas: 3, Roles: r, SecretKeys: testSecretKeys,
 			HTTPAddr: fmt.Sprintf("127.0.0.1:%d", natstest.FreePort(t)), AdminAddr: "127.0.0.1:0", AdminToken: testAdminToken,
 			Today: "2026-11-24", ClockEvery: time.Hour, DuplicateTTL: time.Hour, KeyQuota: -1, IPQuota: -1,
 			PublicURL: "https://menus.example",
@@ -137,7 +137,7 @@ func TestWaitTellsTheTruth(t *testing.T) {
 	open := func(wait time.Duration, roles ...string) *Main {
 		t.Helper()
 		m := &Main{Config: Config{
-			NATSURL: srv.ClientURL(), Replicas: 1, Roles: roles,
+			NATSURL: srv.ClientURL(), Replicas: 1, Roles: roles, SecretKeys: testSecretKeys,
 			HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: testAdminToken,
 			Today: "2026-11-24", ClockEvery: time.Hour, DuplicateTTL: time.Hour, KeyQuota: -1, IPQuota: -1,
 			PublicURL: "https://menus.example", WaitLimit: wait,

@@ -19,9 +19,14 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/readapi/openapi/openapitest"
+	"github.com/opencarte/publisher/webhook"
 )
 
 const testAdminToken = "e2e-admin-token-0123456789"
+
+// testSecretKeys is the master key of webhook signing secrets of the processes a test starts
+// on an external NATS, as a deployment gives all its processes the same one.
+var testSecretKeys = webhook.NewMasterKey()
 
 // openMain starts the whole binary's wiring on an embedded NATS server in dir, on random ports,
 // with the local date fixed.

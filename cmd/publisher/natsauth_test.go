@@ -151,7 +151,7 @@ func TestExternalNATSCredentials(t *testing.T) {
 			}
 			c.NATSURL, c.Replicas, c.Roles = srv.ClientURL(), 1, []string{roleAdmin}
 			c.AdminAddr, c.AdminToken, c.DuplicateTTL, c.ClockEvery = "127.0.0.1:0", testAdminToken, time.Hour, time.Hour
-			c.PublicURL = "https://menus.example"
+			c.PublicURL, c.SecretKeys = "https://menus.example", testSecretKeys
 			m := &Main{Config: c}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()

@@ -152,10 +152,14 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		masterKeys, err := m.masterKeys()
+		if err != nil {
+			return err
+		}
 		m.Webhooks, err = provision(ctx, m, "the webhook streams and buckets", func(ctx context.Context) (*webhook.Dispatcher, error) {
 			return webhook.Open(ctx, wc, webhook.Config{
 				Window: c.WebhookWindow, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate,
-				AllowedNetworks: c.WebhookNetworks, RootCAs: c.WebhookRootCAs, Replicas: c.Replicas,
+				AllowedNetworks: c.WebhookNetworks, RootCAs: c.WebhookRootCAs, Replicas: c.Replicas, MasterKeys: masterKeys,
 				Logger: m.Logger.With("role", roleWebhook),
 			})
 		})
@@ -225,6 +229,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if c.FileCollectEvery > 0 {
 			m.run(runCtx, "file collection", m.collectFiles)
 		}
+		m.run(runCtx, "secret re-encryption", m.reencryptSecrets)
 	}
 	// Deliveries start last: after a stop, the windows that fell due meanwhile all close at
 	// once, and the read API's mirror should not wait behind them.

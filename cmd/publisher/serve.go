@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,8 +42,14 @@ type Config struct {
 	HTTPAddr   string
 	AdminAddr  string
 	AdminToken string
-	Roles      []string
-	Today      string // fixed local date YYYY-MM-DD for every establishment; empty: wall clock
+	// SecretKeyFile holds the master keys of webhook signing secrets; SecretKeys, from the
+	// environment, the same in a string. Both empty: <data-dir>/secret-key, generated.
+	SecretKeyFile string
+	SecretKeys    string
+	// AdminTokenFile holds the admin token when AdminToken is empty.
+	AdminTokenFile string
+	Roles          []string
+	Today          string // fixed local date YYYY-MM-DD for every establishment; empty: wall clock
 	// Now, set by tests, is the clock of the write side: the time of its events and of the file
 	// collection. nil is the wall clock.
 	Now              func() time.Time
@@ -85,7 +92,9 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of the event stream and buckets (3 on a cluster)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "listen address of the read API and redirects")
 	fs.StringVar(&c.AdminAddr, "admin", "127.0.0.1:8081", "listen address of the admin API")
-	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token of the admin API; empty: generated once and kept in <data-dir>/admin-token")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token of the admin API; empty: --admin-token-file, or generated once and kept in <data-dir>/admin-token")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "", "a file holding the bearer token of the admin API (a container secret, say)")
+	fs.StringVar(&c.SecretKeyFile, "secret-key-file", "", "master keys of webhook signing secrets, one per line in base64, the first encrypting (default <data-dir>/"+defaultSecretKeyFile+", generated; or "+secretKeysEnv+")")
 	fs.Func("roles", "comma-separated roles to run: api,projector,webhook,clock,admin (default all)", func(s string) error {
 		roles, err := parseRoles(s)
 		c.Roles = roles
@@ -178,6 +187,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	}
 	if err := cfg.NATSAuth.load(getenv); err != nil {
 		return err
+	}
+	cfg.SecretKeys = getenv(secretKeysEnv)
+	if cfg.AdminToken == "" && cfg.AdminTokenFile != "" {
+		b, err := os.ReadFile(cfg.AdminTokenFile)
+		if err != nil {
+			return fmt.Errorf("--admin-token-file: %w", err)
+		}
+		if cfg.AdminToken = strings.TrimSpace(string(b)); cfg.AdminToken == "" {
+			return fmt.Errorf("--admin-token-file %s: empty", cfg.AdminTokenFile)
+		}
 	}
 	logger, err := newLogger(stderr, cfg.LogLevel)
 	if err != nil {

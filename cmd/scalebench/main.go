@@ -573,7 +573,7 @@ func (s *service) adminReads(ctx context.Context, slugs []string, n int) (readRe
 		return readResult{}, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(s.bin, "serve", "--roles", "admin", "--nats-url", s.natsURL, "--nats-nkey", s.seed(),
+	cmd := exec.Command(s.bin, "serve", "--roles", "admin", "--nats-url", s.natsURL, "--nats-nkey", s.seed(), "--secret-key-file", filepath.Join(s.dir, "secret-key"),
 		"--admin", fmt.Sprintf("127.0.0.1:%d", port), "--admin-token", s.token, "--data-dir", filepath.Join(filepath.Dir(s.dir), "admin-only"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/opencarte/publisher/webhook"
+)
+
+// secretKeysEnv holds the master keys of webhook signing secrets, when no file does: one or more
+// keys separated by commas or new lines, the first encrypting.
+const secretKeysEnv = "PUBLISHER_SECRET_KEYS"
+
+// defaultSecretKeyFile is where a serve keeps the master key it generates, beside its admin token.
+const defaultSecretKeyFile = "secret-key"
+
+// masterKeys returns the master keys that encrypt webhook signing secrets at rest: from the
+// environment, from --secret-key-file, or from the data directory, where a key is generated on
+// the first start. They never enter NATS: a dump of every stream and bucket holds no usable
+// secret. Every process of a deployment must have the same keys.
+func (m *Main) masterKeys() (*webhook.MasterKeys, error) {
+	c := &m.Config
+	if c.SecretKeys != "" {
+		mk, err := webhook.ParseMasterKeys([]byte(strings.ReplaceAll(c.SecretKeys, ",", "\n")))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", secretKeysEnv, err)
+		}
+		return mk, nil
+	}
+	path, generate := c.SecretKeyFile, false
+	if path == "" && c.DataDir == "" {
+		return nil, fmt.Errorf("no master key for webhook signing secrets: give --secret-key-file or %s", secretKeysEnv)
+	}
+	if path == "" {
+		path, generate = filepath.Join(c.DataDir, defaultSecretKeyFile), true
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && generate {
+		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+		key := webhook.NewMasterKey() + "\n"
+		// O_EXCL: of two processes starting on one directory, the second reads the first's key.
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			_, werr := f.WriteString(key)
+			if err := errors.Join(werr, f.Close()); err != nil {
+				return nil, fmt.Errorf("write %s: %w", path, err)
+			}
+			m.Logger.Info("webhook signing secrets: generated their master key", "file", path)
+		}
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--secret-key-file: %w", err)
+	}
+	mk, err := webhook.ParseMasterKeys(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return mk, nil
+}
+
+// reencryptSecrets brings every stored signing secret under the first master key, once at start.
+func (m *Main) reencryptSecrets(ctx context.Context) error {
+	n, err := m.Webhooks.Registry().Reencrypt(ctx)
+	if err != nil {
+		m.Logger.Warn("webhook signing secrets: re-encryption stopped", "reencrypted", n, "err", err)
+		return nil
+	}
+	if n > 0 {
+		m.Logger.Info("webhook signing secrets: re-encrypted under the first master key", "secrets", n)
+	}
+	return nil
+}
