@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	yaml "github.com/oasdiff/yaml3"
+)
+
+// TestComposeIsSafeByDefault reads docker-compose.yml as a container engine does (anchors and
+// merge keys resolved) and fails on what would open the service to whoever reaches the host: a
+// NATS port published, the admin API published beyond the loopback, a credential written in the
+// file instead of taken from the operator's .env, or a NATS server without client and route
+// authentication.
+func TestComposeIsSafeByDefault(t *testing.T) {
+	raw, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	services := parseCompose(t, raw)
+	if len(services) < 10 {
+		t.Fatalf("%d services, want the cluster's", len(services))
+	}
+	for _, s := range composeProblems(services) {
+		t.Error(s)
+	}
+	// What the check exists to catch, it catches.
+	for _, bad := range []string{
+		"services:\n  nats:\n    image: nats:2.12-alpine\n    command: [\"-c\", \"/etc/nats/nats.conf\"]\n    ports: [\"4222:4222\"]\n",
+		"services:\n  nats:\n    image: nats:2.12-alpine\n    command: [\"--jetstream\"]\n",
+		"services:\n  p:\n    image: x\n    environment:\n      PUBLISHER_ADMIN_TOKEN: change-me-to-a-long-random-token\n",
+		"services:\n  p:\n    image: x\n    environment:\n      PUBLISHER_ADMIN_TOKEN: ${PUBLISHER_ADMIN_TOKEN:-change-me}\n",
+		"services:\n  p:\n    image: x\n    command: [\"serve\", \"--admin-token\", \"abcdefghijklmnopq\"]\n",
+		"services:\n  p:\n    image: x\n    ports: [\"8081:8081\"]\n",
+		"services:\n  p:\n    image: x\n    environment:\n      PUBLISHER_NATS_URL: nats://u:pw@nats:4222\n",
+	} {
+		if len(composeProblems(parseCompose(t, []byte(bad)))) == 0 {
+			t.Errorf("no problem found in\n%s", bad)
+		}
+	}
+	conf, err := os.ReadFile("deploy/nats.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`(?s)^authorization \{.*password: \$NATS_PASSWORD`,
+		`(?s)cluster \{.*authorization \{\s*user: route\s*password: \$NATS_ROUTE_PASSWORD`,
+	} {
+		if !regexp.MustCompile(`(?m)` + want).Match(conf) {
+			t.Errorf("nats.conf: no %s", want)
+		}
+	}
+}
+
+// secretNames are the settings whose value is a credential.
+var secretName = regexp.MustCompile(`(?i)(TOKEN|PASSWORD|SECRET|KEYS?)$`)
+
+// fromEnvFile is a value the engine takes from the environment or .env, refusing to start
+// without it: ${NAME:?message}, or a URL carrying such a reference.
+var fromEnvFile = regexp.MustCompile(`^\$\{[A-Z_]+:\?[^}]*\}$`)
+
+type composeService struct {
+	Image       string         `yaml:"image"`
+	Command     []string       `yaml:"command"`
+	Environment map[string]any `yaml:"environment"`
+	Ports       []string       `yaml:"ports"`
+}
+
+func parseCompose(t *testing.T, raw []byte) map[string]composeService {
+	t.Helper()
+	var file struct {
+		Services map[string]composeService `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	return file.Services
+}
+
+func composeProblems(services map[string]composeService) []string {
+	var out []string
+	for name, s := range services {
+		isNATS := strings.HasPrefix(s.Image, "nats")
+		for _, p := range s.Ports {
+			container := p[strings.LastIndex(p, ":")+1:]
+			switch {
+			case isNATS || container == "4222" || container == "6222" || container == "8222":
+				out = append(out, fmt.Sprintf("%s publishes NATS port %s on the host", name, p))
+			case container == "8081" && !strings.HasPrefix(p, "127.0.0.1:"):
+				out = append(out, fmt.Sprintf("%s publishes the admin API beyond the loopback: %s", name, p))
+			}
+		}
+		for k, v := range s.Environment {
+			value := fmt.Sprint(v)
+			if secretName.MatchString(k) && !fromEnvFile.MatchString(value) {
+				out = append(out, fmt.Sprintf("%s: %s is written in the file (%q), not taken from .env", name, k, value))
+			}
+			if strings.Contains(value, "@") && !strings.Contains(value, "${") {
+				out = append(out, fmt.Sprintf("%s: %s holds a literal credential in a URL", name, k))
+			}
+		}
+		for i, arg := range s.Command {
+			flag := strings.TrimLeft(strings.SplitN(arg, "=", 2)[0], "-")
+			if strings.HasPrefix(arg, "-") && secretName.MatchString(flag) && !strings.HasSuffix(flag, "file") {
+				out = append(out, fmt.Sprintf("%s: a credential on the command line (%s, argument %d)", name, arg, i))
+			}
+		}
+		if isNATS {
+			if !slices.Contains(s.Command, "-c") {
+				out = append(out, fmt.Sprintf("%s: runs without the configuration that requires authentication", name))
+			}
+		}
+	}
+	return out
+}
