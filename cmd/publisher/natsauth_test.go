@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -293,5 +294,37 @@ func TestForgedEventsAreNeverServed(t *testing.T) {
 	// The write side skipped them too: an export shows none of their values.
 	if got := m.admin(t, http.MethodGet, "/admin/v1/establishments/chez-marcel", nil); strings.Contains(string(got.body), "javascript:") {
 		t.Errorf("the admin API shows a forged value: %s", got.body)
+	}
+}
+
+// TestCredentialsInTheURLAreNotLogged: a password given in --nats-url, as some deployments
+// still do, appears in no log line, neither at the start nor when the connection drops and
+// comes back.
+func TestCredentialsInTheURLAreNotLogged(t *testing.T) {
+	const password = "pa55-in-the-url"
+	port := natstest.FreePort(t)
+	opts := natstest.Options(t.TempDir())
+	opts.Port, opts.Username, opts.Password = port, "publisher", password
+	srv := natstest.StartWith(t, opts)
+	logs := &syncBuffer{}
+	m := &Main{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Config: Config{
+		NATSURL: fmt.Sprintf("nats://publisher:%s@127.0.0.1:%d", password, port), Replicas: 1, Roles: []string{roleAdmin},
+		AdminAddr: "127.0.0.1:0", AdminToken: testAdminToken, DuplicateTTL: time.Hour, ClockEvery: time.Hour,
+		PublicURL: "https://menus.example", SecretKeys: testSecretKeys,
+	}}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	eventually(t, "the drop logged", func() bool { return strings.Contains(logs.String(), "nats disconnected") })
+	natstest.StartWith(t, opts)
+	eventually(t, "the reconnection logged", func() bool { return strings.Contains(logs.String(), "nats reconnected") })
+	if strings.Contains(logs.String(), password) {
+		t.Errorf("the password is in the logs:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), fmt.Sprintf("127.0.0.1:%d", port)) {
+		t.Errorf("the logs do not name the server:\n%s", logs.String())
 	}
 }
