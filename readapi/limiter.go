@@ -48,12 +48,29 @@ type limiter struct {
 	shards   [limiterShards]limiterShard
 
 	evicted atomic.Uint64 // live entries forgotten at the cap since the last report
+
+	// nodes, when the quota is shared with other read nodes (see quotaShare), says how many
+	// there are; nil while this node counts alone.
+	nodes atomic.Pointer[membership]
 }
 
 type limiterShard struct {
 	mu  sync.Mutex
-	tat map[clientKey]int64
-	_   [64 - 16]byte // one cache line per shard: no false sharing between locks
+	tat map[clientKey]entry
+	// touched lists the clients with requests admitted here and not yet reported to the other
+	// nodes, each once; only used while the quota is shared.
+	touched []clientKey
+	_       [64 - 40]byte // one cache line per shard: no false sharing between locks
+}
+
+// entry is one client of a limiter: its theoretical arrival time and, while the quota is shared,
+// what this node admitted in the current period and has not reported yet.
+type entry struct {
+	tat     int64
+	period  int64 // the sharing period used and share are of
+	used    int32 // requests this node admitted in period
+	share   int32 // the most this node may admit in period, as last computed
+	pending int32 // admitted since the last report to the other nodes
 }
 
 // newLimiter returns a limiter of quota requests per window nanoseconds tracking at most
@@ -82,10 +99,17 @@ type decision struct {
 }
 
 // take admits one request of client k at now, or refuses it; a refused request costs nothing.
+//
+// While the quota is shared by n read nodes, the room a client has left is split between them
+// for each sharing period, since what the others admit in a period reaches this node only at its
+// end: this node admits at most its share of the room the client had when the period began,
+// less, for each node whose report of the previous period has not arrived yet, what that node
+// may have admitted in it.
 func (l *limiter) take(k clientKey, now int64) decision {
 	sh := l.shard(k)
 	sh.mu.Lock()
-	tat, found := sh.tat[k]
+	e, found := sh.tat[k]
+	tat := e.tat
 	if !found || tat < now {
 		tat = now // an expired entry is a full quota, as an absent one
 	}
@@ -94,11 +118,21 @@ func (l *limiter) take(k clientKey, now int64) decision {
 		sh.mu.Unlock()
 		return decision{reset: next - l.window - now}
 	}
+	if m := l.nodes.Load(); m != nil && m.n > 1 {
+		if wait, ok := l.admitShare(&e, m, tat, now); !ok {
+			sh.mu.Unlock()
+			return decision{reset: wait}
+		}
+		if e.pending++; e.pending == 1 {
+			sh.touched = append(sh.touched, k)
+		}
+	}
+	e.tat = next
 	forgot := false
 	if found {
-		sh.tat[k] = next
+		sh.tat[k] = e
 	} else {
-		forgot = l.insert(sh, k, next, now)
+		forgot = l.insert(sh, k, e, now)
 	}
 	sh.mu.Unlock()
 	if forgot {
@@ -107,12 +141,84 @@ func (l *limiter) take(k clientKey, now int64) decision {
 	return l.state(next - now)
 }
 
+// admitShare decides, for a client whose TAT is tat (at least now), whether this node's share of
+// the current period has room for one more request, counting it in e when it has. When it has
+// not, it returns the time until the next period.
+func (l *limiter) admitShare(e *entry, m *membership, tat, now int64) (int64, bool) {
+	period := m.period(now)
+	prev := int64(-1) // the share of the previous period, when this node computed one
+	if e.period != period {
+		if e.period == period-1 {
+			prev = int64(e.share)
+		}
+		e.period, e.used = period, 0
+	}
+	// The room when the period began, as this node now knows it: what is left, and what it
+	// admitted itself since.
+	base := (l.window-(tat-now))/l.interval + int64(e.used)
+	if missing := int64(m.missing(period)); missing > 0 {
+		if prev < 0 {
+			prev = (base + int64(m.n) - 1) / int64(m.n)
+		}
+		base -= missing * prev
+	}
+	share := max(base, 0) / int64(m.n)
+	if int64(m.rank) < max(base, 0)%int64(m.n) {
+		share++
+	}
+	e.share = int32(min(share, math.MaxInt32))
+	if int64(e.used) >= share {
+		return max(m.periodEnd(period)-now, 1), false
+	}
+	e.used++
+	return 0, true
+}
+
+// charge counts count requests of client k that another node admitted, reported at now.
+func (l *limiter) charge(k clientKey, count int64, now int64) {
+	sh := l.shard(k)
+	sh.mu.Lock()
+	e, found := sh.tat[k]
+	tat := max(e.tat, now) + count*l.interval
+	// A client over its quota waits at most a window, whatever the reports say.
+	e.tat = min(tat, now+l.window+l.interval)
+	forgot := false
+	if found {
+		sh.tat[k] = e
+	} else {
+		forgot = l.insert(sh, k, e, now)
+	}
+	sh.mu.Unlock()
+	if forgot {
+		l.evicted.Add(1)
+	}
+}
+
+// report calls add for every client with requests admitted here since the last report, with
+// their number, and forgets them.
+func (l *limiter) report(add func(k clientKey, count int32)) {
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for _, k := range sh.touched {
+			if e, ok := sh.tat[k]; ok && e.pending > 0 {
+				add(k, e.pending)
+				e.pending = 0
+				sh.tat[k] = e
+			}
+		}
+		sh.touched = sh.touched[:0]
+		sh.mu.Unlock()
+	}
+}
+
 // peek reports what a request of client k at now would find, without counting one.
 func (l *limiter) peek(k clientKey, now int64) decision {
 	sh := l.shard(k)
 	sh.mu.Lock()
-	tat, found := sh.tat[k]
+	e, found := sh.tat[k]
 	sh.mu.Unlock()
+	tat := e.tat
 	if !found || tat < now {
 		tat = now
 	}
@@ -139,9 +245,9 @@ func (l *limiter) shard(k clientKey) *limiterShard {
 
 // insert adds client k with tat to sh, whose lock is held, keeping the shard under its cap. It
 // reports whether a live client had to be forgotten to make room.
-func (l *limiter) insert(sh *limiterShard, k clientKey, tat, now int64) bool {
+func (l *limiter) insert(sh *limiterShard, k clientKey, e entry, now int64) bool {
 	if sh.tat == nil {
-		sh.tat = make(map[clientKey]int64)
+		sh.tat = make(map[clientKey]entry)
 	}
 	forgot := false
 	if len(sh.tat) >= l.shardCap {
@@ -149,14 +255,14 @@ func (l *limiter) insert(sh *limiterShard, k clientKey, tat, now int64) bool {
 	} else {
 		sweep(sh.tat, now, sweepSample)
 	}
-	sh.tat[k] = tat
+	sh.tat[k] = e
 	return forgot
 }
 
 // sweep deletes the expired entries among the first n of m's (randomised) iteration order.
-func sweep(m map[clientKey]int64, now int64, n int) {
-	for k, tat := range m {
-		if tat <= now {
+func sweep(m map[clientKey]entry, now int64, n int) {
+	for k, e := range m {
+		if e.tat <= now && e.pending == 0 {
 			delete(m, k)
 		}
 		if n--; n == 0 {
@@ -168,16 +274,16 @@ func sweep(m map[clientKey]int64, now int64, n int) {
 // makeRoom deletes at least one entry of the full table m: the expired ones among a sample, or,
 // when all of them are live, the sampled client with the earliest TAT, the one that has the most
 // of its quota left and so loses the least by being forgotten. It reports the latter case.
-func makeRoom(m map[clientKey]int64, now int64) bool {
+func makeRoom(m map[clientKey]entry, now int64) bool {
 	var victim clientKey
 	earliest := int64(math.MaxInt64)
 	n, freed := 0, false
-	for k, tat := range m {
-		if tat <= now {
+	for k, e := range m {
+		if e.tat <= now && e.pending == 0 {
 			delete(m, k)
 			freed = true
-		} else if tat < earliest {
-			victim, earliest = k, tat
+		} else if e.tat < earliest {
+			victim, earliest = k, e.tat
 		}
 		if n++; n == evictSample {
 			break

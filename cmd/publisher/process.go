@@ -462,6 +462,11 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Read nodes on a cluster share their quotas: behind a balancer, a client gets its quota
+	// across all of them.
+	if m.NATS == nil && c.QuotaShareEvery >= 0 {
+		m.run(runCtx, "quota sharing", func(ctx context.Context) error { return srv.ShareQuotas(ctx, mc, c.QuotaShareEvery) })
+	}
 	h := srv.Handler()
 	m.starting.real.Store(&h)
 	return nil
@@ -530,6 +535,9 @@ func (m *Main) status(ctx context.Context) map[string]any {
 	}
 	if seq, err := m.Store.LastStreamSequence(ctx); err == nil {
 		out["log_sequence"] = seq
+	}
+	if p, err := m.Store.Placement(ctx); err == nil && p.Leader != "" {
+		out["log_placement"] = p
 	}
 	if m.Mirror != nil {
 		out["mirror"] = m.Mirror.Stats()

@@ -68,12 +68,15 @@ type Config struct {
 	DuplicateTTL     time.Duration
 	WaitLimit        time.Duration
 
-	KeyQuota       int
-	IPQuota        int
-	RedirectQuota  int
-	QuotaWindow    time.Duration
-	TrustedProxies []netip.Prefix
-	AccessLog      bool
+	KeyQuota      int
+	IPQuota       int
+	RedirectQuota int
+	QuotaWindow   time.Duration
+	// QuotaShareEvery is how often read nodes on a cluster report their quota counts to each
+	// other; 0 is readapi.DefaultQuotaPeriod, negative turns sharing off.
+	QuotaShareEvery time.Duration
+	TrustedProxies  []netip.Prefix
+	AccessLog       bool
 
 	WebhookWindow       time.Duration
 	WebhookTimeout      time.Duration
@@ -119,6 +122,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.IPQuota, "quota-ip", 500, "API requests per client address per quota window; negative: no per-address quota")
 	fs.IntVar(&c.RedirectQuota, "quota-redirect", 500, "file redirects per client address per quota window; negative: none")
 	fs.DurationVar(&c.QuotaWindow, "quota-window", time.Hour, "the period quotas are counted over")
+	fs.DurationVar(&c.QuotaShareEvery, "quota-share-interval", readapi.DefaultQuotaPeriod, "with --nats-url, how often read nodes report their quota counts to each other (negative: each node counts alone)")
 	fs.Func("trusted-proxies", "comma-separated CIDR prefixes of proxies whose X-Forwarded-For names the client", func(s string) error {
 		prefixes, err := parsePrefixes(s)
 		c.TrustedProxies = prefixes
