@@ -320,6 +320,36 @@ func (s *Store) LastStreamSequence(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
+// Placement says which NATS server leads the log's stream and which hold its replicas, for
+// operators; both empty on a server without a cluster.
+type Placement struct {
+	Leader   string   `json:"leader,omitempty"`
+	Replicas []string `json:"replicas,omitempty"`
+}
+
+// Placement returns where the log's stream is held.
+func (s *Store) Placement(ctx context.Context) (Placement, error) {
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		return Placement{}, fmt.Errorf("stream info %s: %w", StreamName, err)
+	}
+	var p Placement
+	if c := info.Cluster; c != nil {
+		p.Leader = c.Leader
+		for _, r := range c.Replicas {
+			state := r.Name
+			if !r.Current {
+				state += " (behind)"
+			}
+			if r.Offline {
+				state += " (offline)"
+			}
+			p.Replicas = append(p.Replicas, state)
+		}
+	}
+	return p, nil
+}
+
 // Identity tells this log apart from any other of the same name, one deleted and created again or
 // restored from a backup: the stream's name and creation time.
 func (s *Store) Identity(ctx context.Context) (string, error) {

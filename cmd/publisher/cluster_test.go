@@ -77,6 +77,12 @@ func TestProcessesStartBeforeTheirCluster(t *testing.T) {
 			t.Errorf("readyz of a running read node: got %d", r.status)
 		}
 	}
+	// The status call says where the log is held: a leader and three replicas.
+	st := do(t, http.MethodGet, mains[0].AdminURL+"/admin/v1/status", nil, "Authorization", "Bearer "+testAdminToken)
+	place, _ := st.json(t)["log_placement"].(map[string]any)
+	if leader, _ := place["leader"].(string); leader == "" || len(place["replicas"].([]any)) != 2 {
+		t.Errorf("status: log_placement %v, want a leader and two other replicas", place)
+	}
 }
 
 func TestRedactedURL(t *testing.T) {

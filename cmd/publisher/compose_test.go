@@ -84,7 +84,7 @@ func parseCompose(t *testing.T, raw []byte) map[string]composeService {
 func composeProblems(services map[string]composeService) []string {
 	var out []string
 	for name, s := range services {
-		isNATS := strings.HasPrefix(s.Image, "nats")
+		isNATS := strings.Contains(s.Image, "nats")
 		for _, p := range s.Ports {
 			container := p[strings.LastIndex(p, ":")+1:]
 			switch {
