@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -171,5 +172,55 @@ func TestWaitTellsTheTruth(t *testing.T) {
 	r = adminOnly.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/menu-redirect", []byte(`{"enabled":false}`))
 	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"served":true`) {
 		t.Errorf("wait with a projector elsewhere: got %d %s, want 200 and served true", r.status, r.body)
+	}
+}
+
+// TestOneProjectorAtATime: of two processes with the projector role on one NATS, one projects and
+// the other stands by, saying so; when the first stops, the second takes over and the changes
+// made meanwhile are served.
+func TestOneProjectorAtATime(t *testing.T) {
+	srv := natstest.Start(t)
+	open := func(logs *syncBuffer, roles ...string) *Main {
+		t.Helper()
+		m := &Main{Config: Config{
+			NATSURL: srv.ClientURL(), Replicas: 1, Roles: roles, SecretKeys: testSecretKeys,
+			HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: testAdminToken,
+			Today: "2026-11-24", ClockEvery: time.Hour, DuplicateTTL: time.Hour, KeyQuota: -1, IPQuota: -1,
+			PublicURL: "https://menus.example", WaitLimit: 20 * time.Second,
+		}, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+		if err := m.Open(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		return m
+	}
+	firstLogs, secondLogs := &syncBuffer{}, &syncBuffer{}
+	first := open(firstLogs, roleProjector, roleAdmin)
+	second := open(secondLogs, roleProjector, roleAPI, roleAdmin)
+	if first.Projector == nil || second.Projector != nil {
+		t.Fatalf("projectors: first %v, second %v; want the first only", first.Projector != nil, second.Projector != nil)
+	}
+	eventually(t, "the second standing by", func() bool { return strings.Contains(secondLogs.String(), "standing by") })
+	key := importDemo(t, first)
+	eventually(t, "the demo served", func() bool { return second.get(t, est, key).status == http.StatusOK })
+	if strings.Contains(secondLogs.String(), "projections caught up") {
+		t.Errorf("the standby projected:\n%s", secondLogs)
+	}
+
+	first.Close()
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := bytes.Replace(demo, []byte(`"name": "Chez Marcel"`), []byte(`"name": "Chez Marcel et fils"`), 1)
+	r := second.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", renamed)
+	if r.status != http.StatusOK || !bytes.Contains(r.body, []byte(`"served":true`)) {
+		t.Fatalf("change after the first projector stopped: %d %s\n%s", r.status, r.body, secondLogs)
+	}
+	if got := second.get(t, est, key); !bytes.Contains(got.body, []byte("Chez Marcel et fils")) {
+		t.Errorf("the change is not served: %s", got.body)
+	}
+	if !strings.Contains(secondLogs.String(), "lease taken over") {
+		t.Errorf("the second never said it took over:\n%s", secondLogs)
 	}
 }

@@ -185,20 +185,21 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		m.Projector, err = projections.New(projections.Config{
-			Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: c.ProjectorReplay,
-			Logger: m.Logger.With("role", roleProjector),
-			// A change signal goes out once every document of the new revision is stored.
-			Notifier: signalNotifier{m.Signals},
-			// A bundle larger than the server accepts is refused at once rather than retried.
-			MaxValueSize: m.maxBundle(),
-			Workers:      c.ProjectorWorkers,
-			FilesURL:     m.PublicURL(),
-		})
-		if err != nil {
+		newProjector := func() (*projections.Projector, error) {
+			return projections.New(projections.Config{
+				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: c.ProjectorReplay,
+				Logger: m.Logger.With("role", roleProjector),
+				// A change signal goes out once every document of the new revision is stored.
+				Notifier: signalNotifier{m.Signals},
+				// A bundle larger than the server accepts is refused at once rather than retried.
+				MaxValueSize: m.maxBundle(),
+				Workers:      c.ProjectorWorkers,
+				FilesURL:     m.PublicURL(),
+			})
+		}
+		if err := m.startProjector(ctx, runCtx, js, newProjector); err != nil {
 			return err
 		}
-		m.run(runCtx, roleProjector, m.Projector.Run)
 	}
 	// The clock does not wait for the read API: a restart across midnight starts the days at once.
 	if c.has(roleClock) {
@@ -237,6 +238,72 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.run(runCtx, roleWebhook, m.Webhooks.Run)
 	}
 	return nil
+}
+
+// startProjector runs the projector. On a cluster, where several processes may have the role,
+// one at a time runs it, under a lease: a process that finds it held stands by and takes over
+// once its holder stops renewing it. A process that loses its lease stops with an error (its
+// supervisor starts it again, standing by); only one that holds the lease when it starts sets
+// m.Projector.
+func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStream, newProjector func() (*projections.Projector, error)) error {
+	if m.NATS != nil { // the embedded server serves this process alone
+		p, err := newProjector()
+		if err != nil {
+			return err
+		}
+		m.Projector = p
+		m.run(runCtx, roleProjector, p.Run)
+		return nil
+	}
+	leases, err := provision(ctx, m, "the leases bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
+		return openLeases(ctx, js, m.Config.Replicas)
+	})
+	if err != nil {
+		return err
+	}
+	holder := processName()
+	l, _, err := tryLease(ctx, leases, roleProjector, holder)
+	if err == nil && l != nil {
+		p, err := newProjector()
+		if err != nil {
+			return err
+		}
+		m.Projector = p
+		m.run(runCtx, roleProjector, func(ctx context.Context) error { return runLeased(ctx, l, p.Run) })
+		return nil
+	}
+	m.run(runCtx, roleProjector, func(ctx context.Context) error {
+		l, err := m.awaitLease(ctx, leases, roleProjector, holder)
+		if err != nil {
+			return nil // stopped while standing by
+		}
+		p, err := newProjector()
+		if err != nil {
+			return err
+		}
+		return runLeased(ctx, l, p.Run)
+	})
+	return nil
+}
+
+// runLeased runs work while l is kept, and stops it when l is lost.
+func runLeased(ctx context.Context, l *lease, work func(context.Context) error) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lost := make(chan error, 1)
+	go func() { lost <- l.keep(wctx) }()
+	err := work(wctx)
+	cancel()
+	if kerr := <-lost; kerr != nil {
+		return kerr
+	}
+	return err
+}
+
+// processName names this process to operators: its host and process id.
+func processName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 // openCommands sets up the write side's application layer.

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Roles whose work must be done by one process at a time run under a lease: a key of the bucket
+// LEASES held by one process, which renews it; the others stand by and take it over once it is
+// no longer renewed (the process died, or lost NATS). The projector is one: two projecting the
+// same log would announce every change twice. The webhook dispatchers and the clocks need none:
+// they share their work through durable consumers and conditional appends.
+
+// LeasesBucket holds the leases.
+const LeasesBucket = "LEASES"
+
+const (
+	// leaseTTL is how long a lease outlives its last renewal: the longest a role's work stops
+	// when the process holding it dies.
+	leaseTTL = 6 * time.Second
+	// leaseRenew is how often the holder renews its lease; leasePoll how often the others try
+	// to take it.
+	leaseRenew = 1 * time.Second
+	leasePoll  = 1 * time.Second
+)
+
+// errLeaseLost ends a role whose lease another process took.
+var errLeaseLost = errors.New("lease lost")
+
+type lease struct {
+	kv     jetstream.KeyValue
+	name   string
+	holder string
+	rev    uint64
+}
+
+func openLeases(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      LeasesBucket,
+		Description: "Which process runs each role that one process at a time runs.",
+		History:     1,
+		TTL:         leaseTTL,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	})
+}
+
+// tryLease takes the lease name for holder when no one holds it.
+func tryLease(ctx context.Context, kv jetstream.KeyValue, name, holder string) (*lease, string, error) {
+	rev, err := kv.Create(ctx, name, []byte(holder))
+	if err == nil {
+		return &lease{kv: kv, name: name, holder: holder, rev: rev}, "", nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, "", err
+	}
+	if e, err := kv.Get(ctx, name); err == nil {
+		return nil, string(e.Value()), nil
+	}
+	return nil, "another process", nil
+}
+
+// awaitLease returns the lease name once holder has it, saying once that it stands by.
+func (m *Main) awaitLease(ctx context.Context, kv jetstream.KeyValue, name, holder string) (*lease, error) {
+	said := false
+	for {
+		l, other, err := tryLease(ctx, kv, name, holder)
+		if l != nil {
+			if said {
+				m.Logger.Info("lease taken over: this process now runs the role", "role", name)
+			}
+			return l, nil
+		}
+		if err != nil {
+			m.Logger.Debug("lease: not taken", "role", name, "err", err)
+		} else if !said {
+			m.Logger.Info("standing by: another process runs the role", "role", name, "holder", other)
+			said = true
+		}
+		t := time.NewTimer(leasePoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// keep renews l until ctx ends, and returns errLeaseLost once it could not for longer than the
+// lease lasts, or another process holds it.
+func (l *lease) keep(ctx context.Context) error {
+	last := time.Now()
+	t := time.NewTicker(leaseRenew)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// Let a standby take over at once rather than when the lease expires.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = l.kv.Delete(dctx, l.name, jetstream.LastRevision(l.rev))
+			cancel()
+			return nil
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, leaseRenew)
+		rev, err := l.kv.Update(rctx, l.name, []byte(l.holder), l.rev)
+		cancel()
+		switch {
+		case err == nil:
+			l.rev, last = rev, time.Now()
+		case errors.Is(err, jetstream.ErrKeyExists) || hasCode(err, jetstream.JSErrCodeStreamWrongLastSequence):
+			return fmt.Errorf("%w: another process holds it", errLeaseLost)
+		case time.Since(last) > leaseTTL-leaseRenew:
+			return fmt.Errorf("%w: not renewed for %s: %v", errLeaseLost, time.Since(last).Round(time.Millisecond), err)
+		}
+	}
+}
