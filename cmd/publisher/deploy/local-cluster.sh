@@ -90,14 +90,14 @@ say "starting the topology"
 started=$(date +%s)
 "${compose[@]}" up -d --no-build 2>&1 | tail -n 3
 admin=http://127.0.0.1:8081
-auth=(-H "Authorization: Bearer $token")
+auth=(-H "Authorization: Bearer $token" -H "Content-Type: application/json")
 until curl -fs "${auth[@]}" "$admin/admin/v1/status" >/dev/null 2>&1; do sleep 0.5; done
 until curl -fs http://127.0.0.1:8080/readyz >/dev/null 2>&1; do sleep 0.5; done
 say "ready in $(($(date +%s) - started)) s"
 
-reply=$(curl -fs "${auth[@]}" -X PUT --data-binary @"$repo/cmd/publisher/demo.json" "$admin/admin/v1/establishments/chez-marcel?wait=true")
+reply=$(curl -s "${auth[@]}" -X PUT --data-binary @"$repo/cmd/publisher/demo.json" "$admin/admin/v1/establishments/chez-marcel?wait=true" || true)
 key=$(printf '%s' "$reply" | sed -n 's/.*"api_key":"\([^"]*\)".*/\1/p')
-[ -n "$key" ] || { echo "import: $reply"; exit 1; }
+[ -n "$key" ] || { echo "import: $reply"; "${compose[@]}" logs --tail 20; exit 1; }
 path=/api/v1/establishments/chez-marcel
 until curl -fs -H "X-Api-Key: $key" "http://127.0.0.1:8080$path" >/dev/null; do sleep 0.2; done
 
