@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/events/natstest"
 )
@@ -222,5 +225,59 @@ func TestOneProjectorAtATime(t *testing.T) {
 	}
 	if !strings.Contains(secondLogs.String(), "lease taken over") {
 		t.Errorf("the second never said it took over:\n%s", secondLogs)
+	}
+}
+
+// TestProjectorLeaseLostAndTakenOver: a holder that stops renewing (a process that died) is
+// replaced once its lease expires; a process whose lease another took stops projecting and
+// reports it.
+func TestProjectorLeaseLostAndTakenOver(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := natstest.Connect(t, srv)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := openLeases(t.Context(), js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leases.Create(t.Context(), roleProjector, []byte("a-process-that-died")); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	m := &Main{Config: Config{
+		NATSURL: srv.ClientURL(), Replicas: 1, Roles: []string{roleProjector}, SecretKeys: testSecretKeys,
+		Today: "2026-11-24", ClockEvery: time.Hour, DuplicateTTL: time.Hour, PublicURL: "https://menus.example",
+	}, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	if m.Projector != nil {
+		t.Fatal("the lease of another holder was taken at once")
+	}
+	deadline := time.Now().Add(leaseTTL + 5*time.Second)
+	for !strings.Contains(logs.String(), "lease taken over") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the expired lease was not taken over:\n%s", logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Another process takes the lease from under it: it stops, saying why.
+	if err := leases.Purge(t.Context(), roleProjector); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leases.Create(t.Context(), roleProjector, []byte("another-process")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-m.Err():
+		if !errors.Is(err, errLeaseLost) {
+			t.Errorf("the process stopped with %v, want a lost lease", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the process kept projecting without its lease:\n%s", logs)
 	}
 }

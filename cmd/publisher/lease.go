@@ -94,7 +94,7 @@ func (m *Main) awaitLease(ctx context.Context, kv jetstream.KeyValue, name, hold
 // keep renews l until ctx ends, and returns errLeaseLost once it could not for longer than the
 // lease lasts, or another process holds it.
 func (l *lease) keep(ctx context.Context) error {
-	last := time.Now()
+	last := time.Now() // when the last renewal that succeeded was sent
 	t := time.NewTicker(leaseRenew)
 	defer t.Stop()
 	for {
@@ -107,15 +107,27 @@ func (l *lease) keep(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+		sent := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, leaseRenew)
 		rev, err := l.kv.Update(rctx, l.name, []byte(l.holder), l.rev)
+		if err != nil && (errors.Is(err, jetstream.ErrKeyExists) || hasCode(err, jetstream.JSErrCodeStreamWrongLastSequence)) {
+			// A renewal whose answer was lost may have been applied: the lease is still ours if
+			// it names this holder.
+			if e, gerr := l.kv.Get(rctx, l.name); gerr == nil && string(e.Value()) == l.holder {
+				rev, err = e.Revision(), nil
+			} else if gerr == nil || errors.Is(gerr, jetstream.ErrKeyNotFound) {
+				cancel()
+				return fmt.Errorf("%w: another process holds it", errLeaseLost)
+			}
+		}
 		cancel()
-		switch {
-		case err == nil:
-			l.rev, last = rev, time.Now()
-		case errors.Is(err, jetstream.ErrKeyExists) || hasCode(err, jetstream.JSErrCodeStreamWrongLastSequence):
-			return fmt.Errorf("%w: another process holds it", errLeaseLost)
-		case time.Since(last) > leaseTTL-leaseRenew:
+		if err == nil {
+			l.rev, last = rev, sent
+			continue
+		}
+		// Given up early enough that a standby, which takes the lease once it expired, never
+		// runs alongside this process.
+		if time.Since(last) > leaseTTL-2*leaseRenew {
 			return fmt.Errorf("%w: not renewed for %s: %v", errLeaseLost, time.Since(last).Round(time.Millisecond), err)
 		}
 	}

@@ -291,7 +291,11 @@ func runLeased(ctx context.Context, l *lease, work func(context.Context) error) 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	lost := make(chan error, 1)
-	go func() { lost <- l.keep(wctx) }()
+	go func() {
+		err := l.keep(wctx)
+		lost <- err
+		cancel() // a lost lease stops the work at once
+	}()
 	err := work(wctx)
 	cancel()
 	if kerr := <-lost; kerr != nil {
