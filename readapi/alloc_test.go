@@ -15,14 +15,26 @@ import (
 // time, and quotas too large to spend on the real clock.
 func TestHotPathsDoNotAllocate(t *testing.T) {
 	configs := []struct {
-		name string
-		cfg  Config
+		name   string
+		cfg    Config
+		shared bool // the quotas shared with two other read nodes
 	}{
-		{"SpecQuotas", Config{Now: steppingClock(defaultWindow)}},
-		{"HugeQuotas", benchConfig()},
+		{"SpecQuotas", Config{Now: steppingClock(defaultWindow)}, false},
+		{"HugeQuotas", benchConfig(), false},
+		{"SharedQuotas", benchConfig(), true},
 	}
 	for _, c := range configs {
-		h := newTestServer(t, fixtureSource(t), c.cfg).Handler()
+		s := newTestServer(t, fixtureSource(t), c.cfg)
+		if c.shared {
+			m := &membership{n: 3, every: int64(DefaultQuotaPeriod), offset: s.epoch.UnixNano()}
+			// The two others report on time throughout.
+			ahead := m.period(s.elapsed()) + 1<<20
+			m.reported = []int64{ahead, ahead}
+			for _, p := range []*policy{s.ipQuota, s.keyQuota, s.redirectQuota} {
+				p.lim.nodes.Store(m)
+			}
+		}
+		h := s.Handler()
 		for _, p := range hotPaths {
 			t.Run(c.name+"/"+p.name, func(t *testing.T) {
 				r := newHotRequest(p.target, p.header)

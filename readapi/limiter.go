@@ -71,6 +71,7 @@ type entry struct {
 	used    int32 // requests this node admitted in period
 	share   int32 // the most this node may admit in period, as last computed
 	pending int32 // admitted since the last report to the other nodes
+	spin    uint8 // turns the remainder of a split among the nodes, per client
 }
 
 // newLimiter returns a limiter of quota requests per window nanoseconds tracking at most
@@ -119,6 +120,7 @@ func (l *limiter) take(k clientKey, now int64) decision {
 		return decision{reset: next - l.window - now}
 	}
 	if m := l.nodes.Load(); m != nil && m.n > 1 {
+		e.spin = k[7] ^ k[15]
 		if wait, ok := l.admitShare(&e, m, tat, now); !ok {
 			sh.mu.Unlock()
 			return decision{reset: wait}
@@ -156,14 +158,19 @@ func (l *limiter) admitShare(e *entry, m *membership, tat, now int64) (int64, bo
 	// The room when the period began, as this node now knows it: what is left, and what it
 	// admitted itself since.
 	base := (l.window-(tat-now))/l.interval + int64(e.used)
-	if missing := int64(m.missing(period)); missing > 0 {
+	if late := m.late(period); late > 0 {
+		// What the nodes whose reports are late may have admitted meanwhile: a share each for
+		// every period they have not reported.
 		if prev < 0 {
 			prev = (base + int64(m.n) - 1) / int64(m.n)
 		}
-		base -= missing * prev
+		base -= late * prev
 	}
-	share := max(base, 0) / int64(m.n)
-	if int64(m.rank) < max(base, 0)%int64(m.n) {
+	base = max(base, 0)
+	share := base / int64(m.n)
+	// The remainder goes to different nodes in turn, period after period and client after
+	// client: a quota smaller than the nodes still serves every one of them.
+	if (int64(m.rank)+period+int64(e.spin))%int64(m.n) < base%int64(m.n) {
 		share++
 	}
 	e.share = int32(min(share, math.MaxInt32))
@@ -176,6 +183,7 @@ func (l *limiter) admitShare(e *entry, m *membership, tat, now int64) (int64, bo
 
 // charge counts count requests of client k that another node admitted, reported at now.
 func (l *limiter) charge(k clientKey, count int64, now int64) {
+	count = min(max(count, 0), l.quota+1) // no report moves a client further than refused
 	sh := l.shard(k)
 	sh.mu.Lock()
 	e, found := sh.tat[k]
@@ -194,15 +202,17 @@ func (l *limiter) charge(k clientKey, count int64, now int64) {
 	}
 }
 
-// report calls add for every client with requests admitted here since the last report, with
-// their number, and forgets them.
-func (l *limiter) report(add func(k clientKey, count int32)) {
+// report appends to b, for every client with requests admitted here since the last report, a
+// record of tag, the client and their number, and forgets them.
+func (l *limiter) report(b []byte, tag byte) []byte {
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
 		for _, k := range sh.touched {
 			if e, ok := sh.tat[k]; ok && e.pending > 0 {
-				add(k, e.pending)
+				b = append(b, tag)
+				b = append(b, k[:]...)
+				b = binary.BigEndian.AppendUint32(b, uint32(e.pending))
 				e.pending = 0
 				sh.tat[k] = e
 			}
@@ -210,6 +220,7 @@ func (l *limiter) report(add func(k clientKey, count int32)) {
 		sh.touched = sh.touched[:0]
 		sh.mu.Unlock()
 	}
+	return b
 }
 
 // peek reports what a request of client k at now would find, without counting one.
@@ -282,7 +293,9 @@ func makeRoom(m map[clientKey]entry, now int64) bool {
 		if e.tat <= now && e.pending == 0 {
 			delete(m, k)
 			freed = true
-		} else if e.tat < earliest {
+		} else if e.tat < earliest && e.pending == 0 {
+			// A client with requests not yet reported to the other nodes is kept: forgetting
+			// it would lose them.
 			victim, earliest = k, e.tat
 		}
 		if n++; n == evictSample {
@@ -291,6 +304,13 @@ func makeRoom(m map[clientKey]entry, now int64) bool {
 	}
 	if freed {
 		return false
+	}
+	if earliest == math.MaxInt64 {
+		// Every sampled client waits for its report: the first of them goes all the same.
+		for k := range m {
+			victim = k
+			break
+		}
 	}
 	delete(m, victim)
 	return true

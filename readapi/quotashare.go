@@ -36,6 +36,7 @@ const (
 	quotaRecordSize    = 1 + 16 + 4 // policy, client, count
 	quotaHeaderSize    = 1 + 16 + 8 + 1
 	quotaMaxRecords    = 32 << 10 // records per message: about 670 KB
+	maxQuotaPeers      = 64       // read nodes one node shares with, at most
 )
 
 // membership is what a node knows of the others: how many nodes share the quotas, this one's
@@ -54,13 +55,11 @@ func (m *membership) period(now int64) int64 { return (now + m.offset) / m.every
 // periodEnd is the limiters' time at which period ends.
 func (m *membership) periodEnd(period int64) int64 { return (period+1)*m.every - m.offset }
 
-// missing is the number of other nodes whose report of the period before period has not arrived.
-func (m *membership) missing(period int64) int {
-	n := 0
+// late counts, over the other nodes, the periods before period whose reports have not arrived.
+func (m *membership) late(period int64) int64 {
+	var n int64
 	for _, r := range m.reported {
-		if r < period-1 {
-			n++
-		}
+		n += min(max(period-1-r, 0), quotaPeerTimeout)
 	}
 	return n
 }
@@ -73,8 +72,9 @@ type quotaShare struct {
 	id       [16]byte
 	policies [3]*policy // by their index in a report
 
-	mu    sync.Mutex
-	peers map[[16]byte]*peer
+	mu     sync.Mutex
+	peers  map[[16]byte]*peer
+	closed bool // no membership is given to the limiters any more
 }
 
 type peer struct {
@@ -101,59 +101,61 @@ func (s *Server) ShareQuotas(ctx context.Context, nc *nats.Conn, every time.Dura
 	}
 	defer func() {
 		_ = sub.Unsubscribe()
+		q.mu.Lock()
+		q.closed = true
 		q.publishMembership(nil) // alone again
+		q.mu.Unlock()
 	}()
 	for {
-		// Reports go out just after each period ends, on every node at once (clocks agree to
-		// well within a period).
-		now := s.now()
-		next := now.Truncate(every).Add(every + time.Millisecond)
-		t := time.NewTimer(next.Sub(now))
+		// Reports go out just after each period ends, on every node at once: periods are counted
+		// in Unix time, on the limiters' clock, and the nodes' clocks must agree to well within a
+		// period (NTP keeps them within milliseconds).
+		now := q.clock()
+		period := now / int64(every)
+		t := time.NewTimer(time.Duration((period+1)*int64(every) - now + int64(time.Millisecond)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
 		case <-t.C:
 		}
-		q.report(s.now().Add(-time.Millisecond).UnixNano() / int64(every))
+		q.report(q.clock()/int64(every) - 1)
 	}
 }
 
-// report publishes what this node admitted since its last report, as the report of period.
+// clock is the limiters' time in Unix nanoseconds: the periods' clock.
+func (q *quotaShare) clock() int64 { return q.s.elapsed() + q.s.epoch.UnixNano() }
+
+// report publishes what this node admitted since its last report, as the report of period, in
+// messages of at most quotaMaxRecords records, the last marked final.
 func (q *quotaShare) report(period int64) {
-	var buf bytes.Buffer
-	records := 0
-	flush := func(final bool) {
-		msg := make([]byte, 0, quotaHeaderSize+buf.Len())
+	var records []byte
+	for i, p := range q.policies {
+		if p != nil {
+			records = p.lim.report(records, byte(i))
+		}
+	}
+	for {
+		n := min(len(records), quotaMaxRecords*quotaRecordSize)
+		msg := make([]byte, 0, quotaHeaderSize+n)
 		msg = append(msg, quotaReportVersion)
 		msg = append(msg, q.id[:]...)
 		msg = binary.BigEndian.AppendUint64(msg, uint64(period))
-		last := byte(0)
+		final := n == len(records)
 		if final {
-			last = 1
+			msg = append(msg, 1)
+		} else {
+			msg = append(msg, 0)
 		}
-		msg = append(msg, last)
-		msg = append(msg, buf.Bytes()...)
+		msg = append(msg, records[:n]...)
 		if err := q.nc.Publish(QuotaSubject, msg); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 			q.s.logger.Debug("quota report not sent", "err", err)
 		}
-		buf.Reset()
-		records = 0
-	}
-	for i, p := range q.policies {
-		if p == nil {
-			continue
+		records = records[n:]
+		if final {
+			break
 		}
-		p.lim.report(func(k clientKey, count int32) {
-			buf.WriteByte(byte(i))
-			buf.Write(k[:])
-			_ = binary.Write(&buf, binary.BigEndian, count)
-			if records++; records == quotaMaxRecords {
-				flush(false)
-			}
-		})
 	}
-	flush(true)
 	q.expire()
 }
 
@@ -171,6 +173,11 @@ func (q *quotaShare) receive(msg *nats.Msg) {
 	period := int64(binary.BigEndian.Uint64(d[17:25]))
 	final := d[25] == 1
 	now := q.s.elapsed()
+	// A report of a period far from this node's is not one of a node sharing its clock (or it is
+	// forged): it would make that node look never late.
+	if current := q.clock() / int64(q.every); period < current-quotaPeerTimeout || period > current+2 {
+		return
+	}
 	for r := d[quotaHeaderSize:]; len(r) >= quotaRecordSize; r = r[quotaRecordSize:] {
 		i := int(r[0])
 		if i >= len(q.policies) || q.policies[i] == nil {
@@ -183,6 +190,10 @@ func (q *quotaShare) receive(msg *nats.Msg) {
 	q.mu.Lock()
 	p := q.peers[id]
 	joined := p == nil
+	if joined && len(q.peers) >= maxQuotaPeers {
+		q.mu.Unlock()
+		return
+	}
 	if joined {
 		p = &peer{reported: period - 1}
 		q.peers[id] = p
@@ -225,19 +236,21 @@ func (q *quotaShare) nodes() int {
 // update gives the limiters the current membership.
 func (q *quotaShare) update() {
 	q.mu.Lock()
+	defer q.mu.Unlock() // held while storing: a later update is never overwritten by an earlier one
+	if q.closed {
+		return
+	}
 	ids := [][16]byte{q.id}
 	var reported []int64
 	for id, p := range q.peers {
 		ids = append(ids, id)
 		reported = append(reported, p.reported)
 	}
-	q.mu.Unlock()
 	slices.SortFunc(ids, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
-	m := &membership{
+	q.publishMembership(&membership{
 		n: len(ids), rank: slices.Index(ids, q.id), every: int64(q.every),
 		offset: q.s.epoch.UnixNano(), reported: reported,
-	}
-	q.publishMembership(m)
+	})
 }
 
 func (q *quotaShare) publishMembership(m *membership) {

@@ -95,7 +95,7 @@ func TestSharedQuotaHoldsAcrossReadNodes(t *testing.T) {
 			stops = stops[1:]
 			for m := servers[1].keyQuota.lim.nodes.Load(); m == nil || m.n != 2; m = servers[1].keyQuota.lim.nodes.Load() {
 				if time.Now().After(end.Add(10 * time.Second)) {
-					t.Fatalf("a node that stopped reporting is still counted: %d nodes", m.n)
+					t.Fatalf("a node that stopped reporting is still counted: %+v", m)
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -107,6 +107,54 @@ func TestSharedQuotaHoldsAcrossReadNodes(t *testing.T) {
 			if m := s.keyQuota.lim.nodes.Load(); m != nil {
 				t.Errorf("%d nodes: a stopped node still shares its quotas with %d", nodes, m.n)
 			}
+		}
+	}
+}
+
+// TestShareArithmetic: a report cannot wrap a client's count around, however large; a quota
+// smaller than the number of nodes is served by each node in turn, not by the first ones only;
+// and a node whose reports are several periods late costs a share for each.
+func TestShareArithmetic(t *testing.T) {
+	every := int64(100 * time.Millisecond)
+	var k clientKey
+	k[3] = 42
+
+	l := newLimiter(120, int64(time.Hour), 1024)
+	l.charge(k, 1<<40, 0)
+	if d := l.peek(k, 0); d.remaining != 0 {
+		t.Errorf("after a huge report: %d left, want 0", d.remaining)
+	}
+
+	for rank := range 3 {
+		l := newLimiter(1, int64(time.Hour), 1024)
+		l.nodes.Store(&membership{n: 3, rank: rank, every: every, reported: []int64{1 << 40, 1 << 40}})
+		admitted := -1
+		for p := range int64(3) {
+			if l.take(k, p*every+1).allowed {
+				admitted = int(p)
+				break
+			}
+		}
+		if admitted < 0 {
+			t.Errorf("rank %d: a quota of 1 shared by 3 nodes never admitted in 3 periods", rank)
+		}
+	}
+
+	// 3 nodes, room 120, period 10: on time (period 9 reported), a share is 40; with the reports
+	// of periods 8 and 9 late, 120 - 2×40 leaves 40 to split, 13 here; of 7 to 9, nothing.
+	for _, c := range []struct {
+		reported int64
+		want     int
+	}{{9, 40}, {7, 13}, {6, 0}} {
+		l := newLimiter(120, int64(time.Hour), 1024)
+		l.nodes.Store(&membership{n: 3, every: every, reported: []int64{c.reported, 1 << 40}})
+		now := 10*every + 1
+		got := 0
+		for l.take(k, now).allowed {
+			got++
+		}
+		if got != c.want {
+			t.Errorf("a node reported up to period %d: %d admitted in period 10, want %d", c.reported, got, c.want)
 		}
 	}
 }
