@@ -245,8 +245,14 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 		rec.Failing, rec.FailingSince, rec.LastError = "", time.Time{}, ""
 		return nil
 	})
-	if err != nil {
+	switch _, exists := errors.AsType[endpointExists](err); {
+	case exists:
 		dropped = []string{sealed.DataKey} // not stored
+	case err != nil:
+		// The write may have been stored all the same (an answer lost in an election): the new
+		// key goes only if the record does not use it, and the others wait for a sweep.
+		r.eraseUnused(ctx, key, sealed.DataKey)
+		dropped = nil
 	}
 	r.erase(ctx, dropped)
 	if exists, ok := errors.AsType[endpointExists](err); ok {
@@ -256,6 +262,20 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 		return "", fmt.Errorf("register endpoint %s: %w", key, err)
 	}
 	return "", nil
+}
+
+// eraseUnused erases the data keys named when the record under key, read again, does not use
+// them; when it cannot be read, they are left to a sweep.
+func (r *Registry) eraseUnused(ctx context.Context, key string, dataKeys ...string) {
+	rec, _, err := r.d.getRecord(context.WithoutCancel(ctx), key)
+	if err != nil && !errors.Is(err, ErrEndpointNotFound) {
+		return
+	}
+	var used []signingSecret
+	if rec != nil {
+		used = rec.Secrets
+	}
+	r.erase(ctx, droppedKeys(signingSecretsOf(dataKeys), used))
 }
 
 // erase erases the data keys of secrets no record uses any more. One that fails to go is logged:
@@ -329,12 +349,10 @@ func (r *Registry) RotateSecret(ctx context.Context, establishment, id, newSecre
 		return nil
 	})
 	if err != nil {
-		dropped = []string{sealed.DataKey}
-	}
-	r.erase(ctx, dropped)
-	if err != nil {
+		r.eraseUnused(ctx, key, sealed.DataKey)
 		return fmt.Errorf("rotate secret of %s: %w", key, err)
 	}
+	r.erase(ctx, dropped)
 	return nil
 }
 
@@ -497,75 +515,118 @@ func isConflict(err error) bool {
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
-// Reencrypt brings every stored signing secret under the first master key: a secret stored in
-// clear (before secrets were encrypted) is sealed under a data key of its own, and a data key
-// encrypted with an older master key is encrypted again, its previous message erased. It returns
-// how many secrets it changed. Once it reports none, older master keys can be dropped.
-func (r *Registry) Reencrypt(ctx context.Context) (int, error) {
+// SweepReport says what a sweep of the signing secrets did.
+type SweepReport struct {
+	Endpoints   int `json:"endpoints"`
+	Sealed      int `json:"sealed"`      // secrets stored in clear, now sealed
+	Reencrypted int `json:"reencrypted"` // data keys encrypted again under the first master key
+	Pruned      int `json:"pruned"`      // rotated-out secrets past their grace, dropped and erased
+	Erased      int `json:"erased"`      // data keys no endpoint uses, erased
+	// Remaining counts the secrets still not under the first master key: an older master key
+	// can be dropped once a sweep reports none.
+	Remaining int `json:"remaining"`
+	Failed    int `json:"failed"` // endpoints the sweep could not finish, retried at the next
+}
+
+// orphanAge is how old a data key no endpoint uses must be before a sweep erases it: a key is
+// stored a moment before the record that uses it.
+const orphanAge = 10 * time.Minute
+
+// Sweep brings every stored signing secret to its intended state: a secret stored in clear
+// (before secrets were encrypted) is sealed under a data key of its own; a data key encrypted
+// with an older master key is encrypted again under the first, its previous message erased; a
+// rotated-out secret past its grace is dropped and its data key erased; and a data key no
+// endpoint uses (left by a change whose outcome was unknown, or a failed erasure) is erased. An
+// endpoint it cannot finish is counted and left for the next sweep.
+func (r *Registry) Sweep(ctx context.Context) (SweepReport, error) {
+	var rep SweepReport
 	lister, err := r.d.endpoints.ListKeys(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("reencrypt secrets: %w", err)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		return rep, fmt.Errorf("sweep secrets: %w", err)
 	}
 	var keys []string
-	for k := range lister.Keys() {
-		keys = append(keys, k)
+	if err == nil {
+		for k := range lister.Keys() {
+			keys = append(keys, k)
+		}
 	}
-	changed := 0
+	used := make(map[string]bool)
+	now := r.d.cfg.Now().UTC()
 	for _, key := range keys {
 		rec, _, err := r.d.getEndpoint(ctx, key)
 		if errors.Is(err, ErrEndpointNotFound) {
 			continue
 		}
+		rep.Endpoints++
 		if err != nil {
-			return changed, fmt.Errorf("reencrypt secrets: %w", err)
+			rep.Failed++
+			continue
 		}
+		failed := false
 		for _, s := range rec.Secrets {
 			if s.DataKey == "" {
 				continue
 			}
+			used[s.DataKey] = true
 			done, err := r.d.vault.rewrap(ctx, s.DataKey)
-			if err != nil {
-				return changed, fmt.Errorf("reencrypt secrets of %s: %w", key, err)
-			}
-			if done {
-				changed++
+			switch {
+			case err != nil:
+				failed = true
+				rep.Remaining++
+			case done:
+				rep.Reencrypted++
 			}
 		}
-		if !slices.ContainsFunc(rec.Secrets, func(s signingSecret) bool { return s.DataKey == "" }) {
-			continue
-		}
-		var made []string
+		var made, dropped []string
+		var sealed, pruned int
 		err = r.change(ctx, key, false, func(rec *endpointRecord) error {
-			n := 0
-			for i, s := range rec.Secrets {
-				if s.DataKey != "" {
+			made, dropped, sealed, pruned = made[:0], dropped[:0], 0, 0
+			var keep []signingSecret
+			for _, s := range rec.Secrets {
+				if !s.Until.IsZero() && !s.Until.After(now) {
+					pruned++
+					dropped = append(dropped, s.DataKey)
 					continue
 				}
-				sealed, err := r.d.vault.seal(ctx, key, s.Value)
-				if err != nil {
-					return err
+				if s.DataKey == "" {
+					ns, err := r.d.vault.seal(ctx, key, s.Value)
+					if err != nil {
+						return err
+					}
+					made = append(made, ns.DataKey)
+					ns.Until = s.Until
+					s = ns
+					sealed++
 				}
-				made = append(made, sealed.DataKey)
-				sealed.Until = s.Until
-				rec.Secrets[i] = sealed
-				n++
+				keep = append(keep, s)
 			}
-			if n == 0 {
+			if sealed == 0 && pruned == 0 {
 				return errUnchanged
 			}
-			changed += n
+			rec.Secrets = keep
 			return nil
 		})
 		if err != nil {
-			r.erase(ctx, made)
-			return changed, fmt.Errorf("reencrypt secrets of %s: %w", key, err)
+			r.eraseUnused(ctx, key, made...)
+			failed = true
+		} else {
+			r.erase(ctx, dropped)
+			for _, k := range made {
+				used[k] = true
+			}
+			rep.Sealed += sealed
+			rep.Pruned += pruned
 		}
-		// Data keys sealed by attempts that lost a race are not used.
-		if now, _, err := r.d.getEndpoint(ctx, key); err == nil {
-			r.erase(ctx, droppedKeys(signingSecretsOf(made), now.Secrets))
+		if failed {
+			rep.Failed++
 		}
 	}
-	return changed, nil
+	erased, err := r.d.vault.eraseOrphans(ctx, used, now.Add(-orphanAge))
+	rep.Erased = erased
+	if err != nil {
+		return rep, fmt.Errorf("sweep secrets: %w", err)
+	}
+	return rep, nil
 }
 
 func signingSecretsOf(dataKeys []string) []signingSecret {

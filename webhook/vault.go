@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/nats-io/nats.go/jetstream"
@@ -152,7 +153,8 @@ func openVault(ctx context.Context, js jetstream.JetStream, master *MasterKeys, 
 		MaxMsgsPerSubject: 2,
 		Storage:           jetstream.FileStorage,
 		Replicas:          replicas,
-		AllowDirect:       true,
+		// No direct gets: a replica behind its leader could answer that a key just stored is
+		// not there.
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", SecretKeysStream, err)
@@ -264,4 +266,29 @@ func (v *vault) rewrap(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// eraseOrphans erases the data keys that no name in used refers to and that were stored before
+// cutoff, and returns how many it erased.
+func (v *vault) eraseOrphans(ctx context.Context, used map[string]bool, cutoff time.Time) (int, error) {
+	info, err := v.stream.Info(ctx, jetstream.WithSubjectFilter(subjDataKey+">"))
+	if err != nil {
+		return 0, err
+	}
+	erased := 0
+	for subject := range info.State.Subjects {
+		name := strings.TrimPrefix(subject, subjDataKey)
+		if used[name] {
+			continue
+		}
+		msg, err := v.stream.GetLastMsgForSubject(ctx, subject)
+		if err != nil || msg.Time.After(cutoff) {
+			continue
+		}
+		if err := v.erase(ctx, name); err != nil {
+			return erased, err
+		}
+		erased++
+	}
+	return erased, nil
 }

@@ -230,7 +230,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if c.FileCollectEvery > 0 {
 			m.run(runCtx, "file collection", m.collectFiles)
 		}
-		m.run(runCtx, "secret re-encryption", m.reencryptSecrets)
+		m.run(runCtx, "secret sweep", m.sweepSecrets)
 	}
 	// Deliveries start last: after a stop, the windows that fell due meanwhile all close at
 	// once, and the read API's mirror should not wait behind them.

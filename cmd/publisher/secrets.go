@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/opencarte/publisher/webhook"
 )
@@ -65,15 +67,32 @@ func (m *Main) masterKeys() (*webhook.MasterKeys, error) {
 	return mk, nil
 }
 
-// reencryptSecrets brings every stored signing secret under the first master key, once at start.
-func (m *Main) reencryptSecrets(ctx context.Context) error {
-	n, err := m.Webhooks.Registry().Reencrypt(ctx)
-	if err != nil {
-		m.Logger.Warn("webhook signing secrets: re-encryption stopped", "reencrypted", n, "err", err)
-		return nil
+// secretSweepEvery is how often the admin role sweeps the signing secrets.
+const secretSweepEvery = time.Hour
+
+// sweepSecrets sweeps the webhook signing secrets at start, then every secretSweepEvery: secrets
+// under an older master key are encrypted again (an older key can go once a sweep logs
+// remaining=0), rotated-out secrets past their grace are erased, and so are data keys no
+// endpoint uses.
+func (m *Main) sweepSecrets(ctx context.Context) error {
+	for {
+		rep, err := m.Webhooks.Registry().Sweep(ctx)
+		if err != nil && ctx.Err() == nil {
+			m.Logger.Warn("webhook signing secrets: sweep stopped", "err", err)
+		} else if err == nil {
+			level := slog.LevelDebug
+			if rep.Sealed+rep.Reencrypted+rep.Pruned+rep.Erased+rep.Remaining+rep.Failed > 0 {
+				level = slog.LevelInfo
+			}
+			m.Logger.Log(ctx, level, "webhook signing secrets swept", "endpoints", rep.Endpoints, "sealed", rep.Sealed,
+				"reencrypted", rep.Reencrypted, "pruned", rep.Pruned, "erased", rep.Erased, "remaining", rep.Remaining, "failed", rep.Failed)
+		}
+		t := time.NewTimer(secretSweepEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
 	}
-	if n > 0 {
-		m.Logger.Info("webhook signing secrets: re-encrypted under the first master key", "secrets", n)
-	}
-	return nil
 }
