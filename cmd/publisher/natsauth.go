@@ -127,11 +127,9 @@ func embeddedUser(dir string) (seedFile string, user nkeys.KeyPair, err error) {
 		if err != nil {
 			return embeddedUserRead(seedFile)
 		}
-		if _, err := f.Write(append(seed, '\n')); err != nil {
-			f.Close()
-			return "", nil, err
-		}
-		if err := f.Close(); err != nil {
+		_, werr := f.Write(append(seed, '\n'))
+		if err := errors.Join(werr, f.Close()); err != nil {
+			os.Remove(seedFile) // a partial seed would stop every later start
 			return "", nil, err
 		}
 		return seedFile, kp, nil

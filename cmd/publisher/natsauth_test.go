@@ -326,3 +326,21 @@ func TestCredentialsInTheURLAreNotLogged(t *testing.T) {
 		t.Errorf("the logs do not name the server:\n%s", logs.String())
 	}
 }
+
+// TestLoopbackURL: verify uses the local data directory's user only for a server on this machine.
+func TestLoopbackURL(t *testing.T) {
+	for url, want := range map[string]bool{
+		"nats://127.0.0.1:4222":                      true,
+		"nats://localhost:4222, nats://[::1]:4222":   true,
+		"127.0.0.1:4222":                             true,
+		"nats://u:p@127.0.0.1:4222":                  true,
+		"nats://nats-1:4222":                         false,
+		"nats://127.0.0.1:4222,nats://10.0.0.2:4222": false,
+		"tls://nats.example.com:4222":                false,
+		"nats://127.0.0.1.attacker.example:4222":     false,
+	} {
+		if got := loopbackURL(url); got != want {
+			t.Errorf("loopbackURL(%q) = %v, want %v", url, got, want)
+		}
+	}
+}

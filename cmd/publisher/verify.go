@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +56,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	if err := auth.load(getenv); err != nil {
 		return err
 	}
-	if auth.Creds == "" && auth.NKey == "" && auth.User == "" {
+	if auth.Creds == "" && auth.NKey == "" && auth.User == "" && loopbackURL(*url) {
 		if seed := filepath.Join(*dataDir, embeddedSeedFile); fileExists(seed) {
 			auth.NKey = seed
 		}
@@ -166,4 +168,26 @@ func startVerifyProgress(w io.Writer, mode string, every time.Duration, start ti
 func fileExists(name string) bool {
 	_, err := os.Stat(name)
 	return err == nil
+}
+
+// loopbackURL says whether every server of a NATS URL list is on this machine: a local serve's
+// embedded server, whose user is in the data directory.
+func loopbackURL(urls string) bool {
+	for _, u := range strings.Split(urls, ",") {
+		u = strings.TrimSpace(u)
+		if i := strings.Index(u, "://"); i >= 0 {
+			u = u[i+3:]
+		}
+		if i := strings.LastIndex(u, "@"); i >= 0 {
+			u = u[i+1:]
+		}
+		host, _, err := net.SplitHostPort(u)
+		if err != nil {
+			host = u
+		}
+		if ip, err := netip.ParseAddr(host); !(host == "localhost" || err == nil && ip.IsLoopback()) {
+			return false
+		}
+	}
+	return true
 }
