@@ -37,6 +37,11 @@ func TestComposeIsSafeByDefault(t *testing.T) {
 		"services:\n  p:\n    image: x\n    command: [\"serve\", \"--admin-token\", \"abcdefghijklmnopq\"]\n",
 		"services:\n  p:\n    image: x\n    ports: [\"8081:8081\"]\n",
 		"services:\n  p:\n    image: x\n    environment:\n      PUBLISHER_NATS_URL: nats://u:pw@nats:4222\n",
+		"services:\n  p:\n    image: x\n    environment:\n      PUBLISHER_NATS_URL: nats://u:pw@nats:4222,nats://u:${P}@n2:4222\n",
+		"services:\n  p:\n    image: x\n    environment:\n      - PUBLISHER_ADMIN_TOKEN=literal-token-0123456789\n",
+		"services:\n  p:\n    image: x\n    ports: [\"4222/tcp\"]\n",
+		"services:\n  p:\n    image: x\n    ports:\n      - target: 8081\n        published: 8081\n",
+		"services:\n  p:\n    image: x\n    network_mode: host\n",
 	} {
 		if len(composeProblems(parseCompose(t, []byte(bad)))) == 0 {
 			t.Errorf("no problem found in\n%s", bad)
@@ -64,10 +69,11 @@ var secretName = regexp.MustCompile(`(?i)(TOKEN|PASSWORD|SECRET|KEYS?)$`)
 var fromEnvFile = regexp.MustCompile(`^\$\{[A-Z_]+:\?[^}]*\}$`)
 
 type composeService struct {
-	Image       string         `yaml:"image"`
-	Command     []string       `yaml:"command"`
-	Environment map[string]any `yaml:"environment"`
-	Ports       []string       `yaml:"ports"`
+	Image       string   `yaml:"image"`
+	Command     []string `yaml:"command"`
+	NetworkMode string   `yaml:"network_mode"`
+	Environment any      `yaml:"environment"` // a mapping, or a list of NAME=value
+	Ports       []any    `yaml:"ports"`       // "host:container[/proto]", or a mapping
 }
 
 func parseCompose(t *testing.T, raw []byte) map[string]composeService {
@@ -81,26 +87,71 @@ func parseCompose(t *testing.T, raw []byte) map[string]composeService {
 	return file.Services
 }
 
+// environment returns a service's variables, whichever form they are written in.
+func (s composeService) environment() map[string]string {
+	out := map[string]string{}
+	switch env := s.Environment.(type) {
+	case map[string]any:
+		for k, v := range env {
+			out[k] = fmt.Sprint(v)
+		}
+	case []any:
+		for _, kv := range env {
+			k, v, _ := strings.Cut(fmt.Sprint(kv), "=")
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// ports returns a service's published ports as host address (empty: every interface) and
+// container port.
+func (s composeService) ports() [][2]string {
+	var out [][2]string
+	for _, p := range s.Ports {
+		switch p := p.(type) {
+		case map[string]any:
+			out = append(out, [2]string{fmt.Sprint(p["host_ip"]), fmt.Sprint(p["target"])})
+		default:
+			text, _, _ := strings.Cut(fmt.Sprint(p), "/")
+			parts := strings.Split(text, ":")
+			host := ""
+			if len(parts) == 3 {
+				host = parts[0]
+			}
+			out = append(out, [2]string{host, parts[len(parts)-1]})
+		}
+	}
+	return out
+}
+
+// urlCredential finds a user and password written in a URL.
+var urlCredential = regexp.MustCompile(`://[^/@\s]*:([^/@\s]*)@`)
+
 func composeProblems(services map[string]composeService) []string {
 	var out []string
 	for name, s := range services {
 		isNATS := strings.Contains(s.Image, "nats")
-		for _, p := range s.Ports {
-			container := p[strings.LastIndex(p, ":")+1:]
+		if s.NetworkMode == "host" {
+			out = append(out, fmt.Sprintf("%s shares the host's network: every port it opens is public", name))
+		}
+		for _, p := range s.ports() {
+			host, container := p[0], p[1]
 			switch {
 			case isNATS || container == "4222" || container == "6222" || container == "8222":
-				out = append(out, fmt.Sprintf("%s publishes NATS port %s on the host", name, p))
-			case container == "8081" && !strings.HasPrefix(p, "127.0.0.1:"):
-				out = append(out, fmt.Sprintf("%s publishes the admin API beyond the loopback: %s", name, p))
+				out = append(out, fmt.Sprintf("%s publishes NATS port %s on the host", name, container))
+			case container == "8081" && host != "127.0.0.1":
+				out = append(out, fmt.Sprintf("%s publishes the admin API beyond the loopback (%q)", name, host))
 			}
 		}
-		for k, v := range s.Environment {
-			value := fmt.Sprint(v)
+		for k, value := range s.environment() {
 			if secretName.MatchString(k) && !fromEnvFile.MatchString(value) {
 				out = append(out, fmt.Sprintf("%s: %s is written in the file (%q), not taken from .env", name, k, value))
 			}
-			if strings.Contains(value, "@") && !strings.Contains(value, "${") {
-				out = append(out, fmt.Sprintf("%s: %s holds a literal credential in a URL", name, k))
+			for _, m := range urlCredential.FindAllStringSubmatch(value, -1) {
+				if !fromEnvReference.MatchString(m[1]) {
+					out = append(out, fmt.Sprintf("%s: %s holds a literal credential in a URL", name, k))
+				}
 			}
 		}
 		for i, arg := range s.Command {
@@ -109,11 +160,12 @@ func composeProblems(services map[string]composeService) []string {
 				out = append(out, fmt.Sprintf("%s: a credential on the command line (%s, argument %d)", name, arg, i))
 			}
 		}
-		if isNATS {
-			if !slices.Contains(s.Command, "-c") {
-				out = append(out, fmt.Sprintf("%s: runs without the configuration that requires authentication", name))
-			}
+		if isNATS && !slices.Contains(s.Command, "-c") {
+			out = append(out, fmt.Sprintf("%s: runs without the configuration that requires authentication", name))
 		}
 	}
 	return out
 }
+
+// fromEnvReference is a password in a URL taken from the environment: ${NAME}.
+var fromEnvReference = regexp.MustCompile(`^\$\{[A-Z_]+(:\?[^}]*)?\}$`)
