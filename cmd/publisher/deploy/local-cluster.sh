@@ -91,15 +91,27 @@ started=$(date +%s)
 "${compose[@]}" up -d --no-build 2>&1 | tail -n 3
 admin=http://127.0.0.1:8081
 auth=(-H "Authorization: Bearer $token" -H "Content-Type: application/json")
-until curl -fs "${auth[@]}" "$admin/admin/v1/status" >/dev/null 2>&1; do sleep 0.5; done
-until curl -fs http://127.0.0.1:8080/readyz >/dev/null 2>&1; do sleep 0.5; done
+# waitfor URL...: until each answers 2xx, for at most two minutes.
+waitfor() {
+	local deadline=$(($(date +%s) + 120))
+	until curl -fs "$@" >/dev/null 2>&1; do
+		if [ "$(date +%s)" -gt "$deadline" ]; then
+			echo "not ready within 2 minutes: ${*: -1}"
+			"${compose[@]}" logs --tail 20
+			exit 1
+		fi
+		sleep 0.5
+	done
+}
+waitfor "${auth[@]}" "$admin/admin/v1/status"
+waitfor http://127.0.0.1:8080/readyz
 say "ready in $(($(date +%s) - started)) s"
 
 reply=$(curl -s "${auth[@]}" -X PUT --data-binary @"$repo/cmd/publisher/demo.json" "$admin/admin/v1/establishments/chez-marcel?wait=true" || true)
 key=$(printf '%s' "$reply" | sed -n 's/.*"api_key":"\([^"]*\)".*/\1/p')
 [ -n "$key" ] || { echo "import: $reply"; "${compose[@]}" logs --tail 20; exit 1; }
 path=/api/v1/establishments/chez-marcel
-until curl -fs -H "X-Api-Key: $key" "http://127.0.0.1:8080$path" >/dev/null; do sleep 0.2; done
+waitfor -H "X-Api-Key: $key" "http://127.0.0.1:8080$path"
 
 # Each read node followed: a regression is a revision lower than one the same node served before.
 follow() {
@@ -143,8 +155,7 @@ writes() {
 			refused=$((refused + 1))
 			echo "$code" >>"$work/refusals"
 			[ "$gap_start" = 0 ] && gap_start=$now
-			[ -e "$work/stop" ] && break
-			sleep 0.2
+			sleep 0.2 # retried until acknowledged, even after the stop: its outcome must be known
 		done
 		sleep 0.2
 	done
@@ -157,12 +168,16 @@ say "read load through the balancer: wrk, 60 s"
 wrk -t2 -c16 -d60s -H "X-Api-Key: $key" "http://127.0.0.1:8080$path" >"$work/wrk" 2>&1 &
 wrk_pid=$!
 sleep 10
-leader=$(curl -fs "${auth[@]}" "$admin/admin/v1/status" | sed -n 's/.*"log_placement":{"leader":"\([^"]*\)".*/\1/p')
-[ -n "$leader" ] || leader=nats-2
-say "killing $leader, the event log's leader"
+leader=$(curl -s -m 5 "${auth[@]}" "$admin/admin/v1/status" | sed -n 's/.*"log_placement":{"leader":"\([^"]*\)".*/\1/p' || true)
+if [ -n "$leader" ]; then
+	say "killing $leader, the event log's leader"
+else
+	leader=nats-2
+	say "killing $leader (the status did not name the event log's leader)"
+fi
 "${compose[@]}" kill "$leader" >/dev/null 2>&1
 sleep 20
-new_leader=$(curl -s -m 5 "${auth[@]}" "$admin/admin/v1/status" | sed -n 's/.*"log_placement":{"leader":"\([^"]*\)".*/\1/p')
+new_leader=$(curl -s -m 5 "${auth[@]}" "$admin/admin/v1/status" | sed -n 's/.*"log_placement":{"leader":"\([^"]*\)".*/\1/p' || true)
 say "leader now ${new_leader:-unknown}; starting $leader again"
 "${compose[@]}" start "$leader" >/dev/null 2>&1
 wait "$wrk_pid" || true
@@ -171,8 +186,8 @@ wait
 
 last=$(cat "$work/last-acked" 2>/dev/null || echo 0)
 sleep 2
-served_18081=$(curl -s -H "X-Api-Key: $key" "http://127.0.0.1:18081$path" | sed -n 's/.*"name":"\([^"]*\)".*/\1/p' | head -n 1)
-served_18082=$(curl -s -H "X-Api-Key: $key" "http://127.0.0.1:18082$path" | sed -n 's/.*"name":"\([^"]*\)".*/\1/p' | head -n 1)
+served_18081=$(curl -s -H "X-Api-Key: $key" "http://127.0.0.1:18081$path" | sed -n 's/.*"name":"\([^"]*\)".*/\1/p' | head -n 1 || true)
+served_18082=$(curl -s -H "X-Api-Key: $key" "http://127.0.0.1:18082$path" | sed -n 's/.*"name":"\([^"]*\)".*/\1/p' | head -n 1 || true)
 
 echo
 echo "== what held =="
