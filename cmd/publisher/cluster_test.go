@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,5 +280,148 @@ func TestProjectorLeaseLostAndTakenOver(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatalf("the process kept projecting without its lease:\n%s", logs)
+	}
+}
+
+// TestNodeLossUnderLoad: on a three-node cluster, streams and buckets at three replicas, the NATS
+// server leading the event log is killed while two read nodes are read without pause and
+// writes go on through the admin API: no read fails, no read node serves a revision older than
+// one it served before, a write refused during the election is a 503 retried with its
+// idempotency key, writes come back within seconds, and every acknowledged write is served.
+func TestNodeLossUnderLoad(t *testing.T) {
+	servers := natstest.StartCluster(t)
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.ClientURL())
+	}
+	open := func(roles ...string) *Main {
+		t.Helper()
+		m := &Main{Config: Config{
+			NATSURL: strings.Join(urls, ","), Replicas: 3, Roles: roles, SecretKeys: testSecretKeys,
+			HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: testAdminToken,
+			Today: "2026-11-24", ClockEvery: time.Hour, DuplicateTTL: time.Hour, KeyQuota: -1, IPQuota: -1,
+			PublicURL: "https://menus.example",
+		}}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if err := m.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		return m
+	}
+	writer := open(roleProjector, roleWebhook, roleClock, roleAdmin)
+	readers := []*Main{open(roleAPI), open(roleAPI)}
+	key := importDemo(t, writer)
+	for _, r := range readers {
+		eventually(t, "the demo served", func() bool { return r.get(t, est, key).status == http.StatusOK })
+	}
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	type readResult struct{ reads, failed, back int }
+	results := make([]readResult, len(readers))
+	for i, r := range readers {
+		wg.Go(func() {
+			last := int64(0)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got := r.get(t, est, key)
+				results[i].reads++
+				if got.status != http.StatusOK {
+					results[i].failed++
+					continue
+				}
+				if rev := got.revision(t); rev < last {
+					results[i].back++
+				} else {
+					last = rev
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+	var acked, refused atomic.Int64
+	var lastAcked atomic.Int64
+	var longest time.Duration
+	wg.Go(func() {
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			body := bytes.Replace(demo, []byte(`"name": "Chez Marcel"`), fmt.Appendf(nil, `"name": "Chez Marcel %d"`, i), 1)
+			var refusedSince time.Time
+			for {
+				r := do(t, http.MethodPut, writer.AdminURL+"/admin/v1/establishments/chez-marcel", body,
+					"Authorization", "Bearer "+testAdminToken, "Content-Type", "application/json", "Idempotency-Key", fmt.Sprintf("loss-%d", i))
+				if r.status == http.StatusOK {
+					acked.Add(1)
+					lastAcked.Store(int64(i))
+					if !refusedSince.IsZero() {
+						longest = max(longest, time.Since(refusedSince))
+					}
+					break
+				}
+				if r.status != http.StatusServiceUnavailable {
+					t.Errorf("write %d: %d %s, want 200 or a 503 to retry", i, r.status, r.body)
+					return
+				}
+				refused.Add(1)
+				if refusedSince.IsZero() {
+					refusedSince = time.Now()
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+
+	time.Sleep(2 * time.Second)
+	place, err := writer.Store.Placement(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := -1
+	for i, s := range servers {
+		if s.Name() == place.Leader {
+			killed = i
+		}
+	}
+	if killed < 0 {
+		t.Fatalf("no server leads the log: %+v", place)
+	}
+	before := acked.Load()
+	servers[killed].Shutdown()
+	time.Sleep(10 * time.Second)
+	close(stop)
+	wg.Wait()
+
+	t.Logf("killed %s, the log's leader; writes: %d acknowledged (%d after the kill), %d attempts refused with 503, refused for at most %s; reads: %+v",
+		place.Leader, acked.Load(), acked.Load()-before, refused.Load(), longest.Round(time.Millisecond), results)
+	for i, r := range results {
+		if r.failed > 0 || r.back > 0 || r.reads < 100 {
+			t.Errorf("read node %d: %+v, want every read answered, none going back", i+1, r)
+		}
+	}
+	if acked.Load()-before < 10 {
+		t.Errorf("%d writes acknowledged in the 10 s after the kill", acked.Load()-before)
+	}
+	if longest > 8*time.Second {
+		t.Errorf("writes refused for %s", longest)
+	}
+	want := fmt.Sprintf(`"name":"Chez Marcel %d"`, lastAcked.Load())
+	for i, r := range readers {
+		eventually(t, "the last acknowledged write served", func() bool { return bytes.Contains(r.get(t, est, key).body, []byte(want)) })
+		_ = i
 	}
 }

@@ -65,16 +65,19 @@ PUBLISHER_SECRET_KEYS=$(openssl rand -base64 32)
 NATS_PASSWORD=$(openssl rand -hex 24)
 NATS_ROUTE_PASSWORD=$(openssl rand -hex 24)
 EOF
-# For the measurement only: quotas off, and each read node also on the host's loopback so that
-# the revisions each one serves can be followed.
+# For the measurement only: quotas off, and each read node also on the host's loopback (through
+# the balancer's network, the others being internal) so that the revisions each one serves can
+# be followed.
 cat >"$work/override.yml" <<'EOF'
 services:
   api-1:
     environment: {PUBLISHER_QUOTA_KEY: "-1", PUBLISHER_QUOTA_IP: "-1"}
     ports: ["127.0.0.1:18081:8080"]
+    networks: [nats, web, edge]
   api-2:
     environment: {PUBLISHER_QUOTA_KEY: "-1", PUBLISHER_QUOTA_IP: "-1"}
     ports: ["127.0.0.1:18082:8080"]
+    networks: [nats, web, edge]
 EOF
 
 cleanup() {
