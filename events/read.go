@@ -267,7 +267,9 @@ func (s *Store) each(ctx context.Context, cfg jetstream.OrderedConsumerConfig, f
 	if info := cons.CachedInfo(); !follow && info != nil && info.NumPending == 0 {
 		return nil
 	}
-	it, err := cons.Messages()
+	// Heartbeats every second: a consumer lost with its server (a restart, a node gone) is
+	// noticed and made again within seconds rather than at the default half minute.
+	it, err := cons.Messages(jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second))
 	if err != nil {
 		return fmt.Errorf("read messages: %w", err)
 	}

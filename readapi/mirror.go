@@ -8,6 +8,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,8 +34,10 @@ type documentSource interface {
 // one it has served. An undecodable or invalid value is logged and skipped: the previous bundle of
 // that establishment stays in service.
 type Mirror struct {
-	kv     jetstream.KeyValue
-	logger *slog.Logger
+	kv jetstream.KeyValue
+	// rewatch asks Run to start its watch again (see Rewatch).
+	rewatch chan struct{}
+	logger  *slog.Logger
 
 	// index maps a slug to its slot, in indexShards maps by a hash of the slug. A published map
 	// is never written again: adding a slug publishes a copy of its shard, a few hundredths of
@@ -86,6 +89,7 @@ func NewMirror(kv jetstream.KeyValue, logger *slog.Logger) (*Mirror, error) {
 	}
 	m := &Mirror{
 		kv:      kv,
+		rewatch: make(chan struct{}, 1),
 		logger:  logger,
 		ready:   make(chan struct{}),
 		changed: make(chan struct{}),
@@ -114,16 +118,66 @@ func (m *Mirror) Run(ctx context.Context) error {
 	defer func() { _ = w.Stop() }() // already stopped when ctx ended
 	// The watcher closes Updates once ctx is done; draining until then keeps its delivery
 	// goroutine from blocking on a full channel.
-	for kve := range w.Updates() {
-		if ctx.Err() != nil {
-			continue
+	for {
+		select {
+		case kve, ok := <-w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return ErrWatchStopped
+			}
+			if ctx.Err() != nil {
+				continue
+			}
+			m.apply(kve)
+		case <-m.rewatch:
+			if ctx.Err() != nil {
+				continue
+			}
+			// From the revision after the last handled: the mirror skips what it has already.
+			from := max(m.applied.Load(), m.pendingRev) + 1
+			nw, err := m.kv.Watch(ctx, dockey.Watch, jetstream.ResumeFromRevision(from))
+			if err != nil {
+				// The server may not serve JetStream yet: again in a second.
+				m.logger.Debug("bundle mirror: watch not restarted yet", "from_revision", from, "err", err)
+				time.AfterFunc(time.Second, m.Rewatch)
+				continue
+			}
+			old := w
+			_ = old.Stop()
+			go drainWatch(old)
+			w = nw
 		}
-		m.apply(kve)
 	}
-	if ctx.Err() != nil {
-		return nil
+}
+
+// Rewatch makes Run start its watch again from the revision after the last it handled. Called
+// when the connection came back: a watch whose consumer was lost with its server would otherwise
+// resume only once the client noticed the missing heartbeats, a quarter of a minute later, the
+// mirror serving what it held meanwhile.
+func (m *Mirror) Rewatch() {
+	select {
+	case m.rewatch <- struct{}{}:
+	default: // one is pending already
 	}
-	return ErrWatchStopped
+}
+
+// drainWatch reads what a stopped watcher still delivers, so that its delivery goroutine never
+// blocks, for at most a few seconds.
+func drainWatch(w jetstream.KeyWatcher) {
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // Ready returns a channel closed once the mirror holds every bundle that was in the bucket when

@@ -95,6 +95,11 @@ type Dispatcher struct {
 	running    atomic.Bool
 }
 
+// Reconnected tells the dispatcher that its connection came back after a disconnection: its
+// mirror of the endpoints watches again at once, rather than when the client notices that the
+// watch's consumer went with its server.
+func (d *Dispatcher) Reconnected() { d.mirror.again() }
+
 // Open creates or updates the SIGNALS and WEBHOOK streams, the endpoint and delivery buckets and
 // the dispatcher's consumers, and starts mirroring the endpoints. The caller keeps ownership of
 // nc and calls Close when done.

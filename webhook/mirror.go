@@ -18,8 +18,9 @@ type mirror struct {
 	applied uint64                                // revision of the last entry applied; guarded by mu
 	moved   chan struct{}                         // closed and replaced when applied rises; guarded by mu
 
-	ready chan struct{} // closed once the watcher has delivered every stored endpoint
-	done  chan struct{} // closed when the watcher goroutine returns
+	ready   chan struct{} // closed once the watcher has delivered every stored endpoint
+	done    chan struct{} // closed when the watcher goroutine returns
+	rewatch chan struct{} // asks the watcher goroutine to watch again (see Dispatcher.Reconnected)
 }
 
 // startMirror watches kv until ctx ends.
@@ -29,10 +30,11 @@ func startMirror(ctx context.Context, kv jetstream.KeyValue, logger *slog.Logger
 		return nil, err
 	}
 	m := &mirror{
-		bySlug: make(map[string]map[string]*endpointRecord),
-		moved:  make(chan struct{}),
-		ready:  make(chan struct{}),
-		done:   make(chan struct{}),
+		bySlug:  make(map[string]map[string]*endpointRecord),
+		moved:   make(chan struct{}),
+		ready:   make(chan struct{}),
+		done:    make(chan struct{}),
+		rewatch: make(chan struct{}, 1),
 	}
 	go func() {
 		defer close(m.done)
@@ -54,10 +56,48 @@ func startMirror(ctx context.Context, kv jetstream.KeyValue, logger *slog.Logger
 					continue
 				}
 				m.apply(entry, logger)
+			case <-m.rewatch:
+				m.mu.RLock()
+				from := m.applied + 1
+				m.mu.RUnlock()
+				nw, err := kv.WatchAll(ctx, jetstream.ResumeFromRevision(from))
+				if err != nil {
+					time.AfterFunc(time.Second, m.again) // JetStream may not be back yet
+					continue
+				}
+				old := w
+				_ = old.Stop()
+				go drain(old)
+				w = nw
 			}
 		}
 	}()
 	return m, nil
+}
+
+// again asks the watcher goroutine to watch again, from the revision after the last applied.
+func (m *mirror) again() {
+	select {
+	case m.rewatch <- struct{}{}:
+	default:
+	}
+}
+
+// drain reads what a stopped watcher still delivers, for at most a few seconds, so that its
+// delivery goroutine never blocks.
+func drain(w jetstream.KeyWatcher) {
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // remove forgets an endpoint; m.mu is held.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/events/natstest"
@@ -424,4 +426,74 @@ func TestNodeLossUnderLoad(t *testing.T) {
 		eventually(t, "the last acknowledged write served", func() bool { return bytes.Contains(r.get(t, est, key).body, []byte(want)) })
 		_ = i
 	}
+}
+
+// TestRolesSurviveNATSRestart: every role, connected to an external server, carries on once the
+// server is stopped and started again (its connections come back, writes and reads work), and no
+// stream has more consumers than before: none is added per reconnection.
+func TestRolesSurviveNATSRestart(t *testing.T) {
+	opts := natstest.Options(t.TempDir())
+	opts.Port = natstest.FreePort(t)
+	srv := natstest.StartWith(t, opts)
+	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.NATSURL = srv.ClientURL() })
+	key := importDemo(t, m)
+	eventually(t, "the demo served", func() bool { return m.get(t, est, key).status == http.StatusOK })
+	consumers := func(srv *server.Server) map[string]int {
+		nc := natstest.Connect(t, srv)
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		infos := js.ListStreams(t.Context())
+		for info := range infos.Info() {
+			out[info.Config.Name] = info.State.Consumers
+		}
+		if err := infos.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	before := consumers(srv)
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	srv = natstest.StartWith(t, opts)
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := bytes.Replace(demo, []byte(`"name": "Chez Marcel"`), []byte(`"name": "Chez Marcel et fils"`), 1)
+	restarted := time.Now()
+	// The roles come back within seconds: the client reconnects every 2 s, and the watches of the
+	// mirrors start again at once.
+	deadline := restarted.Add(10 * time.Second)
+	for {
+		r := do(t, http.MethodPut, m.AdminURL+"/admin/v1/establishments/chez-marcel?wait=true", renamed,
+			"Authorization", "Bearer "+testAdminToken, "Content-Type", "application/json", "Idempotency-Key", "after-restart")
+		if r.status == http.StatusOK && bytes.Contains(r.body, []byte(`"served":true`)) {
+			t.Logf("a write served %s after the restart", time.Since(restarted).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write served within 10 s of the restart: %d %s", r.status, r.body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := m.get(t, est, key); !bytes.Contains(got.body, []byte("Chez Marcel et fils")) {
+		t.Errorf("after the restart: %s", got.body)
+	}
+	var after map[string]int
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		// Every consumer back, and none more: none is added per reconnection.
+		if after = consumers(srv); maps.Equal(after, before) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumers before the restart %v, after %v", before, after)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("consumers per stream, before and after the restart: %v, %v", before, after)
 }

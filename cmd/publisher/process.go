@@ -166,6 +166,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("open webhook dispatcher: %w", err)
 		}
+		if m.NATS == nil {
+			d := m.Webhooks
+			wc.SetReconnectHandler(func(nc *nats.Conn) {
+				m.Logger.Info("nats reconnected", "connection", nc.Opts.Name, "url", nc.ConnectedUrlRedacted())
+				d.Reconnected()
+			})
+		}
 	}
 	if c.has(roleAPI) || c.has(roleAdmin) {
 		if m.Files, err = provision(ctx, m, "the files store", func(ctx context.Context) (*events.Files, error) {
@@ -505,6 +512,15 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	m.Mirror, err = readapi.NewMirror(docs, m.Logger.With("role", roleAPI))
 	if err != nil {
 		return err
+	}
+	if m.NATS == nil {
+		// Back from a disconnection, the mirror watches again at once rather than when the
+		// client notices that its watch's consumer went with the server.
+		mirror := m.Mirror
+		mc.SetReconnectHandler(func(nc *nats.Conn) {
+			m.Logger.Info("nats reconnected", "connection", nc.Opts.Name, "url", nc.ConnectedUrlRedacted())
+			mirror.Rewatch()
+		})
 	}
 	m.run(runCtx, "mirror", m.Mirror.Run)
 	// Serve only once the mirror holds what the bucket holds; before that every answer is a 404.
