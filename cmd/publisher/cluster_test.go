@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -291,6 +294,27 @@ func TestProjectorLeaseLostAndTakenOver(t *testing.T) {
 // one it served before, a write refused during the election is a 503 retried with its
 // idempotency key, writes come back within seconds, and every acknowledged write is served.
 func TestNodeLossUnderLoad(t *testing.T) {
+	// The receiver of the change webhook: every delivery it gets, by webhook-id.
+	var hooksMu sync.Mutex
+	hooks := map[string]int{}
+	var lastHookRevision int64
+	receiver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var payload struct {
+			Data struct {
+				Revision int64 `json:"content_revision"`
+			} `json:"data"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &payload)
+		hooksMu.Lock()
+		hooks[r.Header.Get("webhook-id")]++
+		lastHookRevision = max(lastHookRevision, payload.Data.Revision)
+		hooksMu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	roots := receiver.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+
 	servers := natstest.StartCluster(t)
 	var urls []string
 	for _, s := range servers {
@@ -302,7 +326,7 @@ func TestNodeLossUnderLoad(t *testing.T) {
 			NATSURL: strings.Join(urls, ","), Replicas: 3, Roles: roles, SecretKeys: testSecretKeys,
 			HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: testAdminToken,
 			Today: "2026-11-24", ClockEvery: time.Hour, DuplicateTTL: time.Hour, KeyQuota: -1, IPQuota: -1,
-			PublicURL: "https://menus.example",
+			PublicURL: "https://menus.example", WebhookWindow: time.Second, WebhookAllowPrivate: true, WebhookRootCAs: roots,
 		}}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
@@ -312,9 +336,15 @@ func TestNodeLossUnderLoad(t *testing.T) {
 		t.Cleanup(m.Close)
 		return m
 	}
+	// Two processes with the projector and the webhook roles: one projects, the other stands by;
+	// both dispatch webhooks.
 	writer := open(roleProjector, roleWebhook, roleClock, roleAdmin)
+	open(roleProjector, roleWebhook, roleClock)
 	readers := []*Main{open(roleAPI), open(roleAPI)}
 	key := importDemo(t, writer)
+	if r := writer.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/webhooks", []byte(`{"url": "`+receiver.URL+`/hook"}`)); r.status != http.StatusCreated {
+		t.Fatalf("register: %d %s", r.status, r.body)
+	}
 	for _, r := range readers {
 		eventually(t, "the demo served", func() bool { return r.get(t, est, key).status == http.StatusOK })
 	}
@@ -422,9 +452,38 @@ func TestNodeLossUnderLoad(t *testing.T) {
 		t.Errorf("writes refused for %s", longest)
 	}
 	want := fmt.Sprintf(`"name":"Chez Marcel %d"`, lastAcked.Load())
-	for i, r := range readers {
-		eventually(t, "the last acknowledged write served", func() bool { return bytes.Contains(r.get(t, est, key).body, []byte(want)) })
-		_ = i
+	var served int64
+	for _, r := range readers {
+		eventually(t, "the last acknowledged write served", func() bool {
+			got := r.get(t, est, key)
+			served = got.revision(t)
+			return bytes.Contains(got.body, []byte(want))
+		})
+	}
+	// The change webhook: the last delivery names the revision served, and no delivery came twice
+	// although two dispatchers ran.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		hooksMu.Lock()
+		last, n := lastHookRevision, len(hooks)
+		var twice []string
+		for id, c := range hooks {
+			if c > 1 {
+				twice = append(twice, id)
+			}
+		}
+		hooksMu.Unlock()
+		if len(twice) > 0 {
+			t.Fatalf("deliveries received more than once: %v", twice)
+		}
+		if last >= served {
+			t.Logf("webhook: %d deliveries, each once, the last at revision %d", n, last)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("webhook: the last delivery names revision %d, the read nodes serve %d", last, served)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
