@@ -248,10 +248,12 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 	switch _, exists := errors.AsType[endpointExists](err); {
 	case exists:
 		dropped = []string{sealed.DataKey} // not stored
+	case definitelyNotWritten(err):
+		dropped = []string{sealed.DataKey}
 	case err != nil:
-		// The write may have been stored all the same (an answer lost in an election): the new
-		// key goes only if the record does not use it, and the others wait for a sweep.
-		r.eraseUnused(ctx, key, sealed.DataKey)
+		// The write may have been stored all the same (an answer lost in an election, a proposal
+		// committed after the client gave up): every key waits for a sweep, which erases those
+		// no record uses once they are old enough.
 		dropped = nil
 	}
 	r.erase(ctx, dropped)
@@ -264,18 +266,13 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 	return "", nil
 }
 
-// eraseUnused erases the data keys named when the record under key, read again, does not use
-// them; when it cannot be read, they are left to a sweep.
-func (r *Registry) eraseUnused(ctx context.Context, key string, dataKeys ...string) {
-	rec, _, err := r.d.getRecord(context.WithoutCancel(ctx), key)
-	if err != nil && !errors.Is(err, ErrEndpointNotFound) {
-		return
-	}
-	var used []signingSecret
-	if rec != nil {
-		used = rec.Secrets
-	}
-	r.erase(ctx, droppedKeys(signingSecretsOf(dataKeys), used))
+// definitelyNotWritten says whether a change failed without writing: refused by its own logic
+// (the endpoint exists, or not), or by the store's compare-and-set every time. Any other error
+// leaves the outcome unknown.
+func definitelyNotWritten(err error) bool {
+	_, exists := errors.AsType[endpointExists](err)
+	return exists || errors.Is(err, ErrEndpointNotFound) || errors.Is(err, errTooManyWrites) ||
+		errors.Is(err, ErrInvalidSecret) || errors.Is(err, errSeal)
 }
 
 // erase erases the data keys of secrets no record uses any more. One that fails to go is logged:
@@ -349,7 +346,9 @@ func (r *Registry) RotateSecret(ctx context.Context, establishment, id, newSecre
 		return nil
 	})
 	if err != nil {
-		r.eraseUnused(ctx, key, sealed.DataKey)
+		if definitelyNotWritten(err) {
+			r.erase(ctx, []string{sealed.DataKey})
+		}
 		return fmt.Errorf("rotate secret of %s: %w", key, err)
 	}
 	r.erase(ctx, dropped)
@@ -422,6 +421,12 @@ func (r *Registry) Endpoints(ctx context.Context, establishment string) ([]Endpo
 	return out, nil
 }
 
+// errTooManyWrites ends an update that lost every compare-and-set.
+var errTooManyWrites = errors.New("too many concurrent writes")
+
+// errSeal wraps a failure to seal a secret inside a change, which then writes nothing.
+var errSeal = errors.New("seal")
+
 // errUnchanged tells updateEndpoint that the update has nothing to write.
 var errUnchanged = errors.New("unchanged")
 
@@ -487,7 +492,7 @@ func (d *Dispatcher) updateEndpoint(ctx context.Context, key string, create bool
 			return 0, err
 		}
 	}
-	return 0, fmt.Errorf("update endpoint %s: too many concurrent writes", key)
+	return 0, fmt.Errorf("update endpoint %s: %w", key, errTooManyWrites)
 }
 
 // mirrorWait bounds how long an administrative change waits for this process's mirror.
@@ -591,7 +596,7 @@ func (r *Registry) Sweep(ctx context.Context) (SweepReport, error) {
 				if s.DataKey == "" {
 					ns, err := r.d.vault.seal(ctx, key, s.Value)
 					if err != nil {
-						return err
+						return fmt.Errorf("%w: %w", errSeal, err)
 					}
 					made = append(made, ns.DataKey)
 					ns.Until = s.Until
@@ -607,7 +612,9 @@ func (r *Registry) Sweep(ctx context.Context) (SweepReport, error) {
 			return nil
 		})
 		if err != nil {
-			r.eraseUnused(ctx, key, made...)
+			if definitelyNotWritten(err) {
+				r.erase(ctx, made)
+			}
 			failed = true
 		} else {
 			r.erase(ctx, dropped)
@@ -620,6 +627,17 @@ func (r *Registry) Sweep(ctx context.Context) (SweepReport, error) {
 		if failed {
 			rep.Failed++
 		}
+	}
+	// Orphans only when every record was read: the keys of one that was not would look unused.
+	if rep.Failed > 0 || ctx.Err() != nil {
+		return rep, nil
+	}
+	status, err := r.d.endpoints.Status(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("sweep secrets: %w", err)
+	}
+	if uint64(len(keys)) < status.Values() {
+		return rep, nil // the listing ended early
 	}
 	erased, err := r.d.vault.eraseOrphans(ctx, used, now.Add(-orphanAge))
 	rep.Erased = erased

@@ -72,7 +72,7 @@ const secretSweepEvery = time.Hour
 
 // sweepSecrets sweeps the webhook signing secrets at start, then every secretSweepEvery: secrets
 // under an older master key are encrypted again (an older key can go once a sweep logs
-// remaining=0), rotated-out secrets past their grace are erased, and so are data keys no
+// remaining=0 and failed=0), rotated-out secrets past their grace are erased, and so are data keys no
 // endpoint uses.
 func (m *Main) sweepSecrets(ctx context.Context) error {
 	for {
