@@ -69,7 +69,8 @@ type entry struct {
 	tat     int64
 	period  int64 // the sharing period used and share are of
 	used    int32 // requests this node admitted in period
-	share   int32 // the most this node may admit in period, as last computed
+	cap     int32 // the most any node may admit in period: a share of its room, rounded up
+	prevCap int32 // cap of the period before, what a node late to report it may have admitted
 	pending int32 // admitted since the last report to the other nodes
 	spin    uint8 // turns the remainder of a split among the nodes, per client
 }
@@ -148,32 +149,31 @@ func (l *limiter) take(k clientKey, now int64) decision {
 // not, it returns the time until the next period.
 func (l *limiter) admitShare(e *entry, m *membership, tat, now int64) (int64, bool) {
 	period := m.period(now)
-	prev := int64(-1) // the share of the previous period, when this node computed one
-	if e.period != period {
-		if e.period == period-1 {
-			prev = int64(e.share)
-		}
-		e.period, e.used = period, 0
-	}
 	// The room when the period began, as this node now knows it: what is left, and what it
 	// admitted itself since.
 	base := (l.window-(tat-now))/l.interval + int64(e.used)
-	if late := m.late(period); late > 0 {
-		// What the nodes whose reports are late may have admitted meanwhile: a share each for
-		// every period they have not reported.
-		if prev < 0 {
-			prev = (base + int64(m.n) - 1) / int64(m.n)
+	n := int64(m.n)
+	if e.period != period {
+		// The most any node may admit in a period is a share of the room at its start, rounded
+		// up: what a late node is assumed to have admitted in each period not reported yet.
+		prevCap := (base + n - 1) / n
+		if e.period == period-1 {
+			prevCap = int64(e.cap)
 		}
-		base -= late * prev
+		e.period, e.used, e.prevCap = period, 0, int32(min(prevCap, math.MaxInt32))
+		base = (l.window - (tat - now)) / l.interval
+		e.cap = int32(min((base+n-1)/n, math.MaxInt32))
+	}
+	if late := m.late(period); late > 0 {
+		base -= late * int64(e.prevCap)
 	}
 	base = max(base, 0)
-	share := base / int64(m.n)
+	share := base / n
 	// The remainder goes to different nodes in turn, period after period and client after
 	// client: a quota smaller than the nodes still serves every one of them.
-	if (int64(m.rank)+period+int64(e.spin))%int64(m.n) < base%int64(m.n) {
+	if (int64(m.rank)+period+int64(e.spin))%n < base%n {
 		share++
 	}
-	e.share = int32(min(share, math.MaxInt32))
 	if int64(e.used) >= share {
 		return max(m.periodEnd(period)-now, 1), false
 	}

@@ -178,6 +178,19 @@ func (q *quotaShare) receive(msg *nats.Msg) {
 	if current := q.clock() / int64(q.every); period < current-quotaPeerTimeout || period > current+2 {
 		return
 	}
+	q.mu.Lock()
+	p := q.peers[id]
+	joined := p == nil
+	if joined && len(q.peers) >= maxQuotaPeers {
+		q.mu.Unlock()
+		return // one node too many: its counts are not charged either
+	}
+	if joined {
+		p = &peer{reported: period - 1}
+		q.peers[id] = p
+	}
+	p.seen = now
+	q.mu.Unlock()
 	for r := d[quotaHeaderSize:]; len(r) >= quotaRecordSize; r = r[quotaRecordSize:] {
 		i := int(r[0])
 		if i >= len(q.policies) || q.policies[i] == nil {
@@ -187,22 +200,11 @@ func (q *quotaShare) receive(msg *nats.Msg) {
 		copy(k[:], r[1:17])
 		q.policies[i].lim.charge(k, int64(binary.BigEndian.Uint32(r[17:21])), now)
 	}
-	q.mu.Lock()
-	p := q.peers[id]
-	joined := p == nil
-	if joined && len(q.peers) >= maxQuotaPeers {
-		q.mu.Unlock()
-		return
-	}
-	if joined {
-		p = &peer{reported: period - 1}
-		q.peers[id] = p
-	}
-	p.seen = now
-	if final {
+	if final { // only once its counts are charged is the node no longer late
+		q.mu.Lock()
 		p.reported = max(p.reported, period)
+		q.mu.Unlock()
 	}
-	q.mu.Unlock()
 	q.update()
 	if joined {
 		q.s.logger.Info("quotas shared with another read node", "nodes", q.nodes())

@@ -157,4 +157,19 @@ func TestShareArithmetic(t *testing.T) {
 			t.Errorf("a node reported up to period %d: %d admitted in period 10, want %d", c.reported, got, c.want)
 		}
 	}
+
+	// 2 nodes, quota 100: this one takes its 50 in period 9; the other's report of period 9 is
+	// late in period 10, when it may have taken its 50: nothing more here.
+	l = newLimiter(100, int64(time.Hour), 1024)
+	l.nodes.Store(&membership{n: 2, every: every, reported: []int64{8}})
+	got := 0
+	for now := 9*every + 1; l.take(k, now).allowed; now++ {
+		got++
+	}
+	for now := 10*every + 1; l.take(k, now).allowed; now++ {
+		got++
+	}
+	if got != 50 {
+		t.Errorf("two periods, the other node's report of the first late: %d admitted here, want 50", got)
+	}
 }
