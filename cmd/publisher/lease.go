@@ -20,8 +20,9 @@ const LeasesBucket = "LEASES"
 
 const (
 	// leaseTTL is how long a lease outlives its last renewal: the longest a role's work stops
-	// when the process holding it dies.
-	leaseTTL = 6 * time.Second
+	// when the process holding it dies. Its holder gives up at half of it, leaving the other half
+	// for its work to stop before another may start.
+	leaseTTL = 10 * time.Second
 	// leaseRenew is how often the holder renews its lease; leasePoll how often the others try
 	// to take it.
 	leaseRenew = 1 * time.Second
@@ -112,9 +113,9 @@ func (l *lease) keep(ctx context.Context) error {
 		rev, err := l.kv.Update(rctx, l.name, []byte(l.holder), l.rev)
 		if err != nil && (errors.Is(err, jetstream.ErrKeyExists) || hasCode(err, jetstream.JSErrCodeStreamWrongLastSequence)) {
 			// A renewal whose answer was lost may have been applied: the lease is still ours if
-			// it names this holder.
+			// it names this holder, and a renewal from the revision read proves it.
 			if e, gerr := l.kv.Get(rctx, l.name); gerr == nil && string(e.Value()) == l.holder {
-				rev, err = e.Revision(), nil
+				rev, err = l.kv.Update(rctx, l.name, []byte(l.holder), e.Revision())
 			} else if gerr == nil || errors.Is(gerr, jetstream.ErrKeyNotFound) {
 				cancel()
 				return fmt.Errorf("%w: another process holds it", errLeaseLost)
@@ -127,7 +128,7 @@ func (l *lease) keep(ctx context.Context) error {
 		}
 		// Given up early enough that a standby, which takes the lease once it expired, never
 		// runs alongside this process.
-		if time.Since(last) > leaseTTL-2*leaseRenew {
+		if time.Since(last) > leaseTTL/2 {
 			return fmt.Errorf("%w: not renewed for %s: %v", errLeaseLost, time.Since(last).Round(time.Millisecond), err)
 		}
 	}

@@ -293,28 +293,32 @@ func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStrea
 	return nil
 }
 
-// runLeased runs work while l is kept, and stops it when l is lost.
+// runLeased runs work while l is kept, and stops it when l is lost. The lease is kept, and then
+// released, only once the work has stopped: no other process starts it meanwhile.
 func runLeased(ctx context.Context, l *lease, work func(context.Context) error) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	wctx, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	kctx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopKeeping()
 	lost := make(chan error, 1)
 	go func() {
-		err := l.keep(wctx)
+		err := l.keep(kctx)
 		lost <- err
-		cancel() // a lost lease stops the work at once
+		stopWork() // a lost lease stops the work at once
 	}()
 	err := work(wctx)
-	cancel()
+	stopKeeping()
 	if kerr := <-lost; kerr != nil {
 		return kerr
 	}
 	return err
 }
 
-// processName names this process to operators: its host and process id.
+// processName names this process to operators: its host and process id, and a random part
+// (containers often all run as process 1).
 func processName() string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d", host, os.Getpid())
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), app.NewID("p"))
 }
 
 // openCommands sets up the write side's application layer.
