@@ -108,14 +108,19 @@ func (m *Mirror) Run(ctx context.Context) error {
 	if !m.running.CompareAndSwap(false, true) {
 		return errors.New("readapi: mirror is already running")
 	}
-	w, err := m.kv.Watch(ctx, dockey.Watch)
+	// Each watch has a context of its own, ended when it is replaced: the client keeps a goroutine
+	// per watch until its context ends.
+	wctx, stopWatch := context.WithCancel(ctx)
+	w, err := m.kv.Watch(wctx, dockey.Watch)
 	if err != nil {
+		stopWatch()
 		if ctx.Err() != nil {
 			return nil // stopped while starting
 		}
 		return fmt.Errorf("readapi: watch %s: %w", dockey.Watch, err)
 	}
-	defer func() { _ = w.Stop() }() // already stopped when ctx ended
+	defer func() { stopWatch(); _ = w.Stop() }() // already stopped when ctx ended
+	failures := 0
 	// The watcher closes Updates once ctx is done; draining until then keeps its delivery
 	// goroutine from blocking on a full channel.
 	for {
@@ -137,17 +142,28 @@ func (m *Mirror) Run(ctx context.Context) error {
 			}
 			// From the revision after the last handled: the mirror skips what it has already.
 			from := max(m.applied.Load(), m.pendingRev) + 1
-			nw, err := m.kv.Watch(ctx, dockey.Watch, jetstream.ResumeFromRevision(from))
+			nctx, stopNew := context.WithCancel(ctx)
+			nw, err := m.kv.Watch(nctx, dockey.Watch, jetstream.ResumeFromRevision(from))
 			if err != nil {
-				// The server may not serve JetStream yet: again in a second.
-				m.logger.Debug("bundle mirror: watch not restarted yet", "from_revision", from, "err", err)
+				stopNew()
+				if errors.Is(err, jetstream.ErrBucketNotFound) {
+					m.logger.Error("bundle mirror: the bucket is gone; serving what it holds", "err", err)
+					continue
+				}
+				// The server may not serve JetStream yet: again in a second, the current watch
+				// kept meanwhile.
+				if failures++; failures%30 == 1 {
+					m.logger.Warn("bundle mirror: watch not restarted yet, trying every second", "from_revision", from, "err", err)
+				}
 				time.AfterFunc(time.Second, m.Rewatch)
 				continue
 			}
-			old := w
+			failures = 0
+			old, stopOld := w, stopWatch
+			w, stopWatch = nw, stopNew
 			_ = old.Stop()
+			stopOld()
 			go drainWatch(old)
-			w = nw
 		}
 	}
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -25,8 +26,12 @@ type mirror struct {
 
 // startMirror watches kv until ctx ends.
 func startMirror(ctx context.Context, kv jetstream.KeyValue, logger *slog.Logger) (*mirror, error) {
-	w, err := kv.WatchAll(ctx)
+	// Each watch has a context of its own, ended when it is replaced: the client keeps a goroutine
+	// per watch until its context ends.
+	wctx, stopWatch := context.WithCancel(ctx)
+	w, err := kv.WatchAll(wctx)
 	if err != nil {
+		stopWatch()
 		return nil, err
 	}
 	m := &mirror{
@@ -38,8 +43,8 @@ func startMirror(ctx context.Context, kv jetstream.KeyValue, logger *slog.Logger
 	}
 	go func() {
 		defer close(m.done)
-		defer func() { _ = w.Stop() }()
-		caughtUp := false
+		defer func() { stopWatch(); _ = w.Stop() }()
+		caughtUp, failures := false, 0
 		for {
 			select {
 			case <-ctx.Done():
@@ -60,15 +65,26 @@ func startMirror(ctx context.Context, kv jetstream.KeyValue, logger *slog.Logger
 				m.mu.RLock()
 				from := m.applied + 1
 				m.mu.RUnlock()
-				nw, err := kv.WatchAll(ctx, jetstream.ResumeFromRevision(from))
+				nctx, stopNew := context.WithCancel(ctx)
+				nw, err := kv.WatchAll(nctx, jetstream.ResumeFromRevision(from))
 				if err != nil {
+					stopNew()
+					if errors.Is(err, jetstream.ErrBucketNotFound) {
+						logger.Error("webhook endpoints mirror: the bucket is gone", "err", err)
+						continue
+					}
+					if failures++; failures%30 == 1 {
+						logger.Warn("webhook endpoints mirror: watch not restarted yet, trying every second", "err", err)
+					}
 					time.AfterFunc(time.Second, m.again) // JetStream may not be back yet
 					continue
 				}
-				old := w
+				failures = 0
+				old, stopOld := w, stopWatch
+				w, stopWatch = nw, stopNew
 				_ = old.Stop()
+				stopOld()
 				go drain(old)
-				w = nw
 			}
 		}
 	}()
