@@ -131,6 +131,12 @@ func (l *limiter) take(k clientKey, now int64) decision {
 		}
 	}
 	e.tat = next
+	l.storeUnlock(sh, k, e, found, now)
+	return l.state(next - now)
+}
+
+// storeUnlock stores e as client k's entry in sh, whose lock is held, then releases the lock.
+func (l *limiter) storeUnlock(sh *limiterShard, k clientKey, e entry, found bool, now int64) {
 	forgot := false
 	if found {
 		sh.tat[k] = e
@@ -141,7 +147,6 @@ func (l *limiter) take(k clientKey, now int64) decision {
 	if forgot {
 		l.evicted.Add(1)
 	}
-	return l.state(next - now)
 }
 
 // admitShare decides, for a client whose TAT is tat (at least now), whether this node's share of
@@ -190,16 +195,7 @@ func (l *limiter) charge(k clientKey, count int64, now int64) {
 	tat := max(e.tat, now) + count*l.interval
 	// A client over its quota waits at most a window, whatever the reports say.
 	e.tat = min(tat, now+l.window+l.interval)
-	forgot := false
-	if found {
-		sh.tat[k] = e
-	} else {
-		forgot = l.insert(sh, k, e, now)
-	}
-	sh.mu.Unlock()
-	if forgot {
-		l.evicted.Add(1)
-	}
+	l.storeUnlock(sh, k, e, found, now)
 }
 
 // report appends to b, for every client with requests admitted here since the last report, a
