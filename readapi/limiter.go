@@ -56,18 +56,19 @@ type limiter struct {
 
 type limiterShard struct {
 	mu  sync.Mutex
-	tat map[clientKey]entry
+	tat map[clientKey]int64
+	// shared holds, while the quota is shared with other read nodes, what this node admitted of
+	// each client in the current period; an entry goes with the client's TAT.
+	shared map[clientKey]shareEntry
 	// touched lists the clients with requests admitted here and not yet reported to the other
-	// nodes, each once; only used while the quota is shared.
+	// nodes, each once.
 	touched []clientKey
-	_       [64 - 40]byte // one cache line per shard: no false sharing between locks
+	_       [64 - 48]byte // one cache line per shard: no false sharing between locks
 }
 
-// entry is one client of a limiter: its theoretical arrival time and, while the quota is shared,
-// what this node admitted in the current period and has not reported yet.
-type entry struct {
-	tat     int64
-	period  int64 // the sharing period used and share are of
+// shareEntry is what this node admitted of one client while the quota is shared.
+type shareEntry struct {
+	period  int64 // the sharing period used and cap are of
 	used    int32 // requests this node admitted in period
 	cap     int32 // the most any node may admit in period: a share of its room, rounded up
 	prevCap int32 // cap of the period before, what a node late to report it may have admitted
@@ -110,8 +111,7 @@ type decision struct {
 func (l *limiter) take(k clientKey, now int64) decision {
 	sh := l.shard(k)
 	sh.mu.Lock()
-	e, found := sh.tat[k]
-	tat := e.tat
+	tat, found := sh.tat[k]
 	if !found || tat < now {
 		tat = now // an expired entry is a full quota, as an absent one
 	}
@@ -121,27 +121,31 @@ func (l *limiter) take(k clientKey, now int64) decision {
 		return decision{reset: next - l.window - now}
 	}
 	if m := l.nodes.Load(); m != nil && m.n > 1 {
-		e.spin = k[7] ^ k[15]
-		if wait, ok := l.admitShare(&e, m, tat, now); !ok {
+		se := sh.shared[k]
+		se.spin = k[7] ^ k[15]
+		if wait, ok := l.admitShare(&se, m, tat, now); !ok {
 			sh.mu.Unlock()
 			return decision{reset: wait}
 		}
-		if e.pending++; e.pending == 1 {
+		if se.pending++; se.pending == 1 {
 			sh.touched = append(sh.touched, k)
 		}
+		if sh.shared == nil {
+			sh.shared = make(map[clientKey]shareEntry)
+		}
+		sh.shared[k] = se
 	}
-	e.tat = next
-	l.storeUnlock(sh, k, e, found, now)
+	l.storeUnlock(sh, k, next, found, now)
 	return l.state(next - now)
 }
 
-// storeUnlock stores e as client k's entry in sh, whose lock is held, then releases the lock.
-func (l *limiter) storeUnlock(sh *limiterShard, k clientKey, e entry, found bool, now int64) {
+// storeUnlock stores tat as client k's in sh, whose lock is held, then releases the lock.
+func (l *limiter) storeUnlock(sh *limiterShard, k clientKey, tat int64, found bool, now int64) {
 	forgot := false
 	if found {
-		sh.tat[k] = e
+		sh.tat[k] = tat
 	} else {
-		forgot = l.insert(sh, k, e, now)
+		forgot = l.insert(sh, k, tat, now)
 	}
 	sh.mu.Unlock()
 	if forgot {
@@ -152,7 +156,7 @@ func (l *limiter) storeUnlock(sh *limiterShard, k clientKey, e entry, found bool
 // admitShare decides, for a client whose TAT is tat (at least now), whether this node's share of
 // the current period has room for one more request, counting it in e when it has. When it has
 // not, it returns the time until the next period.
-func (l *limiter) admitShare(e *entry, m *membership, tat, now int64) (int64, bool) {
+func (l *limiter) admitShare(e *shareEntry, m *membership, tat, now int64) (int64, bool) {
 	period := m.period(now)
 	// The room when the period began, as this node now knows it: what is left, and what it
 	// admitted itself since.
@@ -191,11 +195,10 @@ func (l *limiter) charge(k clientKey, count int64, now int64) {
 	count = min(max(count, 0), l.quota+1) // no report moves a client further than refused
 	sh := l.shard(k)
 	sh.mu.Lock()
-	e, found := sh.tat[k]
-	tat := max(e.tat, now) + count*l.interval
+	tat, found := sh.tat[k]
 	// A client over its quota waits at most a window, whatever the reports say.
-	e.tat = min(tat, now+l.window+l.interval)
-	l.storeUnlock(sh, k, e, found, now)
+	tat = min(max(tat, now)+count*l.interval, now+l.window+l.interval)
+	l.storeUnlock(sh, k, tat, found, now)
 }
 
 // report appends to b, for every client with requests admitted here since the last report, a
@@ -205,12 +208,12 @@ func (l *limiter) report(b []byte, tag byte) []byte {
 		sh := &l.shards[i]
 		sh.mu.Lock()
 		for _, k := range sh.touched {
-			if e, ok := sh.tat[k]; ok && e.pending > 0 {
+			if e, ok := sh.shared[k]; ok && e.pending > 0 {
 				b = append(b, tag)
 				b = append(b, k[:]...)
 				b = binary.BigEndian.AppendUint32(b, uint32(e.pending))
 				e.pending = 0
-				sh.tat[k] = e
+				sh.shared[k] = e
 			}
 		}
 		sh.touched = sh.touched[:0]
@@ -223,9 +226,8 @@ func (l *limiter) report(b []byte, tag byte) []byte {
 func (l *limiter) peek(k clientKey, now int64) decision {
 	sh := l.shard(k)
 	sh.mu.Lock()
-	e, found := sh.tat[k]
+	tat, found := sh.tat[k]
 	sh.mu.Unlock()
-	tat := e.tat
 	if !found || tat < now {
 		tat = now
 	}
@@ -252,25 +254,40 @@ func (l *limiter) shard(k clientKey) *limiterShard {
 
 // insert adds client k with tat to sh, whose lock is held, keeping the shard under its cap. It
 // reports whether a live client had to be forgotten to make room.
-func (l *limiter) insert(sh *limiterShard, k clientKey, e entry, now int64) bool {
+func (l *limiter) insert(sh *limiterShard, k clientKey, tat, now int64) bool {
 	if sh.tat == nil {
-		sh.tat = make(map[clientKey]entry)
+		sh.tat = make(map[clientKey]int64)
 	}
 	forgot := false
 	if len(sh.tat) >= l.shardCap {
-		forgot = makeRoom(sh.tat, now)
+		forgot = makeRoom(sh, now)
 	} else {
-		sweep(sh.tat, now, sweepSample)
+		sweep(sh, now, sweepSample)
 	}
-	sh.tat[k] = e
+	sh.tat[k] = tat
 	return forgot
 }
 
-// sweep deletes the expired entries among the first n of m's (randomised) iteration order.
-func sweep(m map[clientKey]entry, now int64, n int) {
-	for k, e := range m {
-		if e.tat <= now && e.pending == 0 {
-			delete(m, k)
+// unreported says whether requests of k admitted here wait for their report to the other nodes:
+// k must not be forgotten before.
+func (sh *limiterShard) unreported(k clientKey) bool {
+	return len(sh.shared) > 0 && sh.shared[k].pending > 0
+}
+
+// forget deletes client k.
+func (sh *limiterShard) forget(k clientKey) {
+	delete(sh.tat, k)
+	if len(sh.shared) > 0 {
+		delete(sh.shared, k)
+	}
+}
+
+// sweep deletes the expired entries among the first n of the shard's (randomised) iteration
+// order.
+func sweep(sh *limiterShard, now int64, n int) {
+	for k, tat := range sh.tat {
+		if tat <= now && !sh.unreported(k) {
+			sh.forget(k)
 		}
 		if n--; n == 0 {
 			return
@@ -278,21 +295,23 @@ func sweep(m map[clientKey]entry, now int64, n int) {
 	}
 }
 
-// makeRoom deletes at least one entry of the full table m: the expired ones among a sample, or,
+// makeRoom deletes at least one entry of the full shard: the expired ones among a sample, or,
 // when all of them are live, the sampled client with the earliest TAT, the one that has the most
 // of its quota left and so loses the least by being forgotten. It reports the latter case.
-func makeRoom(m map[clientKey]entry, now int64) bool {
+func makeRoom(sh *limiterShard, now int64) bool {
 	var victim clientKey
 	earliest := int64(math.MaxInt64)
 	n, freed := 0, false
-	for k, e := range m {
-		if e.tat <= now && e.pending == 0 {
-			delete(m, k)
-			freed = true
-		} else if e.tat < earliest && e.pending == 0 {
+	for k, tat := range sh.tat {
+		switch {
+		case sh.unreported(k):
 			// A client with requests not yet reported to the other nodes is kept: forgetting
 			// it would lose them.
-			victim, earliest = k, e.tat
+		case tat <= now:
+			sh.forget(k)
+			freed = true
+		case tat < earliest:
+			victim, earliest = k, tat
 		}
 		if n++; n == evictSample {
 			break
@@ -303,12 +322,12 @@ func makeRoom(m map[clientKey]entry, now int64) bool {
 	}
 	if earliest == math.MaxInt64 {
 		// Every sampled client waits for its report: the first of them goes all the same.
-		for k := range m {
+		for k := range sh.tat {
 			victim = k
 			break
 		}
 	}
-	delete(m, victim)
+	sh.forget(victim)
 	return true
 }
 
