@@ -22,6 +22,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		{"SpecQuotas", Config{Now: steppingClock(defaultWindow)}, false},
 		{"HugeQuotas", benchConfig(), false},
 		{"SharedQuotas", benchConfig(), true},
+		{"Metrics", withMetrics(t, benchConfig()), false},
 	}
 	for _, c := range configs {
 		s := newTestServer(t, fixtureSource(t), c.cfg)
@@ -57,7 +58,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 
 // TestRefusalDoesNotAllocate checks that a 429, the answer a flood gets, allocates nothing either.
 func TestRefusalDoesNotAllocate(t *testing.T) {
-	h := newTestServer(t, fixtureSource(t), Config{IPQuota: 1, Now: newFakeClock().Now}).Handler()
+	h := newTestServer(t, fixtureSource(t), withMetrics(t, Config{IPQuota: 1, Now: newFakeClock().Now})).Handler()
 	p := hotPaths[0]
 	r := newHotRequest(p.target, p.header)
 	w := newDiscardWriter()

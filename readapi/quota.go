@@ -157,6 +157,7 @@ func (s *Server) admitClient(w http.ResponseWriter, r *http.Request) (admission,
 	h[rateLimitHeader] = p.rateLimitField(a.ip)
 	if !a.ip.allowed {
 		h[retryAfterHeader] = p.retryAfterField(a.ip)
+		s.refusedBy(p)
 		writeError(w, r, rateLimited)
 		return a, false
 	}
@@ -184,6 +185,7 @@ func (s *Server) chargeKey(w http.ResponseWriter, r *http.Request, e *served, a 
 	if !d.allowed {
 		h[rateLimitHeader] = p.rateLimitField(d)
 		h[retryAfterHeader] = p.retryAfterField(d)
+		s.refusedBy(p)
 		writeError(w, r, rateLimited)
 		return false
 	}
@@ -210,6 +212,7 @@ func (s *Server) admitRedirect(w http.ResponseWriter, r *http.Request) bool {
 	h[rateLimitPolicyHeader] = p.field
 	h[rateLimitHeader] = p.rateLimitField(d)
 	h[retryAfterHeader] = p.retryAfterField(d)
+	s.refusedBy(p)
 	writeError(w, r, rateLimited)
 	return false
 }

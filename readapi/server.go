@@ -47,6 +47,8 @@ type Config struct {
 
 	// AccessLog writes one line per request to Logger: at Info, at Debug for the probes.
 	AccessLog bool
+	// Metrics, when set, counts requests by route and status, their latency and quota refusals.
+	Metrics *Metrics
 
 	// Files, optional, holds the uploaded files served under /files/; without it every file is
 	// unknown.
@@ -118,7 +120,8 @@ type Server struct {
 	redirectQuota *policy  // per client address on the redirects; nil when off
 	apiPolicies   []string // RateLimit-Policy of API answers; nil when both API quotas are off
 	accessLog     bool
-	files         *files // nil without a file source
+	files         *files   // nil without a file source
+	metrics       *Metrics // nil without metrics
 }
 
 // New returns a server for cfg.
@@ -139,6 +142,7 @@ func newServer(source documentSource, ready <-chan struct{}, cfg Config) *Server
 		now:       cfg.Now,
 		trusted:   slices.Clone(cfg.TrustedProxies),
 		accessLog: cfg.AccessLog,
+		metrics:   cfg.Metrics,
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -188,24 +192,24 @@ func (s *Server) routes() http.Handler {
 	router.RedirectFixedPath = false
 	router.HandleOPTIONS = false
 	router.HandleMethodNotAllowed = true
-	router.NotFound = http.HandlerFunc(s.notFound)
-	router.MethodNotAllowed = http.HandlerFunc(s.methodNotAllowed)
+	router.NotFound = s.measuredOther(s.notFound)
+	router.MethodNotAllowed = s.measuredOther(s.methodNotAllowed)
 
 	get := func(path string, h httprouter.Handle) {
 		router.Handle(http.MethodGet, path, h)
 		router.Handle(http.MethodHead, path, h)
 	}
-	get("/api/v1/establishments/:slug", s.getEstablishment)
-	get("/api/v1/establishments/:slug/hours", s.getHours)
-	get("/api/v1/establishments/:slug/menus", s.getMenus)
-	get("/api/v1/establishments/:slug/menus/:menu_type", s.getMenu)
-	get("/r/master_menu", s.redirectMasterMenu)
-	get("/r/menus", s.redirectMenus)
-	get("/files/:name", s.serveFile)
-	get("/healthz", s.healthz)
-	get("/readyz", s.readyz)
-	get(openapi.JSONPath, descriptionJSON.serve)
-	get(openapi.YAMLPath, descriptionYAML.serve)
+	get("/api/v1/establishments/:slug", s.measured(routeEstablishment, s.getEstablishment))
+	get("/api/v1/establishments/:slug/hours", s.measured(routeHours, s.getHours))
+	get("/api/v1/establishments/:slug/menus", s.measured(routeMenus, s.getMenus))
+	get("/api/v1/establishments/:slug/menus/:menu_type", s.measured(routeMenu, s.getMenu))
+	get("/r/master_menu", s.measured(routeRedirectMasterMenu, s.redirectMasterMenu))
+	get("/r/menus", s.measured(routeRedirectMenus, s.redirectMenus))
+	get("/files/:name", s.measured(routeFile, s.serveFile))
+	get("/healthz", s.measured(routeHealthz, s.healthz))
+	get("/readyz", s.measured(routeReadyz, s.readyz))
+	get(openapi.JSONPath, s.measured(routeOpenAPI, descriptionJSON.serve))
+	get(openapi.YAMLPath, s.measured(routeOpenAPI, descriptionYAML.serve))
 
 	var middleware []func(http.Handler) http.Handler
 	if s.accessLog {

@@ -1,0 +1,84 @@
+package readapi
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// withMetrics returns cfg counting into a registry of its own.
+func withMetrics(tb testing.TB, cfg Config) Config {
+	tb.Helper()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.Metrics = m
+	return cfg
+}
+
+// TestMetricsCountRequests: a 200, a 304, a 404 and a 429 are each counted under their route and
+// status, the refusal under its quota, and every request's latency under its route.
+func TestMetricsCountRequests(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newFakeClock()
+	h := newTestServer(t, fixtureSource(t), Config{KeyQuota: 2, IPQuota: -1, Now: clock.Now, Metrics: m}).Handler()
+	target := "/api/v1/establishments/" + alice
+	first := serve(t, h, http.MethodGet, target, withKey(keyAlice))
+	if first.Code != http.StatusOK {
+		t.Fatalf("first: %d", first.Code)
+	}
+	if w := serve(t, h, http.MethodGet, target, withETag(keyAlice, first.Header().Get("ETag"))); w.Code != http.StatusNotModified {
+		t.Fatalf("304: %d", w.Code)
+	}
+	serve(t, h, http.MethodGet, target, withKey(keyAlice)) // the second of the quota
+	if w := serve(t, h, http.MethodGet, target, withKey(keyAlice)); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("429: %d", w.Code)
+	}
+	if w := serve(t, h, http.MethodGet, "/no/such/path", nil); w.Code != http.StatusNotFound {
+		t.Fatalf("404: %d", w.Code)
+	}
+	for _, c := range []struct {
+		route, code string
+		want        float64
+	}{{"establishment", "200", 2}, {"establishment", "304", 1}, {"establishment", "429", 1}, {"other", "404", 1}, {"hours", "200", 0}} {
+		got := testutil.ToFloat64(m.requests[routeIndex(c.route)][codeIndex(c.code)])
+		if got != c.want {
+			t.Errorf("requests %s %s: %v, want %v", c.route, c.code, got, c.want)
+		}
+	}
+	if got := testutil.ToFloat64(m.refused[1]); got != 1 {
+		t.Errorf("key quota refusals: %v, want 1", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "publisher_read_api_request_duration_seconds"); err != nil || n != len(metricRoutes) {
+		t.Errorf("latency series: %d, %v", n, err)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+func routeIndex(name string) int {
+	for i, r := range metricRoutes {
+		if r == name {
+			return i
+		}
+	}
+	panic(name)
+}
+
+func codeIndex(code string) int {
+	for i, c := range metricCodes {
+		if code == strconv.Itoa(c) {
+			return i
+		}
+	}
+	return len(metricCodes)
+}
