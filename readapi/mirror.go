@@ -168,6 +168,9 @@ func (m *Mirror) Run(ctx context.Context) error {
 	}
 }
 
+// Applied returns the bucket revision up to which the mirror has handled every bundle write.
+func (m *Mirror) Applied() uint64 { return m.applied.Load() }
+
 // Rewatch makes Run start its watch again from the revision after the last it handled. Called
 // when the connection came back: a watch whose consumer was lost with its server would otherwise
 // resume only once the client noticed the missing heartbeats, a quarter of a minute later, the

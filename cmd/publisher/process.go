@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
@@ -51,6 +52,7 @@ type Main struct {
 	Mirror     *readapi.Mirror
 	HTTPURL    string // base URL of the read API, when the api role runs
 	AdminURL   string // base URL of the admin API, when the admin role runs
+	MetricsURL string // base URL of the metrics listener, when one is configured
 	AdminToken string
 	Clock      *settableClock
 	// natsUser signs the embedded server's challenge; natsOptions carry the credentials and TLS
@@ -70,6 +72,7 @@ type Main struct {
 	// for meanwhile, nil when nothing.
 	starting *startingHandler
 	waiting  atomic.Pointer[string]
+	metrics  *prometheus.Registry // nil without a metrics listener
 	// projectorState is the projector's bucket, read for its checkpoints when the projector runs
 	// in another process.
 	projectorState jetstream.KeyValue
@@ -208,6 +211,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if c.MetricsAddr != "" {
+		m.openMetrics()
+		m.addWebhookMetrics()
+	}
 	// The clock does not wait for the read API: a restart across midnight starts the days at once.
 	if c.has(roleClock) {
 		index, err := provision(ctx, m, "the calendar index", func(ctx context.Context) (*clock.Index, error) {
@@ -238,6 +245,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			m.run(runCtx, "file collection", m.collectFiles)
 		}
 		m.run(runCtx, "secret sweep", m.sweepSecrets)
+	}
+	if m.metrics != nil {
+		if err := m.serveMetrics(c.MetricsAddr); err != nil {
+			return err
+		}
 	}
 	// Deliveries start last: after a stop, the windows that fell due meanwhile all close at
 	// once, and the read API's mirror should not wait behind them.
@@ -544,8 +556,15 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 		t.Stop()
 	}
 	c := &m.Config
+	var metrics *readapi.Metrics
+	if m.metrics != nil {
+		if metrics, err = readapi.NewMetrics(m.metrics); err != nil {
+			return err
+		}
+		m.addMirrorMetrics()
+	}
 	srv, err := readapi.New(readapi.Config{
-		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI),
+		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI), Metrics: metrics,
 		KeyQuota: c.KeyQuota, IPQuota: c.IPQuota, RedirectQuota: c.RedirectQuota, Window: c.QuotaWindow,
 		TrustedProxies: c.TrustedProxies, AccessLog: c.AccessLog,
 		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes,
@@ -573,6 +592,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	cfg := admin.Config{
 		Commands: m.Commands, Token: token, WebhookOps: hooks,
 		Logger: m.Logger.With("role", roleAdmin), Status: m.status, WaitLimit: m.Config.WaitLimit,
+		Debug: debugHandler(),
 	}
 	cfg.Projection = m
 	if m.Projector == nil {

@@ -41,7 +41,9 @@ type Config struct {
 	Replicas   int
 	HTTPAddr   string
 	AdminAddr  string
-	AdminToken string
+	// MetricsAddr is the listener of GET /metrics (Prometheus); empty: none.
+	MetricsAddr string
+	AdminToken  string
 	// SecretKeyFile holds the master keys of webhook signing secrets; SecretKeys, from the
 	// environment, the same in a string. Both empty: <data-dir>/secret-key, generated.
 	SecretKeyFile string
@@ -95,6 +97,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of the event stream and buckets (3 on a cluster)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "listen address of the read API and redirects")
 	fs.StringVar(&c.AdminAddr, "admin", "127.0.0.1:8081", "listen address of the admin API")
+	fs.StringVar(&c.MetricsAddr, "metrics", "127.0.0.1:9464", "listen address of GET /metrics (Prometheus), apart from the read API; empty: none")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token of the admin API; empty: --admin-token-file, or generated once and kept in <data-dir>/admin-token")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "", "a file holding the bearer token of the admin API (a container secret, say)")
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", "", "master keys of webhook signing secrets, one per line in base64, the first encrypting (default <data-dir>/"+defaultSecretKeyFile+", generated; or "+secretKeysEnv+")")

@@ -52,6 +52,8 @@ type Config struct {
 	// Projection is optional; with it, ?wait=true on a write answers once the change is served.
 	Projection projection
 	Logger     *slog.Logger
+	// Debug, when set, answers under /admin/debug/, behind the token (profiling).
+	Debug http.Handler
 	// Status is optional extra status reported by GET /admin/v1/status.
 	Status func(ctx context.Context) map[string]any
 	// BatchWorkers is how many documents of a batch import are imported at once; 0 is
@@ -104,6 +106,9 @@ func (a *API) Handler() http.Handler {
 		writeError(w, http.StatusInternalServerError, "Internal server error", nil)
 	}
 
+	if a.cfg.Debug != nil {
+		r.Handler(http.MethodGet, "/admin/debug/*path", a.cfg.Debug)
+	}
 	const est = "/admin/v1/establishments/:slug"
 	r.GET("/admin/v1/status", a.getStatus)
 	r.GET("/admin/v1/establishments", a.listEstablishments)

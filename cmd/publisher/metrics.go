@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/opencarte/publisher/webhook"
+)
+
+// scrapeTimeout bounds what a scrape asks NATS (the log's last sequence, webhook counts).
+const scrapeTimeout = 2 * time.Second
+
+// openMetrics makes the registry of the process's metrics: the Go runtime's and the process's,
+// and gauges read from the roles at each scrape. The read API adds its own (readapi.Metrics).
+func (m *Main) openMetrics() {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	gauge := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "publisher", Name: name, Help: help}, f))
+	}
+	connected := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "publisher", Name: "nats_connected", Help: "1 while the connection is up, by connection.",
+	}, []string{"connection"})
+	reg.MustRegister(collectorFunc{
+		describe: connected.Describe,
+		collect: func(ch chan<- prometheus.Metric) {
+			for _, nc := range append([]*nats.Conn{m.Conn}, m.conns...) {
+				if nc == nil {
+					continue
+				}
+				v := 0.0
+				if nc.IsConnected() {
+					v = 1
+				}
+				connected.WithLabelValues(nc.Opts.Name).Set(v)
+			}
+			connected.Collect(ch)
+		},
+	})
+	gauge("log_last_sequence", "Sequence of the last record of the event log.", func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+		defer cancel()
+		seq, _ := m.Store.LastStreamSequence(ctx)
+		return float64(seq)
+	})
+	if m.Projector != nil {
+		p := m.Projector
+		gauge("projector_position", "Sequence of the last record the projector stored the documents of.", func() float64 {
+			return float64(p.Position())
+		})
+	}
+	m.metrics = reg
+}
+
+// addMirrorMetrics registers the gauges of the read API's mirror.
+func (m *Main) addMirrorMetrics() {
+	if m.metrics == nil || m.Mirror == nil {
+		return
+	}
+	mirror := m.Mirror
+	for _, g := range []struct {
+		name, help string
+		f          func() float64
+	}{
+		{"mirror_establishments", "Establishments the read API holds in memory.", func() float64 { return float64(mirror.Stats().Establishments) }},
+		{"mirror_document_bytes", "Bytes of the documents the read API holds (identity and gzip).", func() float64 { return float64(mirror.Stats().DocumentBytes) }},
+		{"mirror_bucket_revision", "Revision of the documents bucket up to which the mirror has applied every write.", func() float64 { return float64(mirror.Applied()) }},
+	} {
+		m.metrics.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "publisher", Name: g.name, Help: g.help}, g.f))
+	}
+}
+
+// addWebhookMetrics registers the gauges of the webhook dispatcher, read at each scrape.
+func (m *Main) addWebhookMetrics() {
+	if m.metrics == nil || m.Webhooks == nil {
+		return
+	}
+	d := m.Webhooks
+	desc := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("publisher_webhook_"+name, help, nil, nil)
+	}
+	gauges := []struct {
+		desc  *prometheus.Desc
+		value func(webhook.Stats) int
+	}{
+		{desc("endpoints", "Registered webhook endpoints."), func(s webhook.Stats) int { return s.Endpoints }},
+		{desc("failing_endpoints", "Endpoints whose latest delivery failed and waits for a retry."), func(s webhook.Stats) int { return s.Failing }},
+		{desc("disabled_endpoints", "Endpoints disabled (a receiver answered 410 Gone)."), func(s webhook.Stats) int { return s.Disabled }},
+		{desc("queued_deliveries", "Deliveries queued, in flight or waiting for a retry."), func(s webhook.Stats) int { return s.Pending }},
+		{desc("open_windows", "Establishments whose debounce window is open or just closed."), func(s webhook.Stats) int { return s.Windows }},
+		{desc("endpoints_with_missed_changes", "Endpoints with given-up changes, to be listed in their next delivery."), func(s webhook.Stats) int { return s.Missed }},
+	}
+	m.metrics.MustRegister(collectorFunc{
+		describe: func(ch chan<- *prometheus.Desc) {
+			for _, g := range gauges {
+				ch <- g.desc
+			}
+		},
+		collect: func(ch chan<- prometheus.Metric) {
+			ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+			defer cancel()
+			st, err := d.Stats(ctx)
+			if err != nil {
+				return
+			}
+			for _, g := range gauges {
+				ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(g.value(st)))
+			}
+		},
+	})
+}
+
+type collectorFunc struct {
+	describe func(chan<- *prometheus.Desc)
+	collect  func(chan<- prometheus.Metric)
+}
+
+func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) { c.describe(ch) }
+func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
+
+// serveMetrics answers GET /metrics on addr, a listener of its own: not the public read API.
+func (m *Main) serveMetrics(addr string) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.metrics, promhttp.HandlerOpts{ErrorLog: nil}))
+	url, err := m.listen(addr, mux)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	m.MetricsURL = url
+	return nil
+}
+
+// debugHandler is net/http/pprof under /admin/debug/pprof/, for the admin API to serve behind its
+// token.
+func debugHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return http.StripPrefix("/admin", mux)
+}

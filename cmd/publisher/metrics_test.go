@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestMetricsAfterTraffic scrapes /metrics after real traffic: a 200, a 304, a 404 and a 429 are
+// each counted under their labels, the projector's position is the log's last sequence, the
+// connections are up, and the Go and process collectors answer. Profiles are served behind the
+// admin token.
+func TestMetricsAfterTraffic(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.MetricsAddr, c.KeyQuota = "127.0.0.1:0", 3 })
+	key := importDemo(t, m)
+	first := m.get(t, est, key)
+	if first.status != http.StatusOK {
+		t.Fatalf("get: %d", first.status)
+	}
+	if r := m.read(t, http.MethodGet, est, "X-Api-Key", key, "If-None-Match", first.header.Get("ETag")); r.status != http.StatusNotModified {
+		t.Fatalf("304: %d", r.status)
+	}
+	m.get(t, est, key)
+	m.get(t, est, key)
+	if r := m.get(t, est, key); r.status != http.StatusTooManyRequests {
+		t.Fatalf("429: %d", r.status)
+	}
+	if r := m.read(t, http.MethodGet, "/nothing/here"); r.status != http.StatusNotFound {
+		t.Fatalf("404: %d", r.status)
+	}
+
+	metrics := scrape(t, m.MetricsURL+"/metrics")
+	for line, want := range map[string]string{
+		`publisher_read_api_requests_total{code="200",route="establishment"}`: "3",
+		`publisher_read_api_requests_total{code="304",route="establishment"}`: "1",
+		`publisher_read_api_requests_total{code="429",route="establishment"}`: "1",
+		`publisher_read_api_requests_total{code="404",route="other"}`:         "1",
+		`publisher_read_api_quota_refusals_total{quota="key"}`:                "1",
+		`publisher_nats_connected{connection="publisher"}`:                    "1",
+		`publisher_mirror_establishments`:                                     "1",
+	} {
+		if got := metrics[line]; got != want {
+			t.Errorf("%s = %q, want %s", line, got, want)
+		}
+	}
+	if metrics["publisher_projector_position"] == "" || metrics["publisher_projector_position"] != metrics["publisher_log_last_sequence"] {
+		t.Errorf("projector position %q, log's last sequence %q: want them equal", metrics["publisher_projector_position"], metrics["publisher_log_last_sequence"])
+	}
+	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes", "publisher_webhook_endpoints", `publisher_read_api_request_duration_seconds_count{route="establishment"}`} {
+		if metrics[name] == "" {
+			t.Errorf("no %s", name)
+		}
+	}
+
+	if r := do(t, http.MethodGet, m.AdminURL+"/admin/debug/pprof/heap?debug=1", nil); r.status != http.StatusUnauthorized {
+		t.Errorf("a profile without the token: %d", r.status)
+	}
+	r := do(t, http.MethodGet, m.AdminURL+"/admin/debug/pprof/heap?debug=1", nil, "Authorization", "Bearer "+testAdminToken)
+	if r.status != http.StatusOK || !bytes.Contains(r.body, []byte("heap profile")) {
+		t.Errorf("heap profile with the token: %d %.100s", r.status, r.body)
+	}
+}
+
+// scrape returns the samples of a Prometheus text exposition by name and labels.
+func scrape(t *testing.T, url string) map[string]string {
+	t.Helper()
+	r := do(t, http.MethodGet, url, nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("scrape: %d", r.status)
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(r.body))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			out[line[:i]] = line[i+1:]
+		}
+	}
+	return out
+}
