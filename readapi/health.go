@@ -21,6 +21,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	select {
 	case <-s.ready:
+		// Ready, unless the mirror is behind the bucket for longer than allowed: a balancer
+		// then sends the traffic to the nodes that are not.
+		if s.behind != nil && s.maxLag > 0 && s.behind() > s.maxLag {
+			writeError(w, r, notReady)
+			return
+		}
 		writeAnswer(w, r, &statusOK)
 	default:
 		writeError(w, r, notReady)

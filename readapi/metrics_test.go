@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -81,4 +82,25 @@ func codeIndex(code string) int {
 		}
 	}
 	return len(metricCodes)
+}
+
+// TestReadyzFollowsTheLag: a node whose mirror is behind the bucket for longer than allowed is
+// not ready, so that a balancer sends its traffic elsewhere; it is again once caught up.
+func TestReadyzFollowsTheLag(t *testing.T) {
+	var behind time.Duration
+	h := newTestServer(t, fixtureSource(t), Config{Behind: func() time.Duration { return behind }, MaxLag: 30 * time.Second}).Handler()
+	for _, c := range []struct {
+		behind time.Duration
+		want   int
+	}{{0, 200}, {29 * time.Second, 200}, {31 * time.Second, 503}, {0, 200}} {
+		behind = c.behind
+		if w := serve(t, h, http.MethodGet, "/readyz", nil); w.Code != c.want {
+			t.Errorf("behind %s: /readyz %d, want %d", c.behind, w.Code, c.want)
+		}
+	}
+	// /healthz says the process runs, however far behind.
+	behind = time.Hour
+	if w := serve(t, h, http.MethodGet, "/healthz", nil); w.Code != 200 {
+		t.Errorf("/healthz behind an hour: %d", w.Code)
+	}
 }

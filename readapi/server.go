@@ -49,6 +49,10 @@ type Config struct {
 	AccessLog bool
 	// Metrics, when set, counts requests by route and status, their latency and quota refusals.
 	Metrics *Metrics
+	// Behind, when set, says how long the mirror has been behind the bucket (0: it is not); /readyz
+	// answers 503 while that is more than MaxLag (0: never).
+	Behind func() time.Duration
+	MaxLag time.Duration
 
 	// Files, optional, holds the uploaded files served under /files/; without it every file is
 	// unknown.
@@ -122,6 +126,8 @@ type Server struct {
 	accessLog     bool
 	files         *files   // nil without a file source
 	metrics       *Metrics // nil without metrics
+	behind        func() time.Duration
+	maxLag        time.Duration
 }
 
 // New returns a server for cfg.
@@ -143,6 +149,8 @@ func newServer(source documentSource, ready <-chan struct{}, cfg Config) *Server
 		trusted:   slices.Clone(cfg.TrustedProxies),
 		accessLog: cfg.AccessLog,
 		metrics:   cfg.Metrics,
+		behind:    cfg.Behind,
+		maxLag:    cfg.MaxLag,
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -73,6 +73,12 @@ func (m *Main) addMirrorMetrics() {
 		{"mirror_establishments", "Establishments the read API holds in memory.", func() float64 { return float64(mirror.Stats().Establishments) }},
 		{"mirror_document_bytes", "Bytes of the documents the read API holds (identity and gzip).", func() float64 { return float64(mirror.Stats().DocumentBytes) }},
 		{"mirror_bucket_revision", "Revision of the documents bucket up to which the mirror has applied every write.", func() float64 { return float64(mirror.Applied()) }},
+		{"mirror_behind_seconds", "How long the mirror has been behind the documents bucket; 0 when it is not.", func() float64 {
+			if m.mirrorLag == nil {
+				return 0
+			}
+			return m.mirrorLag.behind().Seconds()
+		}},
 	} {
 		m.metrics.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "publisher", Name: g.name, Help: g.help}, g.f))
 	}

@@ -3,9 +3,17 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/events/natstest"
+	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/readapi"
 )
 
 // TestMetricsAfterTraffic scrapes /metrics after real traffic: a 200, a 304, a 404 and a 429 are
@@ -31,6 +39,8 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		t.Fatalf("404: %d", r.status)
 	}
 
+	// The mirror caught up: not behind, as the lag check, once a second, finds.
+	eventually(t, "the mirror found caught up", func() bool { return m.mirrorLag.behind() == 0 })
 	metrics := scrape(t, m.MetricsURL+"/metrics")
 	for line, want := range map[string]string{
 		`publisher_read_api_requests_total{code="200",route="establishment"}`: "3",
@@ -40,6 +50,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		`publisher_read_api_quota_refusals_total{quota="key"}`:                "1",
 		`publisher_nats_connected{connection="publisher"}`:                    "1",
 		`publisher_mirror_establishments`:                                     "1",
+		`publisher_mirror_behind_seconds`:                                     "0",
 	} {
 		if got := metrics[line]; got != want {
 			t.Errorf("%s = %q, want %s", line, got, want)
@@ -82,4 +93,33 @@ func scrape(t *testing.T, url string) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestMirrorLagSeesAMirrorBehind: a mirror that has not applied the bucket's last bundle write is
+// found behind, and for longer and longer.
+func TestMirrorLagSeesAMirrorBehind(t *testing.T) {
+	nc := natstest.Connect(t, natstest.Start(t))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := projections.OpenBucket(t.Context(), js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(t.Context(), dockey.Key("chez-marcel"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	mirror, err := readapi.NewMirror(kv, slog.New(slog.DiscardHandler)) // never run: it stays behind
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag, err := newMirrorLag(t.Context(), js, mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go lag.run(t.Context())
+	eventually(t, "the mirror found behind", func() bool { return lag.behind() > 0 })
+	first := lag.behind()
+	eventually(t, "the lag growing", func() bool { return lag.behind() > first })
 }

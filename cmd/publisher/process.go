@@ -70,9 +70,10 @@ type Main struct {
 	apiLn   net.Listener // the read API's listener, bound before the roles start
 	// starting answers on apiLn until the read API is ready; waiting is what the process waits
 	// for meanwhile, nil when nothing.
-	starting *startingHandler
-	waiting  atomic.Pointer[string]
-	metrics  *prometheus.Registry // nil without a metrics listener
+	starting  *startingHandler
+	waiting   atomic.Pointer[string]
+	metrics   *prometheus.Registry // nil without a metrics listener
+	mirrorLag *mirrorLag           // nil without the read API
 	// projectorState is the projector's bucket, read for its checkpoints when the projector runs
 	// in another process.
 	projectorState jetstream.KeyValue
@@ -563,8 +564,15 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 		}
 		m.addMirrorMetrics()
 	}
+	lag, err := newMirrorLag(ctx, mjs, m.Mirror)
+	if err != nil {
+		return err
+	}
+	m.mirrorLag = lag
+	m.run(runCtx, "mirror lag", lag.run)
 	srv, err := readapi.New(readapi.Config{
 		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI), Metrics: metrics,
+		Behind: lag.behind, MaxLag: c.ReadyMaxLag,
 		KeyQuota: c.KeyQuota, IPQuota: c.IPQuota, RedirectQuota: c.RedirectQuota, Window: c.QuotaWindow,
 		TrustedProxies: c.TrustedProxies, AccessLog: c.AccessLog,
 		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes,
@@ -652,6 +660,14 @@ func (m *Main) status(ctx context.Context) map[string]any {
 	}
 	if m.Mirror != nil {
 		out["mirror"] = m.Mirror.Stats()
+	}
+	if m.mirrorLag != nil {
+		out["mirror_behind_seconds"] = m.mirrorLag.behind().Seconds()
+	}
+	if m.Projector != nil {
+		if seq, err := m.Store.LastStreamSequence(ctx); err == nil {
+			out["projector_behind_records"] = seq - min(seq, m.Projector.Position())
+		}
 	}
 	out["memory"] = memoryStatus()
 	if m.ClockRole != nil {

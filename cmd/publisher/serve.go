@@ -43,6 +43,9 @@ type Config struct {
 	AdminAddr  string
 	// MetricsAddr is the listener of GET /metrics (Prometheus); empty: none.
 	MetricsAddr string
+	// ReadyMaxLag is how long the read API's mirror may be behind the documents bucket before
+	// /readyz answers 503; 0: never.
+	ReadyMaxLag time.Duration
 	AdminToken  string
 	// SecretKeyFile holds the master keys of webhook signing secrets; SecretKeys, from the
 	// environment, the same in a string. Both empty: <data-dir>/secret-key, generated.
@@ -97,6 +100,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of the event stream and buckets (3 on a cluster)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "listen address of the read API and redirects")
 	fs.StringVar(&c.AdminAddr, "admin", "127.0.0.1:8081", "listen address of the admin API")
+	fs.DurationVar(&c.ReadyMaxLag, "ready-max-lag", 30*time.Second, "/readyz answers 503 while the read API's documents are behind the bucket for longer than this (0: never)")
 	fs.StringVar(&c.MetricsAddr, "metrics", "127.0.0.1:9464", "listen address of GET /metrics (Prometheus), apart from the read API; empty: none")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token of the admin API; empty: --admin-token-file, or generated once and kept in <data-dir>/admin-token")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "", "a file holding the bearer token of the admin API (a container secret, say)")
