@@ -101,7 +101,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "listen address of the read API and redirects")
 	fs.StringVar(&c.AdminAddr, "admin", "127.0.0.1:8081", "listen address of the admin API")
 	fs.DurationVar(&c.ReadyMaxLag, "ready-max-lag", 30*time.Second, "/readyz answers 503 while the read API's documents are behind the bucket for longer than this (0: never)")
-	fs.StringVar(&c.MetricsAddr, "metrics", "127.0.0.1:9464", "listen address of GET /metrics (Prometheus), apart from the read API; empty: none")
+	fs.StringVar(&c.MetricsAddr, "metrics", "", "listen address of GET /metrics (Prometheus), apart from the read API, such as 127.0.0.1:9464; empty: none")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token of the admin API; empty: --admin-token-file, or generated once and kept in <data-dir>/admin-token")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "", "a file holding the bearer token of the admin API (a container secret, say)")
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", "", "master keys of webhook signing secrets, one per line in base64, the first encrypting (default <data-dir>/"+defaultSecretKeyFile+", generated; or "+secretKeysEnv+")")
