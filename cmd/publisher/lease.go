@@ -37,6 +37,9 @@ type lease struct {
 	name   string
 	holder string
 	rev    uint64
+	taken  time.Time // when the request that took it was sent
+	// lastErr is the last renewal's failure, for the message of a lease given up.
+	lastErr error
 }
 
 func openLeases(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
@@ -52,9 +55,10 @@ func openLeases(ctx context.Context, js jetstream.JetStream, replicas int) (jets
 
 // tryLease takes the lease name for holder when no one holds it.
 func tryLease(ctx context.Context, kv jetstream.KeyValue, name, holder string) (*lease, string, error) {
+	sent := time.Now()
 	rev, err := kv.Create(ctx, name, []byte(holder))
 	if err == nil {
-		return &lease{kv: kv, name: name, holder: holder, rev: rev}, "", nil
+		return &lease{kv: kv, name: name, holder: holder, rev: rev, taken: sent}, "", nil
 	}
 	if !errors.Is(err, jetstream.ErrKeyExists) {
 		return nil, "", err
@@ -95,7 +99,7 @@ func (m *Main) awaitLease(ctx context.Context, kv jetstream.KeyValue, name, hold
 // keep renews l until ctx ends, and returns errLeaseLost once it could not for longer than the
 // lease lasts, or another process holds it.
 func (l *lease) keep(ctx context.Context) error {
-	last := time.Now() // when the last renewal that succeeded was sent
+	last := l.taken // when the last write of the lease that succeeded was sent
 	t := time.NewTicker(leaseRenew)
 	defer t.Stop()
 	for {
@@ -107,6 +111,11 @@ func (l *lease) keep(ctx context.Context) error {
 			cancel()
 			return nil
 		case <-t.C:
+		}
+		// Given up before an attempt that could end past half the lease: the other half is left
+		// for the work to stop before another process may take it.
+		if time.Since(last)+leaseRenew > leaseTTL/2 {
+			return fmt.Errorf("%w: not renewed for %s: %v", errLeaseLost, time.Since(last).Round(time.Millisecond), l.lastErr)
 		}
 		sent := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, leaseRenew)
@@ -126,10 +135,6 @@ func (l *lease) keep(ctx context.Context) error {
 			l.rev, last = rev, sent
 			continue
 		}
-		// Given up early enough that a standby, which takes the lease once it expired, never
-		// runs alongside this process.
-		if time.Since(last) > leaseTTL/2 {
-			return fmt.Errorf("%w: not renewed for %s: %v", errLeaseLost, time.Since(last).Round(time.Millisecond), err)
-		}
+		l.lastErr = err
 	}
 }
