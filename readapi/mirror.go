@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/projections/dockey"
@@ -146,7 +147,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			nw, err := m.kv.Watch(nctx, dockey.Watch, jetstream.ResumeFromRevision(from))
 			if err != nil {
 				stopNew()
-				if errors.Is(err, jetstream.ErrBucketNotFound) {
+				if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrStreamNotFound) {
 					m.logger.Error("bundle mirror: the bucket is gone; serving what it holds", "err", err)
 					continue
 				}

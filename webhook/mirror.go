@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -69,7 +70,7 @@ func startMirror(ctx context.Context, kv jetstream.KeyValue, logger *slog.Logger
 				nw, err := kv.WatchAll(nctx, jetstream.ResumeFromRevision(from))
 				if err != nil {
 					stopNew()
-					if errors.Is(err, jetstream.ErrBucketNotFound) {
+					if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrStreamNotFound) {
 						logger.Error("webhook endpoints mirror: the bucket is gone", "err", err)
 						continue
 					}
