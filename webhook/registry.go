@@ -551,8 +551,12 @@ func (r *Registry) Sweep(ctx context.Context) (SweepReport, error) {
 	}
 	var keys []string
 	if err == nil {
+		seen := map[string]bool{} // a key written during the listing can be listed twice
 		for k := range lister.Keys() {
-			keys = append(keys, k)
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
 		}
 	}
 	used := make(map[string]bool)
@@ -637,7 +641,10 @@ func (r *Registry) Sweep(ctx context.Context) (SweepReport, error) {
 		return rep, fmt.Errorf("sweep secrets: %w", err)
 	}
 	if uint64(len(keys)) < status.Values() {
-		return rep, nil // the listing ended early
+		// The listing ended early (or the bucket holds delete marks, which nothing here writes):
+		// records may have been passed over.
+		rep.Failed++
+		return rep, nil
 	}
 	erased, err := r.d.vault.eraseOrphans(ctx, used, now.Add(-orphanAge))
 	rep.Erased = erased
