@@ -165,12 +165,12 @@ func (l *limiter) admitShare(e *shareEntry, m *membership, tat, now int64) (int6
 	if e.period != period {
 		// The most any node may admit in a period is a share of the room at its start, rounded
 		// up: what a late node is assumed to have admitted in each period not reported yet.
+		base = (l.window - (tat - now)) / l.interval
 		prevCap := (base + n - 1) / n
 		if e.period == period-1 {
 			prevCap = int64(e.cap)
 		}
 		e.period, e.used, e.prevCap = period, 0, int32(min(prevCap, math.MaxInt32))
-		base = (l.window - (tat - now)) / l.interval
 		e.cap = int32(min((base+n-1)/n, math.MaxInt32))
 	}
 	if late := m.late(period); late > 0 {
@@ -199,6 +199,16 @@ func (l *limiter) charge(k clientKey, count int64, now int64) {
 	// A client over its quota waits at most a window, whatever the reports say.
 	tat = min(max(tat, now)+count*l.interval, now+l.window+l.interval)
 	l.storeUnlock(sh, k, tat, found, now)
+}
+
+// stopSharing forgets what the sharing kept: counts that no report will carry any more.
+func (l *limiter) stopSharing() {
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		sh.shared, sh.touched = nil, nil
+		sh.mu.Unlock()
+	}
 }
 
 // report appends to b, for every client with requests admitted here since the last report, a

@@ -105,6 +105,11 @@ func (s *Server) ShareQuotas(ctx context.Context, nc *nats.Conn, every time.Dura
 		q.closed = true
 		q.publishMembership(nil) // alone again
 		q.mu.Unlock()
+		for _, p := range q.policies {
+			if p != nil {
+				p.lim.stopSharing()
+			}
+		}
 	}()
 	for {
 		// Reports go out just after each period ends, on every node at once: periods are counted
