@@ -373,6 +373,7 @@ func TestNodeLossUnderLoad(t *testing.T) {
 				}
 				if err != nil || got.status != http.StatusOK || json.Unmarshal(got.body, &doc) != nil {
 					results[i].failed++
+					time.Sleep(2 * time.Millisecond)
 					continue
 				}
 				if doc.Revision < last {
@@ -569,6 +570,12 @@ func TestRolesSurviveNATSRestart(t *testing.T) {
 	t.Logf("consumers per stream, before and after the restart: %v, %v", before, after)
 }
 
+// tryClient answers within seconds or fails, and does not follow redirects.
+var tryClient = &http.Client{
+	Timeout:       5 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
 // tryDo sends a request and returns its answer, for goroutines other than the test's own, which
 // must not stop the test on an error.
 func tryDo(method, url string, body []byte, header ...string) (reply, error) {
@@ -579,7 +586,7 @@ func tryDo(method, url string, body []byte, header ...string) (reply, error) {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := tryClient.Do(req)
 	if err != nil {
 		return reply{}, err
 	}
