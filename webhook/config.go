@@ -91,6 +91,10 @@ type Config struct {
 	// deployment has the same ones.
 	MasterKeys *MasterKeys
 
+	// OnAttempt, when set, is told the outcome of every delivery attempt the dispatcher makes:
+	// delivered, retrying, failed, endpoint_gone or superseded.
+	OnAttempt func(Status)
+
 	// Logger receives failed attempts and unexpected errors; nil discards them.
 	Logger *slog.Logger
 	// Now returns the current time; nil means time.Now.

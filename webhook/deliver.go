@@ -307,6 +307,9 @@ func (d *Dispatcher) handleTask(parent context.Context, msg jetstream.Msg) {
 	if rec.Status != status {
 		status = rec.Status // superseded
 	}
+	if d.cfg.OnAttempt != nil {
+		d.cfg.OnAttempt(status)
+	}
 
 	switch status {
 	case StatusDelivered:

@@ -21,7 +21,7 @@ const scrapeTimeout = 2 * time.Second
 // openMetrics makes the registry of the process's metrics: the Go runtime's and the process's,
 // and gauges read from the roles at each scrape. The read API adds its own (readapi.Metrics).
 func (m *Main) openMetrics() {
-	reg := prometheus.NewRegistry()
+	reg := m.metrics
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gauge := func(name, help string, f func() float64) {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "publisher", Name: name, Help: help}, f))
@@ -57,7 +57,28 @@ func (m *Main) openMetrics() {
 			return float64(p.Position())
 		})
 	}
-	m.metrics = reg
+}
+
+// webhookAttempts returns the function counting webhook delivery attempts by outcome, or nil
+// without metrics.
+func (m *Main) webhookAttempts() func(webhook.Status) {
+	if m.metrics == nil {
+		return nil
+	}
+	attempts := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "publisher", Subsystem: "webhook", Name: "attempts_total",
+		Help: "Webhook delivery attempts by outcome.",
+	}, []string{"outcome"})
+	m.metrics.MustRegister(attempts)
+	byOutcome := map[webhook.Status]prometheus.Counter{}
+	for _, s := range []webhook.Status{webhook.StatusDelivered, webhook.StatusRetrying, webhook.StatusFailed, webhook.StatusEndpointGone, webhook.StatusSuperseded} {
+		byOutcome[s] = attempts.WithLabelValues(string(s))
+	}
+	return func(s webhook.Status) {
+		if c, ok := byOutcome[s]; ok {
+			c.Inc()
+		}
+	}
 }
 
 // addMirrorMetrics registers the gauges of the read API's mirror.

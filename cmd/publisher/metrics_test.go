@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -21,8 +23,20 @@ import (
 // connections are up, and the Go and process collectors answer. Profiles are served behind the
 // admin token.
 func TestMetricsAfterTraffic(t *testing.T) {
-	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.MetricsAddr, c.KeyQuota = "127.0.0.1:0", 3 })
+	failing := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	roots := failing.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) {
+		c.MetricsAddr, c.KeyQuota = "127.0.0.1:0", 3
+		c.WebhookWindow, c.WebhookAllowPrivate, c.WebhookRootCAs = time.Second, true, roots
+	})
 	key := importDemo(t, m)
+	if r := m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/webhooks", []byte(`{"url": "`+failing.URL+`/hook"}`)); r.status != http.StatusCreated {
+		t.Fatalf("register: %d %s", r.status, r.body)
+	}
+	m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/menu-redirect", []byte(`{"enabled": false}`))
 	first := m.get(t, est, key)
 	if first.status != http.StatusOK {
 		t.Fatalf("get: %d", first.status)
@@ -41,6 +55,10 @@ func TestMetricsAfterTraffic(t *testing.T) {
 
 	// The mirror caught up: not behind, as the lag check, once a second, finds.
 	eventually(t, "the mirror found caught up", func() bool { return m.mirrorLag.behind() == 0 })
+	// The change's delivery fails at the receiver: one attempt counted, to be retried.
+	eventually(t, "a failed webhook attempt counted", func() bool {
+		return scrape(t, m.MetricsURL+"/metrics")[`publisher_webhook_attempts_total{outcome="retrying"}`] == "1"
+	})
 	metrics := scrape(t, m.MetricsURL+"/metrics")
 	for line, want := range map[string]string{
 		`publisher_read_api_requests_total{code="200",route="establishment"}`: "3",
@@ -51,6 +69,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		`publisher_nats_connected{connection="publisher"}`:                    "1",
 		`publisher_mirror_establishments`:                                     "1",
 		`publisher_mirror_behind_seconds`:                                     "0",
+		`publisher_webhook_failing_endpoints`:                                 "1",
 	} {
 		if got := metrics[line]; got != want {
 			t.Errorf("%s = %q, want %s", line, got, want)

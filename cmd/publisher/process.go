@@ -106,6 +106,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.cancel = cancel
 	m.errc = make(chan error, 8)
 
+	if c.MetricsAddr != "" {
+		m.metrics = prometheus.NewRegistry()
+	}
 	if err := m.connect(); err != nil {
 		return err
 	}
@@ -160,11 +163,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		onAttempt := m.webhookAttempts() // once: the start below may be tried again
 		m.Webhooks, err = provision(ctx, m, "the webhook streams and buckets", func(ctx context.Context) (*webhook.Dispatcher, error) {
 			return webhook.Open(ctx, wc, webhook.Config{
 				Window: c.WebhookWindow, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate,
 				AllowedNetworks: c.WebhookNetworks, RootCAs: c.WebhookRootCAs, Replicas: c.Replicas, MasterKeys: masterKeys,
-				Logger: m.Logger.With("role", roleWebhook),
+				OnAttempt: onAttempt,
+				Logger:    m.Logger.With("role", roleWebhook),
 			})
 		})
 		if err != nil {
@@ -212,7 +217,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if c.MetricsAddr != "" {
+	if m.metrics != nil {
 		m.openMetrics()
 		m.addWebhookMetrics()
 	}
