@@ -15,11 +15,11 @@ import (
 // A panic that net/http aborts the response with (http.ErrAbortHandler) passes through without
 // a line; any other is answered 500 inside and logged like any request.
 func (s *Server) logRequests(next http.Handler) http.Handler {
-	pool := sync.Pool{New: func() any { return new(loggingWriter) }}
+	pool := sync.Pool{New: func() any { return new(statusWriter) }}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.now()
-		lw := pool.Get().(*loggingWriter)
-		*lw = loggingWriter{ResponseWriter: w}
+		lw := pool.Get().(*statusWriter)
+		*lw = statusWriter{ResponseWriter: w}
 		next.ServeHTTP(lw, r)
 		level := slog.LevelInfo
 		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
@@ -35,43 +35,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			slog.Any("ip", s.clientIP(r)),
 			slog.String("slug", requestSlug(r)),
 		)
-		*lw = loggingWriter{}
+		*lw = statusWriter{}
 		pool.Put(lw)
 	})
-}
-
-// loggingWriter records the status and the body size of an answer.
-type loggingWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (w *loggingWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *loggingWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(p)
-	w.bytes += int64(n)
-	return n, err
-}
-
-// Unwrap gives http.ResponseController the underlying writer.
-func (w *loggingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// statusCode returns the status written, 200 when the handler wrote nothing.
-func (w *loggingWriter) statusCode() int {
-	if w.status == 0 {
-		return http.StatusOK
-	}
-	return w.status
 }
 
 // requestSlug returns the establishment slug a request names, in its API path or its

@@ -116,10 +116,10 @@ func (s *Server) measured(route int, h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		start := s.now()
 		sw := m.writers.Get().(*statusWriter)
-		sw.ResponseWriter, sw.status = w, 0
+		*sw = statusWriter{ResponseWriter: w}
 		h(sw, r, ps)
 		m.count(route, sw.statusCode(), s.now().Sub(start))
-		sw.ResponseWriter = nil
+		*sw = statusWriter{}
 		m.writers.Put(sw)
 	}
 }
@@ -133,11 +133,12 @@ func (s *Server) measuredOther(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { m(w, r, nil) }
 }
 
-// statusWriter records the status of an answer. It passes io.ReaderFrom through, so that a file
-// is still sent with sendfile.
+// statusWriter records the status and the body size of an answer, for the metrics and the access
+// log. It passes io.ReaderFrom through, so that a file is still sent with sendfile.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	bytes  int64
 }
 
 func (w *statusWriter) WriteHeader(status int) {
@@ -151,17 +152,24 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(p)
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
 }
 
 func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	var n int64
+	var err error
 	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(w.ResponseWriter, r)
 	}
-	return io.Copy(w.ResponseWriter, r)
+	w.bytes += n
+	return n, err
 }
 
 // Unwrap gives http.ResponseController the underlying writer.
