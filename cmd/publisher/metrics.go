@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -57,6 +58,42 @@ func (m *Main) openMetrics() {
 			return float64(p.Position())
 		})
 	}
+}
+
+// adminObserver counts the admin API's answers by route and status, or is nil without metrics.
+func (m *Main) adminObserver() func(route string, status int) {
+	if m.metrics == nil {
+		return nil
+	}
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "publisher", Subsystem: "admin", Name: "requests_total",
+		Help: "Admin API answers by route pattern (the command) and status code.",
+	}, []string{"route", "code"})
+	m.metrics.MustRegister(requests)
+	return func(route string, status int) { requests.WithLabelValues(route, strconv.Itoa(status)).Inc() }
+}
+
+// addClockMetrics registers the clock role's progress, read at each scrape.
+func (m *Main) addClockMetrics() {
+	if m.metrics == nil || m.ClockRole == nil {
+		return
+	}
+	c := m.ClockRole
+	m.metrics.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "publisher", Subsystem: "clock", Name: "passes_total",
+			Help: "Passes of the clock over the calendar index."}, func() float64 { return float64(c.Status().Passes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "publisher", Subsystem: "clock", Name: "days_started_total",
+			Help: "Local days the clock started."}, func() float64 { return float64(c.Status().Appended) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "publisher", Subsystem: "clock", Name: "pending",
+			Help: "Establishments whose day start failed, to be tried again."}, func() float64 { return float64(c.Status().Pending) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "publisher", Subsystem: "clock", Name: "last_pass_timestamp_seconds",
+			Help: "When the clock's last pass started (Unix time); 0 before any."}, func() float64 {
+			if p := c.Status().LastPass; p != nil {
+				return float64(p.Started.UnixNano()) / 1e9
+			}
+			return 0
+		}),
+	)
 }
 
 // webhookAttempts returns the function counting webhook delivery attempts by outcome, or nil

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,13 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	if r := m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/webhooks", []byte(`{"url": "`+failing.URL+`/hook"}`)); r.status != http.StatusCreated {
 		t.Fatalf("register: %d %s", r.status, r.body)
 	}
-	m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/menu-redirect", []byte(`{"enabled": false}`))
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", bytes.Replace(demo, []byte(`"name": "Chez Marcel"`), []byte(`"name": "Chez Marcel et fils"`), 1)); r.status != http.StatusOK {
+		t.Fatalf("change: %d %s", r.status, r.body)
+	}
 	first := m.get(t, est, key)
 	if first.status != http.StatusOK {
 		t.Fatalf("get: %d", first.status)
@@ -61,15 +68,18 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	})
 	metrics := scrape(t, m.MetricsURL+"/metrics")
 	for line, want := range map[string]string{
-		`publisher_read_api_requests_total{code="200",route="establishment"}`: "3",
-		`publisher_read_api_requests_total{code="304",route="establishment"}`: "1",
-		`publisher_read_api_requests_total{code="429",route="establishment"}`: "1",
-		`publisher_read_api_requests_total{code="404",route="other"}`:         "1",
-		`publisher_read_api_quota_refusals_total{quota="key"}`:                "1",
-		`publisher_nats_connected{connection="publisher"}`:                    "1",
-		`publisher_mirror_establishments`:                                     "1",
-		`publisher_mirror_behind_seconds`:                                     "0",
-		`publisher_webhook_failing_endpoints`:                                 "1",
+		`publisher_read_api_requests_total{code="200",route="establishment"}`:                             "3",
+		`publisher_read_api_requests_total{code="304",route="establishment"}`:                             "1",
+		`publisher_read_api_requests_total{code="429",route="establishment"}`:                             "1",
+		`publisher_read_api_requests_total{code="404",route="other"}`:                                     "1",
+		`publisher_read_api_quota_refusals_total{quota="key"}`:                                            "1",
+		`publisher_nats_connected{connection="publisher"}`:                                                "1",
+		`publisher_mirror_establishments`:                                                                 "1",
+		`publisher_mirror_behind_seconds`:                                                                 "0",
+		`publisher_webhook_failing_endpoints`:                                                             "1",
+		`publisher_admin_requests_total{code="201",route="PUT /admin/v1/establishments/:slug"}`:           "1",
+		`publisher_admin_requests_total{code="201",route="POST /admin/v1/establishments/:slug/webhooks"}`: "1",
+		`publisher_projector_changes_total`:                                                               "2",
 	} {
 		if got := metrics[line]; got != want {
 			t.Errorf("%s = %q, want %s", line, got, want)
@@ -78,7 +88,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	if metrics["publisher_projector_position"] == "" || metrics["publisher_projector_position"] != metrics["publisher_log_last_sequence"] {
 		t.Errorf("projector position %q, log's last sequence %q: want them equal", metrics["publisher_projector_position"], metrics["publisher_log_last_sequence"])
 	}
-	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes", "publisher_webhook_endpoints", `publisher_read_api_request_duration_seconds_count{route="establishment"}`} {
+	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes", "publisher_webhook_endpoints", "publisher_clock_passes_total", `publisher_read_api_request_duration_seconds_count{route="establishment"}`} {
 		if metrics[name] == "" {
 			t.Errorf("no %s", name)
 		}

@@ -201,12 +201,20 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		var rendered prometheus.Counter
+		if m.metrics != nil {
+			rendered = prometheus.NewCounter(prometheus.CounterOpts{
+				Namespace: "publisher", Subsystem: "projector", Name: "changes_total",
+				Help: "Establishments whose documents the projector stored at a new revision.",
+			})
+			m.metrics.MustRegister(rendered)
+		}
 		newProjector := func() (*projections.Projector, error) {
 			return projections.New(projections.Config{
 				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: c.ProjectorReplay,
 				Logger: m.Logger.With("role", roleProjector),
 				// A change signal goes out once every document of the new revision is stored.
-				Notifier: signalNotifier{m.Signals},
+				Notifier: signalNotifier{s: m.Signals, rendered: rendered},
 				// A bundle larger than the server accepts is refused at once rather than retried.
 				MaxValueSize: m.maxBundle(),
 				Workers:      c.ProjectorWorkers,
@@ -236,6 +244,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		m.addClockMetrics()
 		m.run(runCtx, roleClock, m.ClockRole.Run)
 	}
 	if c.has(roleAPI) {
@@ -605,7 +614,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	cfg := admin.Config{
 		Commands: m.Commands, Token: token, WebhookOps: hooks,
 		Logger: m.Logger.With("role", roleAdmin), Status: m.status, WaitLimit: m.Config.WaitLimit,
-		Debug: debugHandler(),
+		Debug: debugHandler(), Observe: m.adminObserver(),
 	}
 	cfg.Projection = m
 	if m.Projector == nil {
@@ -869,11 +878,17 @@ func (m *Main) projectedElsewhere(ctx context.Context, seq uint64) error {
 }
 
 // signalNotifier publishes the projector's revision rises as change signals.
-type signalNotifier struct{ s *events.Signals }
+type signalNotifier struct {
+	s        *events.Signals
+	rendered prometheus.Counter // nil without metrics
+}
 
 var _ projections.AnnouncedNotifier = signalNotifier{}
 
 func (n signalNotifier) Changed(ctx context.Context, c projections.Change) error {
+	if n.rendered != nil {
+		n.rendered.Inc()
+	}
 	return n.s.Publish(ctx, events.Signal{Establishment: c.Slug, Revision: c.Revision, Resources: c.Resources, Time: time.Now().UTC()})
 }
 

@@ -52,6 +52,9 @@ type Config struct {
 	// Projection is optional; with it, ?wait=true on a write answers once the change is served.
 	Projection projection
 	Logger     *slog.Logger
+	// Observe, when set, is told the route pattern ("POST /admin/v1/…/activate") and the status of
+	// every request a route answered: command outcomes by type.
+	Observe func(route string, status int)
 	// Debug, when set, answers under /admin/debug/, behind the token (profiling).
 	Debug http.Handler
 	// Status is optional extra status reported by GET /admin/v1/status.
@@ -109,33 +112,35 @@ func (a *API) Handler() http.Handler {
 	if a.cfg.Debug != nil {
 		r.Handler(http.MethodGet, "/admin/debug/*path", a.cfg.Debug)
 	}
+	// Every route is counted under its pattern, when the configuration observes requests.
+	handle := func(method, path string, h httprouter.Handle) { r.Handle(method, path, a.observed(method+" "+path, h)) }
 	const est = "/admin/v1/establishments/:slug"
-	r.GET("/admin/v1/status", a.getStatus)
-	r.GET("/admin/v1/establishments", a.listEstablishments)
-	r.POST(importPath, a.importBatch)
-	r.GET(est, a.getEstablishment)
-	r.PUT(est, a.putEstablishment)
-	r.POST(est+"/activate", a.activate)
-	r.POST(est+"/api/enable", a.enableAPI)
-	r.POST(est+"/api/disable", a.disableAPI)
-	r.POST(est+"/api/regenerate-key", a.regenerateKey)
-	r.PUT(est+"/menu-redirect", a.setMenuRedirect)
-	r.PUT(est+"/master-menu", a.putMasterMenu)
-	r.DELETE(est+"/master-menu", a.deleteMasterMenu)
-	r.POST(est+"/menu-types/:menu_type/versions/:version/assets", a.addAsset)
-	r.POST(filesPath, a.uploadFile)
-	r.POST(filesPath+"/collect", a.collectFiles)
-	r.PUT(est+"/menu-types/:menu_type/versions/:version", a.publishVersion)
-	r.DELETE(est+"/menu-types/:menu_type/versions/:version", a.withdrawVersion)
-	r.POST(est+"/webhooks", a.registerWebhook)
-	r.DELETE(est+"/webhooks/:id", a.removeWebhook)
+	handle(http.MethodGet, "/admin/v1/status", a.getStatus)
+	handle(http.MethodGet, "/admin/v1/establishments", a.listEstablishments)
+	handle(http.MethodPost, importPath, a.importBatch)
+	handle(http.MethodGet, est, a.getEstablishment)
+	handle(http.MethodPut, est, a.putEstablishment)
+	handle(http.MethodPost, est+"/activate", a.activate)
+	handle(http.MethodPost, est+"/api/enable", a.enableAPI)
+	handle(http.MethodPost, est+"/api/disable", a.disableAPI)
+	handle(http.MethodPost, est+"/api/regenerate-key", a.regenerateKey)
+	handle(http.MethodPut, est+"/menu-redirect", a.setMenuRedirect)
+	handle(http.MethodPut, est+"/master-menu", a.putMasterMenu)
+	handle(http.MethodDelete, est+"/master-menu", a.deleteMasterMenu)
+	handle(http.MethodPost, est+"/menu-types/:menu_type/versions/:version/assets", a.addAsset)
+	handle(http.MethodPost, filesPath, a.uploadFile)
+	handle(http.MethodPost, filesPath+"/collect", a.collectFiles)
+	handle(http.MethodPut, est+"/menu-types/:menu_type/versions/:version", a.publishVersion)
+	handle(http.MethodDelete, est+"/menu-types/:menu_type/versions/:version", a.withdrawVersion)
+	handle(http.MethodPost, est+"/webhooks", a.registerWebhook)
+	handle(http.MethodDelete, est+"/webhooks/:id", a.removeWebhook)
 	if a.cfg.WebhookOps != nil {
-		r.GET(est+"/webhooks", a.listWebhooks)
-		r.POST(est+"/webhooks/:id/rotate-secret", a.rotateSecret)
-		r.POST(est+"/webhooks/:id/enable", a.enableWebhook)
-		r.POST(est+"/webhooks/:id/ping", a.pingWebhook)
-		r.GET(est+"/webhooks/:id/deliveries", a.listDeliveries)
-		r.POST("/admin/v1/deliveries/:id/redeliver", a.redeliver)
+		handle(http.MethodGet, est+"/webhooks", a.listWebhooks)
+		handle(http.MethodPost, est+"/webhooks/:id/rotate-secret", a.rotateSecret)
+		handle(http.MethodPost, est+"/webhooks/:id/enable", a.enableWebhook)
+		handle(http.MethodPost, est+"/webhooks/:id/ping", a.pingWebhook)
+		handle(http.MethodGet, est+"/webhooks/:id/deliveries", a.listDeliveries)
+		handle(http.MethodPost, "/admin/v1/deliveries/:id/redeliver", a.redeliver)
 	}
 	return a.authenticate(a.bounded(idempotency(r)))
 }
@@ -612,4 +617,47 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// observed returns h, telling Observe the status of each of its answers under route.
+func (a *API) observed(route string, h httprouter.Handle) httprouter.Handle {
+	observe := a.cfg.Observe
+	if observe == nil {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		sw := &statusWriter{ResponseWriter: w}
+		h(sw, r, ps)
+		observe(route, sw.statusCode())
+	}
+}
+
+// statusWriter records the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) statusCode() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
 }
