@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,32 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		}
 	}
 
+	// The deployment's alerts and dashboard name only metrics a process serves.
+	families := map[string]bool{}
+	for series := range metrics {
+		name, _, _ := strings.Cut(series, "{")
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			name = strings.TrimSuffix(name, suffix)
+		}
+		families[name] = true
+	}
+	for _, file := range []string{"deploy/alerts.yml", "deploy/grafana/dashboards/publisher.json"} {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := metricName.FindAllString(string(text), -1)
+		if len(names) == 0 {
+			t.Errorf("%s names no metric", file)
+		}
+		for _, name := range names {
+			name = strings.TrimSuffix(name, "_bucket")
+			if !families[name] {
+				t.Errorf("%s: %s is not served", file, name)
+			}
+		}
+	}
+
 	if r := do(t, http.MethodGet, m.AdminURL+"/admin/debug/pprof/heap?debug=1", nil); r.status != http.StatusUnauthorized {
 		t.Errorf("a profile without the token: %d", r.status)
 	}
@@ -102,6 +129,9 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		t.Errorf("heap profile with the token: %d %.100s", r.status, r.body)
 	}
 }
+
+// metricName finds the publisher's metric names in a text.
+var metricName = regexp.MustCompile(`\bpublisher_[a-z_]+[a-z]`)
 
 // scrape returns the samples of a Prometheus text exposition by name and labels.
 func scrape(t *testing.T, url string) map[string]string {

@@ -64,6 +64,7 @@ PUBLISHER_ADMIN_TOKEN=$token
 PUBLISHER_SECRET_KEYS=$(openssl rand -base64 32)
 NATS_PASSWORD=$(openssl rand -hex 24)
 NATS_ROUTE_PASSWORD=$(openssl rand -hex 24)
+GRAFANA_ADMIN_PASSWORD=$(openssl rand -hex 24)
 EOF
 # For the measurement only: quotas off, and each read node also on the host's loopback (through
 # the balancer's network, the others being internal) so that the revisions each one serves can
@@ -91,7 +92,8 @@ trap cleanup EXIT
 
 say "starting the topology"
 started=$(date +%s)
-"${compose[@]}" up -d --no-build 2>&1 | tail -n 3
+# Prometheus and Grafana have no image built here: every other service starts.
+"${compose[@]}" up -d --no-build nats-1 nats-2 nats-3 api-1 api-2 projector webhook clock admin lb 2>&1 | tail -n 3
 admin=http://127.0.0.1:8081
 auth=(-H "Authorization: Bearer $token" -H "Content-Type: application/json")
 # waitfor URL...: until each answers 2xx, for at most two minutes.
