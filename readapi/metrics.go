@@ -117,11 +117,27 @@ func (s *Server) measured(route int, h httprouter.Handle) httprouter.Handle {
 		start := s.now()
 		sw := m.writers.Get().(*statusWriter)
 		*sw = statusWriter{ResponseWriter: w}
+		defer m.done(route, sw, start, s.now)
 		h(sw, r, ps)
-		m.count(route, sw.statusCode(), s.now().Sub(start))
+	}
+}
+
+// done counts the answer sw recorded, a panicking handler's as the 500 it becomes, and puts sw
+// back.
+func (m *Metrics) done(route int, sw *statusWriter, start time.Time, now func() time.Time) {
+	status := sw.statusCode()
+	if v := recover(); v != nil {
+		if v != http.ErrAbortHandler {
+			status = http.StatusInternalServerError
+		}
+		m.count(route, status, now().Sub(start))
 		*sw = statusWriter{}
 		m.writers.Put(sw)
+		panic(v) // answered by the server's recovery, outside
 	}
+	m.count(route, status, now().Sub(start))
+	*sw = statusWriter{}
+	m.writers.Put(sw)
 }
 
 // measuredOther counts h's answers under the route "other".

@@ -104,3 +104,19 @@ func TestReadyzFollowsTheLag(t *testing.T) {
 		t.Errorf("/healthz behind an hour: %d", w.Code)
 	}
 }
+
+// TestMetricsCountAPanicAsA500: a handler that panics is answered 500 by the server's recovery
+// and counted as such, so that an alert on 5xx sees it.
+func TestMetricsCountAPanicAsA500(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newTestServer(t, panicSource{v: "boom"}, Config{Metrics: m}).Handler()
+	if w := serve(t, h, http.MethodGet, "/api/v1/establishments/"+alice, withKey(keyAlice)); w.Code != http.StatusInternalServerError {
+		t.Fatalf("status %d, want 500", w.Code)
+	}
+	if got := testutil.ToFloat64(m.requests[routeEstablishment][codeIndex("500")]); got != 1 {
+		t.Errorf("500s counted: %v, want 1", got)
+	}
+}
