@@ -158,21 +158,21 @@ func (l *limiter) storeUnlock(sh *limiterShard, k clientKey, tat int64, found bo
 // not, it returns the time until the next period.
 func (l *limiter) admitShare(e *shareEntry, m *membership, tat, now int64) (int64, bool) {
 	period := m.period(now)
-	// The room when the period began, as this node now knows it: what is left, and what it
-	// admitted itself since.
-	base := (l.window-(tat-now))/l.interval + int64(e.used)
 	n := int64(m.n)
+	room := (l.window - (tat - now)) / l.interval // what the client has left now
 	if e.period != period {
 		// The most any node may admit in a period is a share of the room at its start, rounded
 		// up: what a late node is assumed to have admitted in each period not reported yet.
-		base = (l.window - (tat - now)) / l.interval
-		prevCap := (base + n - 1) / n
+		prevCap := (room + n - 1) / n
 		if e.period == period-1 {
 			prevCap = int64(e.cap)
 		}
 		e.period, e.used, e.prevCap = period, 0, int32(min(prevCap, math.MaxInt32))
-		e.cap = int32(min((base+n-1)/n, math.MaxInt32))
+		e.cap = int32(min((room+n-1)/n, math.MaxInt32))
 	}
+	// The room when the period began, as this node now knows it: what is left, and what it
+	// admitted itself since.
+	base := room + int64(e.used)
 	if late := m.late(period); late > 0 {
 		base -= late * int64(e.prevCap)
 	}

@@ -69,9 +69,10 @@ func dataKeys(secrets []signingSecret) []string {
 
 // droppedKeys returns the data keys of before that after no longer uses.
 func droppedKeys(before, after []signingSecret) []string {
+	kept := dataKeys(after)
 	var out []string
 	for _, k := range dataKeys(before) {
-		if !slices.Contains(dataKeys(after), k) {
+		if !slices.Contains(kept, k) {
 			out = append(out, k)
 		}
 	}
@@ -271,8 +272,7 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 // leaves the outcome unknown.
 func definitelyNotWritten(err error) bool {
 	_, exists := errors.AsType[endpointExists](err)
-	return exists || errors.Is(err, ErrEndpointNotFound) || errors.Is(err, errTooManyWrites) ||
-		errors.Is(err, ErrInvalidSecret) || errors.Is(err, errSeal)
+	return exists || errors.Is(err, ErrEndpointNotFound) || errors.Is(err, errTooManyWrites) || errors.Is(err, errSeal)
 }
 
 // erase erases the data keys of secrets no record uses any more. One that fails to go is logged:
@@ -652,12 +652,4 @@ func (r *Registry) Sweep(ctx context.Context) (SweepReport, error) {
 		return rep, fmt.Errorf("sweep secrets: %w", err)
 	}
 	return rep, nil
-}
-
-func signingSecretsOf(dataKeys []string) []signingSecret {
-	out := make([]signingSecret, len(dataKeys))
-	for i, k := range dataKeys {
-		out[i].DataKey = k
-	}
-	return out
 }

@@ -113,31 +113,39 @@ func (a *natsAuth) options() ([]nats.Option, error) {
 // only its owner reads) on the first start.
 func embeddedUser(dir string) (seedFile string, user nkeys.KeyPair, err error) {
 	seedFile = filepath.Join(dir, embeddedSeedFile)
-	seed, err := os.ReadFile(seedFile)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(seedFile); errors.Is(err, fs.ErrNotExist) {
 		kp, err := nkeys.CreateUser()
 		if err != nil {
 			return "", nil, err
 		}
-		if seed, err = kp.Seed(); err != nil {
-			return "", nil, err
-		}
-		// O_EXCL: two processes starting on one directory keep the first seed written.
-		f, err := os.OpenFile(seedFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		seed, err := kp.Seed()
 		if err != nil {
-			return embeddedUserRead(seedFile)
-		}
-		_, werr := f.Write(append(seed, '\n'))
-		if err := errors.Join(werr, f.Close()); err != nil {
-			os.Remove(seedFile) // a partial seed would stop every later start
 			return "", nil, err
 		}
-		return seedFile, kp, nil
-	}
-	if err != nil {
-		return "", nil, err
+		if _, err := createOnce(seedFile, append(seed, '\n')); err != nil {
+			return "", nil, err
+		}
 	}
 	return embeddedUserRead(seedFile)
+}
+
+// createOnce writes content to a new file at path that only its owner reads, and says whether it
+// did: of two processes starting on one directory, the second finds the first's file and keeps
+// it. A file whose write failed is removed, since a partial one would stop every later start.
+func createOnce(path string, content []byte) (bool, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_, werr := f.Write(content)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		os.Remove(path)
+		return false, fmt.Errorf("write %s: %w", path, err)
+	}
+	return true, nil
 }
 
 func embeddedUserRead(seedFile string) (string, nkeys.KeyPair, error) {

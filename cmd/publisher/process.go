@@ -175,13 +175,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("open webhook dispatcher: %w", err)
 		}
-		if m.NATS == nil {
-			d := m.Webhooks
-			wc.SetReconnectHandler(func(nc *nats.Conn) {
-				m.Logger.Info("nats reconnected", "connection", nc.Opts.Name, "url", nc.ConnectedUrlRedacted())
-				d.Reconnected()
-			})
-		}
+		m.onReconnect(wc, m.Webhooks.Reconnected)
 	}
 	if c.has(roleAPI) || c.has(roleAdmin) {
 		if m.Files, err = provision(ctx, m, "the files store", func(ctx context.Context) (*events.Files, error) {
@@ -505,6 +499,19 @@ func (m *Main) dial(name string) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// onReconnect has nc, back from a disconnection from an external NATS, log so and call f: the
+// mirrors watch again at once rather than when the client notices that their watch's consumer
+// went with the server.
+func (m *Main) onReconnect(nc *nats.Conn, f func()) {
+	if m.NATS != nil {
+		return // the embedded server never goes away
+	}
+	nc.SetReconnectHandler(func(nc *nats.Conn) {
+		m.Logger.Info("nats reconnected", "connection", nc.Opts.Name, "url", nc.ConnectedUrlRedacted())
+		f()
+	})
+}
+
 // dialRole opens the connection of a role, closed with the others by Close.
 func (m *Main) dialRole(role string) (*nats.Conn, error) {
 	nc, err := m.dial("publisher-" + role)
@@ -544,15 +551,7 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if m.NATS == nil {
-		// Back from a disconnection, the mirror watches again at once rather than when the
-		// client notices that its watch's consumer went with the server.
-		mirror := m.Mirror
-		mc.SetReconnectHandler(func(nc *nats.Conn) {
-			m.Logger.Info("nats reconnected", "connection", nc.Opts.Name, "url", nc.ConnectedUrlRedacted())
-			mirror.Rewatch()
-		})
-	}
+	m.onReconnect(mc, m.Mirror.Rewatch)
 	m.run(runCtx, "mirror", m.Mirror.Run)
 	// Serve only once the mirror holds what the bucket holds; before that every answer is a 404.
 	// A large bucket on a busy node (a restart across midnight) can take a while: wait, saying so.
@@ -668,6 +667,9 @@ func (m *Main) status(ctx context.Context) map[string]any {
 	}
 	if seq, err := m.Store.LastStreamSequence(ctx); err == nil {
 		out["log_sequence"] = seq
+		if m.Projector != nil {
+			out["projector_behind_records"] = seq - min(seq, m.Projector.Position())
+		}
 	}
 	if p, err := m.Store.Placement(ctx); err == nil && p.Leader != "" {
 		out["log_placement"] = p
@@ -677,11 +679,6 @@ func (m *Main) status(ctx context.Context) map[string]any {
 	}
 	if m.mirrorLag != nil {
 		out["mirror_behind_seconds"] = m.mirrorLag.behind().Seconds()
-	}
-	if m.Projector != nil {
-		if seq, err := m.Store.LastStreamSequence(ctx); err == nil {
-			out["projector_behind_records"] = seq - min(seq, m.Projector.Position())
-		}
 	}
 	out["memory"] = memoryStatus()
 	if m.ClockRole != nil {

@@ -46,13 +46,11 @@ func (m *Main) masterKeys() (*webhook.MasterKeys, error) {
 		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)
 		}
-		key := webhook.NewMasterKey() + "\n"
-		// O_EXCL: of two processes starting on one directory, the second reads the first's key.
-		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-			_, werr := f.WriteString(key)
-			if err := errors.Join(werr, f.Close()); err != nil {
-				return nil, fmt.Errorf("write %s: %w", path, err)
-			}
+		created, cerr := createOnce(path, []byte(webhook.NewMasterKey()+"\n"))
+		if cerr != nil {
+			return nil, cerr
+		}
+		if created {
 			m.Logger.Info("webhook signing secrets: generated their master key", "file", path)
 		}
 		b, err = os.ReadFile(path)
