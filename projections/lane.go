@@ -94,7 +94,7 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 		if _, wrote := l.saved[string(slug)]; t.seq > 0 || !wrote {
 			return t, nil
 		}
-	} else if t.stored, err = l.p.storedSummary(ctx, string(slug)); err != nil {
+	} else if t.stored, err = l.p.summaryIn(ctx, l.p.cfg.KV, string(slug)); err != nil {
 		return nil, err
 	}
 	if t.seq+1 < before {
@@ -199,11 +199,11 @@ func (l *lane) writeState(ctx context.Context, t *tracked) error {
 	return err
 }
 
-// storedSummary returns the summary of the bundle stored for slug, nil when none is.
-func (p *Projector) storedSummary(ctx context.Context, slug string) (*summary, error) {
+// summaryIn returns the summary of the bundle kv holds for slug, nil when none is.
+func (p *Projector) summaryIn(ctx context.Context, kv Bucket, slug string) (*summary, error) {
 	var s *summary
 	err := p.retry(ctx, "read bundle of "+slug, func() error {
-		e, err := p.cfg.KV.Get(ctx, dockey.Key(slug))
+		e, err := kv.Get(ctx, dockey.Key(slug))
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			s = nil

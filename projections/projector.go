@@ -113,6 +113,17 @@ type Config struct {
 	// checkpoint written under another FilesURL is not resumed from: the whole log is replayed,
 	// and every bundle whose URLs moved is stored again.
 	FilesURL string
+	// Replaces, optional, is the bucket of bundles that KV is built to replace: the generation
+	// served while a rebuild renders the next one into KV. When the replay of the whole log
+	// stores an establishment KV holds nothing of, it decides the revision against the bundle
+	// Replaces holds, as if that one were stored in KV: the same documents keep their revision,
+	// different ones get a higher one. Settle finishes the job once the replaced generation no
+	// longer changes.
+	Replaces Bucket
+	// Progress, optional, is called during a replay of the whole log after each establishment
+	// reconciled with the stored bundles, with the number reconciled so far and the number of
+	// establishments of the log, from several goroutines at once.
+	Progress func(done, total int)
 }
 
 // Validate reports a missing dependency.
@@ -409,11 +420,20 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 		prints []uint64
 	)
 	if err := p.retry(ctx, "read the stored bundles", func() (err error) {
-		tally = reconciled{}
-		prints, err = p.storedPrints(ctx, slugs, &tally)
+		tally = reconciled{total: len(slugs)}
+		prints, err = p.storedPrints(ctx, p.cfg.KV, slugs, &tally)
 		return err
 	}); err != nil {
 		return 0, err
+	}
+	var floors []uint64 // the fingerprints of the bundles of the bucket replaced, if any
+	if p.cfg.Replaces != nil {
+		if err := p.retry(ctx, "read the bundles of the bucket replaced", func() (err error) {
+			floors, err = p.storedPrints(ctx, p.cfg.Replaces, slugs, nil)
+			return err
+		}); err != nil {
+			return 0, err
+		}
 	}
 	workers := min(p.cfg.Workers, runtime.GOMAXPROCS(0))
 	passes := passesFor(len(slugs), p.cfg.CacheSize, workers)
@@ -442,7 +462,11 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 		var share []storedPrint
 		for i, slug := range slugs {
 			if keep(slug) {
-				share = append(share, storedPrint{slug, prints[i]})
+				sp := storedPrint{slug: slug, print: prints[i]}
+				if floors != nil {
+					sp.floor = floors[i]
+				}
+				share = append(share, sp)
 			}
 		}
 		if err := p.reconcile(ctx, lanes, share, &tally); err != nil {
@@ -618,6 +642,8 @@ func (p *Projector) read(ctx context.Context, from uint64, skipped func(seq uint
 // reconciled counts what a replay's reconciliation did, over all its passes.
 type reconciled struct {
 	mu       sync.Mutex
+	total    int // establishments of the log
+	done     int // establishments reconciled
 	written  int
 	absent   int
 	examples []string // the first absentExamples absent ones by slug
@@ -639,15 +665,20 @@ func (r *reconciled) noteAbsent(slug string) {
 // revision + 1).
 func (p *Projector) reconcile(ctx context.Context, lanes []*lane, share []storedPrint, tally *reconciled) error {
 	_, err := fanOut(ctx, lanes, func(s storedPrint) string { return s.slug }, func(ctx context.Context, l *lane, s storedPrint) error {
-		written, err := p.reconcileOne(ctx, l, s.slug, s.print)
+		written, err := p.reconcileOne(ctx, l, s)
 		if errors.Is(err, errAbsentFromLog) {
 			tally.noteAbsent(s.slug)
-			return nil
+			err = nil
 		}
+		tally.mu.Lock()
 		if written {
-			tally.mu.Lock()
 			tally.written++
-			tally.mu.Unlock()
+		}
+		tally.done++
+		done := tally.done
+		tally.mu.Unlock()
+		if err == nil && p.cfg.Progress != nil {
+			p.cfg.Progress(done, tally.total)
 		}
 		return err
 	}, func(ctx context.Context, dispatch func(storedPrint) error) (uint64, error) {
@@ -662,20 +693,21 @@ func (p *Projector) reconcile(ctx context.Context, lanes []*lane, share []stored
 }
 
 // storedPrint is an establishment of the log and the fingerprint of the summary of its stored
-// bundle, 0 when none was stored or its summary has none.
+// bundle, 0 when none was stored or its summary has none; floor is that of its bundle in
+// Config.Replaces.
 type storedPrint struct {
-	slug  string
-	print uint64
+	slug         string
+	print, floor uint64
 }
 
-// storedPrints reads every bundle of the bucket once, in the bucket's order, and returns the
+// storedPrints reads every bundle of kv once, in the bucket's order, and returns the
 // fingerprint of each one's summary at the index of its establishment in slugs (sorted): 0 where
-// none is stored or its summary has no fingerprint. It counts in tally the bundles of
+// none is stored or its summary has no fingerprint. It counts in tally, unless nil, the bundles of
 // establishments absent from slugs. One read of the bucket in its order costs far less than a read
 // per establishment, each of which loads a block of the store's files: the reconciliation of an
 // establishment whose stored bundle is the replayed one reads nothing more.
-func (p *Projector) storedPrints(ctx context.Context, slugs []string, tally *reconciled) ([]uint64, error) {
-	w, err := p.cfg.KV.Watch(ctx, dockey.Watch, jetstream.IgnoreDeletes())
+func (p *Projector) storedPrints(ctx context.Context, kv Bucket, slugs []string, tally *reconciled) ([]uint64, error) {
+	w, err := kv.Watch(ctx, dockey.Watch, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("read stored bundles: %w", err)
 	}
@@ -711,7 +743,9 @@ func (p *Projector) storedPrints(ctx context.Context, slugs []string, tally *rec
 		}
 		i, found := slices.BinarySearch(slugs, slug)
 		if !found {
-			tally.noteAbsent(slug)
+			if tally != nil {
+				tally.noteAbsent(slug)
+			}
 			continue
 		}
 		if s, err := summarizeStored(e.Value()); err == nil {
@@ -727,8 +761,9 @@ var errAbsentFromLog = errors.New("stored bundle of an establishment absent from
 const absentExamples = 5
 
 // reconcileOne reconciles one establishment of the replay with its stored bundle, whose summary's
-// fingerprint is print, and reports whether it stored a bundle.
-func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string, print uint64) (bool, error) {
+// fingerprint is s.print, and reports whether it stored a bundle.
+func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (bool, error) {
+	slug, print := s.slug, s.print
 	t, ok := l.cache.Peek(slug)
 	if !ok {
 		parsed, err := domain.ParseSlug(slug)
@@ -747,9 +782,12 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, slug string, prin
 		// render, nor to read again.
 		return false, p.reannounce(ctx, t)
 	}
-	stored, err := p.storedSummary(ctx, slug)
+	stored, err := p.summaryIn(ctx, p.cfg.KV, slug)
 	if err != nil {
 		return false, err
+	}
+	if stored == nil && p.cfg.Replaces != nil && t != nil && t.stored != nil {
+		return p.replace(ctx, t, s.floor)
 	}
 	if t == nil || t.stored == nil {
 		// The log holds no creation for this slug, or its replayed state cannot be read back.

@@ -70,6 +70,8 @@ type VerifyConfig struct {
 	Logger *slog.Logger
 	// FilesURL is the base URL the projector gives uploaded files under (Config.FilesURL).
 	FilesURL string
+	// Slugs, when not empty, are the only establishments checked.
+	Slugs []string
 }
 
 // Verify rebuilds, for every establishment of the log and of the bucket, the bundle a replay of
@@ -101,9 +103,11 @@ func Verify(ctx context.Context, cfg VerifyConfig) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("projections: verify: %w", err)
 	}
-	slugs, err := verifySlugs(ctx, cfg)
-	if err != nil {
-		return Report{}, fmt.Errorf("projections: verify: %w", err)
+	slugs := cfg.Slugs
+	if len(slugs) == 0 {
+		if slugs, err = verifySlugs(ctx, cfg); err != nil {
+			return Report{}, fmt.Errorf("projections: verify: %w", err)
+		}
 	}
 
 	r := Report{Position: position, Differences: []Difference{}}

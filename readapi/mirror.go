@@ -34,12 +34,32 @@ type documentSource interface {
 // its documents at one revision, and the mirror never goes back to a lower content_revision than
 // one it has served. An undecodable or invalid value is logged and skipped: the previous bundle of
 // that establishment stays in service.
+//
+// A mirror can move to another generation of the bucket, one a rebuild made: Prepare loads it
+// beside the one served, and Switch serves it, every establishment at once, as soon as it holds
+// every write up to a given revision.
 type Mirror struct {
-	kv jetstream.KeyValue
-	// rewatch asks Run to start its watch again (see Rewatch).
-	rewatch chan struct{}
-	logger  *slog.Logger
+	// cur is the generation served; written by the watcher goroutine only.
+	cur atomic.Pointer[view]
+	// rewatch asks Run to start its watches again (see Rewatch); requested says that request
+	// holds the last call of Prepare, Switch or Abandon, for Run to act on.
+	rewatch   chan struct{}
+	requested chan struct{}
+	request   atomic.Pointer[generationRequest]
+	logger    *slog.Logger
 
+	ready   chan struct{} // closed once the initial values of the first generation are visible
+	running atomic.Bool
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced after each visible change; guarded by mu
+
+	// next is the generation being prepared, for Stats; written by the watcher goroutine only.
+	next atomic.Pointer[view]
+}
+
+// view is one generation of the bucket as the mirror holds it.
+type view struct {
+	kv jetstream.KeyValue
 	// index maps a slug to its slot, in indexShards maps by a hash of the slug. A published map
 	// is never written again: adding a slug publishes a copy of its shard, a few hundredths of
 	// the establishments, not of all of them. Updates and deletes of a known slug only store
@@ -50,15 +70,25 @@ type Mirror struct {
 	// What the current entries hold, for Stats; written by the watcher goroutine only.
 	establishments, documentBytes, heldBytes atomic.Int64
 
-	ready   chan struct{} // closed once the initial values are visible
-	running atomic.Bool
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced after each visible change; guarded by mu
-
 	// Watcher goroutine only: the initial values are gathered in pending and published at once.
 	caughtUp   bool
 	pending    map[string]*slot
 	pendingRev uint64
+}
+
+func newView(kv jetstream.KeyValue) *view {
+	v := &view{kv: kv, pending: make(map[string]*slot)}
+	for i := range v.index {
+		v.index[i].Store(&map[string]*slot{})
+	}
+	return v
+}
+
+// generationRequest is a call of Prepare (rev 0, switchNow false), Switch or Abandon (kv nil).
+type generationRequest struct {
+	kv        jetstream.KeyValue
+	switchNow bool
+	rev       uint64
 }
 
 // indexShards is the number of maps the index is split into; a power of two.
@@ -75,8 +105,8 @@ type slot struct {
 	held int64
 }
 
-// NewMirror returns a mirror of the bundles in kv, the dockey.Bucket bucket. It stays empty until
-// Run is called.
+// NewMirror returns a mirror of the bundles in kv, the dockey.Bucket bucket or a later generation
+// of it. It stays empty until Run is called.
 func NewMirror(kv jetstream.KeyValue, logger *slog.Logger) (*Mirror, error) {
 	var errs []error
 	if kv == nil {
@@ -89,17 +119,45 @@ func NewMirror(kv jetstream.KeyValue, logger *slog.Logger) (*Mirror, error) {
 		return nil, err
 	}
 	m := &Mirror{
-		kv:      kv,
-		rewatch: make(chan struct{}, 1),
-		logger:  logger,
-		ready:   make(chan struct{}),
-		changed: make(chan struct{}),
-		pending: make(map[string]*slot),
+		rewatch:   make(chan struct{}, 1),
+		requested: make(chan struct{}, 1),
+		logger:    logger,
+		ready:     make(chan struct{}),
+		changed:   make(chan struct{}),
 	}
-	for i := range m.index {
-		m.index[i].Store(&map[string]*slot{})
-	}
+	m.cur.Store(newView(kv))
 	return m, nil
+}
+
+// watching is a view and the watch that fills it.
+type watching struct {
+	v    *view
+	w    jetstream.KeyWatcher
+	stop context.CancelFunc
+}
+
+// watch starts a watch of v's bucket from revision from (1 for every value), with a context of
+// its own, ended when it is replaced: the client keeps a goroutine per watch until its context
+// ends.
+func watch(ctx context.Context, v *view, from uint64) (*watching, error) {
+	wctx, stop := context.WithCancel(ctx)
+	var opts []jetstream.WatchOpt
+	if from > 1 {
+		opts = append(opts, jetstream.ResumeFromRevision(from))
+	}
+	w, err := v.kv.Watch(wctx, dockey.Watch, opts...)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return &watching{v: v, w: w, stop: stop}, nil
+}
+
+// end stops the watch; what it still delivers is drained in the background.
+func (w *watching) end() {
+	_ = w.w.Stop()
+	w.stop()
+	go drainWatch(w.w)
 }
 
 // Run watches the bucket and applies every bundle to the mirror until ctx is done, then returns
@@ -109,24 +167,34 @@ func (m *Mirror) Run(ctx context.Context) error {
 	if !m.running.CompareAndSwap(false, true) {
 		return errors.New("readapi: mirror is already running")
 	}
-	// Each watch has a context of its own, ended when it is replaced: the client keeps a goroutine
-	// per watch until its context ends.
-	wctx, stopWatch := context.WithCancel(ctx)
-	w, err := m.kv.Watch(wctx, dockey.Watch)
+	cur, err := watch(ctx, m.cur.Load(), 1)
 	if err != nil {
-		stopWatch()
 		if ctx.Err() != nil {
 			return nil // stopped while starting
 		}
 		return fmt.Errorf("readapi: watch %s: %w", dockey.Watch, err)
 	}
-	defer func() { stopWatch(); _ = w.Stop() }() // already stopped when ctx ended
+	var (
+		next      *watching // the generation prepared, if any
+		switchAt  uint64    // with switching, the revision of next to hold before serving it
+		switching bool
+	)
+	defer func() {
+		cur.end() // already stopped when ctx ended
+		if next != nil {
+			next.end()
+		}
+	}()
 	failures := 0
 	// The watcher closes Updates once ctx is done; draining until then keeps its delivery
 	// goroutine from blocking on a full channel.
 	for {
+		var nextUpdates <-chan jetstream.KeyValueEntry
+		if next != nil {
+			nextUpdates = next.w.Updates()
+		}
 		select {
-		case kve, ok := <-w.Updates():
+		case kve, ok := <-cur.w.Updates():
 			if !ok {
 				if ctx.Err() != nil {
 					return nil
@@ -136,17 +204,65 @@ func (m *Mirror) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				continue
 			}
-			m.apply(kve)
+			m.apply(cur.v, kve, true)
+		case kve, ok := <-nextUpdates:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				m.logger.Warn("bundle mirror: the watch of the next generation ended; it is prepared again", "bucket", next.v.kv.Bucket())
+				kv := next.v.kv
+				next.end()
+				next = nil
+				m.next.Store(nil)
+				m.ask(generationRequest{kv: kv, switchNow: switching, rev: switchAt})
+				continue
+			}
+			if ctx.Err() != nil {
+				continue
+			}
+			m.apply(next.v, kve, false)
+		case <-m.requested:
+			req := m.request.Swap(nil)
+			if ctx.Err() != nil || req == nil {
+				continue
+			}
+			if req.kv == nil || req.kv.Bucket() == cur.v.kv.Bucket() {
+				// Abandoned, or the generation served already.
+				if next != nil {
+					next.end()
+					next = nil
+					m.next.Store(nil)
+				}
+				switching = false
+				continue
+			}
+			if next == nil || next.v.kv.Bucket() != req.kv.Bucket() {
+				if next != nil {
+					next.end()
+				}
+				nw, err := watch(ctx, newView(req.kv), 1)
+				if err != nil {
+					m.logger.Warn("bundle mirror: the next generation cannot be watched yet, trying every second", "bucket", req.kv.Bucket(), "err", err)
+					next = nil
+					m.next.Store(nil)
+					time.AfterFunc(time.Second, func() { m.ask(*req) })
+					continue
+				}
+				next = nw
+				m.next.Store(nw.v)
+				m.logger.Info("bundle mirror: loading the next generation", "bucket", req.kv.Bucket())
+			}
+			if req.switchNow {
+				switching, switchAt = true, max(switchAt, req.rev)
+			}
 		case <-m.rewatch:
 			if ctx.Err() != nil {
 				continue
 			}
 			// From the revision after the last handled: the mirror skips what it has already.
-			from := max(m.applied.Load(), m.pendingRev) + 1
-			nctx, stopNew := context.WithCancel(ctx)
-			nw, err := m.kv.Watch(nctx, dockey.Watch, jetstream.ResumeFromRevision(from))
+			nw, err := watch(ctx, cur.v, max(cur.v.applied.Load(), cur.v.pendingRev)+1)
 			if err != nil {
-				stopNew()
 				if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrStreamNotFound) {
 					m.logger.Error("bundle mirror: the bucket is gone; serving what it holds", "err", err)
 					continue
@@ -154,25 +270,92 @@ func (m *Mirror) Run(ctx context.Context) error {
 				// The server may not serve JetStream yet: again in a second, the current watch
 				// kept meanwhile.
 				if failures++; failures%30 == 1 {
-					m.logger.Warn("bundle mirror: watch not restarted yet, trying every second", "from_revision", from, "err", err)
+					m.logger.Warn("bundle mirror: watch not restarted yet, trying every second", "err", err)
 				}
 				time.AfterFunc(time.Second, m.Rewatch)
 				continue
 			}
 			failures = 0
-			old, stopOld := w, stopWatch
-			w, stopWatch = nw, stopNew
-			_ = old.Stop()
-			stopOld()
-			go drainWatch(old)
+			cur.end()
+			cur = nw
+			if next != nil {
+				if nn, err := watch(ctx, next.v, max(next.v.applied.Load(), next.v.pendingRev)+1); err == nil {
+					next.end()
+					next = nn
+				}
+			}
+		}
+		if switching && next != nil && next.v.caughtUp && next.v.applied.Load() >= switchAt {
+			m.switchTo(cur.v, next.v)
+			cur.end()
+			cur, next, switching, switchAt = next, nil, false, 0
+			m.next.Store(nil)
 		}
 	}
 }
 
-// Applied returns the bucket revision up to which the mirror has handled every bundle write.
-func (m *Mirror) Applied() uint64 { return m.applied.Load() }
+// Prepare starts loading kv, a later generation of the bucket, beside the one served.
+func (m *Mirror) Prepare(kv jetstream.KeyValue) { m.ask(generationRequest{kv: kv}) }
 
-// Rewatch makes Run start its watch again from the revision after the last it handled. Called
+// Switch serves kv, a later generation of the bucket, in place of the one served, as soon as the
+// mirror holds every write to it up to revision rev: every establishment at once, none at a lower
+// content_revision than it had (one that would go back keeps its entry, and its held revision).
+func (m *Mirror) Switch(kv jetstream.KeyValue, rev uint64) {
+	m.ask(generationRequest{kv: kv, switchNow: true, rev: rev})
+}
+
+// Abandon drops the generation prepared, if any.
+func (m *Mirror) Abandon() { m.ask(generationRequest{}) }
+
+// ask passes r to Run, in place of any request it has not acted on yet: only the last counts.
+func (m *Mirror) ask(r generationRequest) {
+	if m.request.Swap(&r) == nil {
+		select {
+		case m.requested <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Bucket returns the generation of the bucket served.
+func (m *Mirror) Bucket() jetstream.KeyValue { return m.cur.Load().kv }
+
+// switchTo makes next, caught up, the view served in place of cur; for the watcher goroutine.
+func (m *Mirror) switchTo(cur, next *view) {
+	kept, gone := 0, 0
+	for i := range next.index {
+		for slug, s := range *next.index[i].Load() {
+			old := (*cur.index[i].Load())[slug]
+			if old == nil || old.held <= s.held {
+				continue
+			}
+			// The new generation is behind what was served: the served entry stays until it
+			// catches up.
+			kept++
+			s.held = old.held
+			next.swap(s, old.current.Load())
+		}
+	}
+	for i := range cur.index {
+		for slug, s := range *cur.index[i].Load() {
+			if s.current.Load() != nil && (*next.index[i].Load())[slug] == nil {
+				gone++
+			}
+		}
+	}
+	m.cur.Store(next)
+	m.notify()
+	m.logger.Info("bundle mirror: serving the next generation", "bucket", next.kv.Bucket(),
+		"establishments", next.establishments.Load(), "was", cur.kv.Bucket())
+	if kept > 0 || gone > 0 {
+		m.logger.Warn("bundle mirror: the next generation is behind the one served", "kept_entries", kept, "establishments_gone", gone)
+	}
+}
+
+// Applied returns the bucket revision up to which the mirror has handled every bundle write.
+func (m *Mirror) Applied() uint64 { return m.cur.Load().applied.Load() }
+
+// Rewatch makes Run start its watches again from the revision after the last each handled. Called
 // when the connection came back: a watch whose consumer was lost with its server would otherwise
 // resume only once the client noticed the missing heartbeats, a quarter of a minute later, the
 // mirror serving what it held meanwhile.
@@ -214,10 +397,12 @@ func (m *Mirror) WaitRevision(ctx context.Context, slug string, rev int64) error
 }
 
 // WaitBucketRevision blocks until the mirror has handled every bundle key write up to the bucket
-// revision rev (the value returned by a KV Put), whether it applied or skipped them, or ctx is
-// done. rev must be the revision of a write under a bundle key: other keys are not watched.
+// revision rev (the value returned by a KV Put to the generation Bucket returns), whether it
+// applied or skipped them, or until it serves another generation, or ctx is done. rev must be the
+// revision of a write under a bundle key: other keys are not watched.
 func (m *Mirror) WaitBucketRevision(ctx context.Context, rev uint64) error {
-	return m.wait(ctx, func() bool { return m.applied.Load() >= rev },
+	v := m.cur.Load()
+	return m.wait(ctx, func() bool { return m.cur.Load() != v || v.applied.Load() >= rev },
 		func() error { return fmt.Errorf("readapi: wait for bucket revision %d", rev) })
 }
 
@@ -241,65 +426,74 @@ func (m *Mirror) wait(ctx context.Context, done func() bool, describe func() err
 
 // lookup returns the current entry of slug, or nil.
 func (m *Mirror) lookup(slug string) *served {
-	s := (*m.index[shardOf(slug)].Load())[slug]
+	s := (*m.cur.Load().index[shardOf(slug)].Load())[slug]
 	if s == nil {
 		return nil
 	}
 	return s.current.Load()
 }
 
-// apply handles one watcher delivery: a nil entry marks the end of the initial values.
-func (m *Mirror) apply(kve jetstream.KeyValueEntry) {
+// apply handles one watcher delivery to v: a nil entry marks the end of the initial values. served
+// says v is the view served, whose changes wake waiters.
+func (m *Mirror) apply(v *view, kve jetstream.KeyValueEntry, served bool) {
 	if kve == nil {
-		m.catchUp()
+		if !v.caughtUp {
+			m.catchUp(v, served)
+		}
 		return
 	}
 	rev := kve.Revision()
-	m.handle(kve)
-	if !m.caughtUp {
+	m.handle(v, kve)
+	if !v.caughtUp {
 		// Made visible, with every initial value, by catchUp.
-		m.pendingRev = max(m.pendingRev, rev)
+		v.pendingRev = max(v.pendingRev, rev)
 		return
 	}
-	m.applied.Store(rev)
-	m.notify()
+	v.applied.Store(rev)
+	if served {
+		m.notify()
+	}
 }
 
-// catchUp publishes the initial values at once and marks the mirror ready.
-func (m *Mirror) catchUp() {
-	if m.caughtUp {
-		return
-	}
-	m.caughtUp = true
+// catchUp publishes the initial values of v at once; the view served first marks the mirror
+// ready.
+func (m *Mirror) catchUp(v *view, served bool) {
+	v.caughtUp = true
 	var shards [indexShards]map[string]*slot
 	for i := range shards {
-		shards[i] = make(map[string]*slot, len(m.pending)/indexShards)
+		shards[i] = make(map[string]*slot, len(v.pending)/indexShards)
 	}
-	for slug, s := range m.pending {
+	for slug, s := range v.pending {
 		shards[shardOf(slug)][slug] = s
 	}
 	for i := range shards {
-		m.index[i].Store(&shards[i])
+		v.index[i].Store(&shards[i])
 	}
-	established := len(m.pending)
-	m.pending = nil
-	m.applied.Store(m.pendingRev)
-	close(m.ready)
-	m.notify()
-	m.logger.Info("bundle mirror caught up", "establishments", established)
+	established := len(v.pending)
+	v.pending = nil
+	v.applied.Store(v.pendingRev)
+	if served {
+		select {
+		case <-m.ready:
+		default:
+			close(m.ready)
+		}
+		m.notify()
+	}
+	m.logger.Info("bundle mirror caught up", "establishments", established, "bucket", v.kv.Bucket())
 }
 
-func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
+func (m *Mirror) handle(v *view, kve jetstream.KeyValueEntry) {
 	key, rev := kve.Key(), kve.Revision()
 	slug, ok := dockey.SlugOf(key)
 	if !ok || !validSlug(slug) {
 		m.logger.Warn("skip bundle under an invalid key", "key", key, "bucket_revision", rev)
 		return
 	}
-	s := m.slot(slug)
+	s := v.slot(slug)
 	if kve.Operation() != jetstream.KeyValuePut {
 		if s != nil && s.current.Load() != nil {
-			m.swap(s, nil)
+			v.swap(s, nil)
 			m.logger.Info("bundle removed", "slug", slug, "bucket_revision", rev)
 		}
 		return
@@ -311,8 +505,8 @@ func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
 	}
 	if s == nil {
 		s = &slot{held: e.revision}
-		m.swap(s, e)
-		m.addSlot(slug, s)
+		v.swap(s, e)
+		v.addSlot(slug, s)
 		return
 	}
 	if e.revision < s.held {
@@ -321,20 +515,20 @@ func (m *Mirror) handle(kve jetstream.KeyValueEntry) {
 		return
 	}
 	s.held = e.revision
-	m.swap(s, e)
+	v.swap(s, e)
 }
 
 // swap makes e, nil for none, the current entry of s; for the watcher goroutine.
-func (m *Mirror) swap(s *slot, e *served) {
+func (v *view) swap(s *slot, e *served) {
 	if old := s.current.Swap(e); old != nil {
-		m.establishments.Add(-1)
-		m.documentBytes.Add(-int64(old.documentBytes()))
-		m.heldBytes.Add(-int64(old.size))
+		v.establishments.Add(-1)
+		v.documentBytes.Add(-int64(old.documentBytes()))
+		v.heldBytes.Add(-int64(old.size))
 	}
 	if e != nil {
-		m.establishments.Add(1)
-		m.documentBytes.Add(int64(e.documentBytes()))
-		m.heldBytes.Add(int64(e.size))
+		v.establishments.Add(1)
+		v.documentBytes.Add(int64(e.documentBytes()))
+		v.heldBytes.Add(int64(e.size))
 	}
 }
 
@@ -348,33 +542,47 @@ type MirrorStats struct {
 	// HeldBytes is the size of the arrays the bundles are held in: the documents, their
 	// entity tags and header values, and their locations.
 	HeldBytes int64 `json:"held_bytes"`
+	// Bucket names the generation of the bucket served.
+	Bucket string `json:"bucket"`
+	// Next describes the generation being loaded beside it, while a rebuild prepares one.
+	Next *MirrorStats `json:"next,omitempty"`
 }
 
-// Stats returns what the mirror holds now.
+// Stats returns what the mirror holds now, its figures those of the generation served.
 func (m *Mirror) Stats() MirrorStats {
+	st := m.cur.Load().stats()
+	if next := m.next.Load(); next != nil {
+		ns := next.stats()
+		st.Next = &ns
+	}
+	return st
+}
+
+func (v *view) stats() MirrorStats {
 	return MirrorStats{
-		Establishments: m.establishments.Load(),
-		DocumentBytes:  m.documentBytes.Load(),
-		HeldBytes:      m.heldBytes.Load(),
+		Establishments: v.establishments.Load(),
+		DocumentBytes:  v.documentBytes.Load(),
+		HeldBytes:      v.heldBytes.Load(),
+		Bucket:         v.kv.Bucket(),
 	}
 }
 
 // slot returns the slot of slug, or nil; for the watcher goroutine.
-func (m *Mirror) slot(slug string) *slot {
-	if !m.caughtUp {
-		return m.pending[slug]
+func (v *view) slot(slug string) *slot {
+	if !v.caughtUp {
+		return v.pending[slug]
 	}
-	return (*m.index[shardOf(slug)].Load())[slug]
+	return (*v.index[shardOf(slug)].Load())[slug]
 }
 
 // addSlot adds a slug: in place while the initial values load (nothing is published yet), by
 // publishing a copy of its shard afterwards, so that a published map is never written.
-func (m *Mirror) addSlot(slug string, s *slot) {
-	if !m.caughtUp {
-		m.pending[slug] = s
+func (v *view) addSlot(slug string, s *slot) {
+	if !v.caughtUp {
+		v.pending[slug] = s
 		return
 	}
-	shard := &m.index[shardOf(slug)]
+	shard := &v.index[shardOf(slug)]
 	next := make(map[string]*slot, len(*shard.Load())+1)
 	maps.Copy(next, *shard.Load())
 	next[slug] = s

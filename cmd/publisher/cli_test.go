@@ -138,7 +138,7 @@ func TestVerifyCommand(t *testing.T) {
 // The bar of verify shows the establishments checked, their total, the rate and the end.
 func TestVerifyProgressBar(t *testing.T) {
 	var out lockedBuffer
-	show, stop := startVerifyProgress(&out, "bar", time.Second, time.Now())
+	show, stop := startProgress(&out, "bar", time.Second, time.Now(), "verified")
 	show(1, 3)
 	show(3, 3)
 	show(2, 3) // reported late by another worker: the bar does not go back

@@ -206,8 +206,8 @@ func TestOneProjectorAtATime(t *testing.T) {
 	firstLogs, secondLogs := &syncBuffer{}, &syncBuffer{}
 	first := open(firstLogs, roleProjector, roleAdmin)
 	second := open(secondLogs, roleProjector, roleAPI, roleAdmin)
-	if first.Projector == nil || second.Projector != nil {
-		t.Fatalf("projectors: first %v, second %v; want the first only", first.Projector != nil, second.Projector != nil)
+	if first.Projector() == nil || second.Projector() != nil {
+		t.Fatalf("projectors: first %v, second %v; want the first only", first.Projector() != nil, second.Projector() != nil)
 	}
 	eventually(t, "the second standing by", func() bool { return strings.Contains(secondLogs.String(), "standing by") })
 	key := importDemo(t, first)
@@ -260,7 +260,7 @@ func TestProjectorLeaseLostAndTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	if m.Projector != nil {
+	if m.Projector() != nil {
 		t.Fatal("the lease of another holder was taken at once")
 	}
 	deadline := time.Now().Add(leaseTTL + 5*time.Second)

@@ -23,7 +23,7 @@ const demoSlug = "chez-marcel"
 // loadDemo imports the sample establishment, makes sure it has a key to show, waits until it is
 // served, and prints ready-to-paste requests.
 func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
-	if m.Projector == nil || m.HTTPURL == "" {
+	if !m.Config.has(roleProjector) || m.HTTPURL == "" {
 		return errors.New("--demo needs the api and projector roles")
 	}
 	snap, err := domain.ParseInput(bytes.NewReader(demoSnapshot))

@@ -19,17 +19,33 @@ const lagCheckEvery = time.Second
 // second it reads the revision of the bucket's last bundle write (one NATS request, never on a
 // read's path) and compares it with what the mirror applied.
 type mirrorLag struct {
+	js     jetstream.JetStream
 	mirror *readapi.Mirror
+	bucket string           // the generation of the bucket stream is of
 	stream jetstream.Stream // the bucket's stream
 	since  atomic.Int64     // Unix ns since which the mirror is behind; 0 when it is not
 }
 
 func newMirrorLag(ctx context.Context, js jetstream.JetStream, mirror *readapi.Mirror) (*mirrorLag, error) {
-	stream, err := js.Stream(ctx, "KV_"+dockey.Bucket)
-	if err != nil {
+	l := &mirrorLag{js: js, mirror: mirror}
+	if err := l.bind(ctx); err != nil {
 		return nil, err
 	}
-	return &mirrorLag{mirror: mirror, stream: stream}, nil
+	return l, nil
+}
+
+// bind binds to the stream of the generation of the bucket the mirror serves.
+func (l *mirrorLag) bind(ctx context.Context) error {
+	bucket := l.mirror.Bucket().Bucket()
+	if bucket == l.bucket {
+		return nil
+	}
+	stream, err := l.js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return err
+	}
+	l.bucket, l.stream = bucket, stream
+	return nil
 }
 
 // behind says how long the mirror has been behind the bucket, 0 when it is not, or when NATS
@@ -52,7 +68,11 @@ func (l *mirrorLag) run(ctx context.Context) error {
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, lagCheckEvery)
-		msg, err := l.stream.GetLastMsgForSubject(rctx, "$KV."+dockey.Bucket+"."+dockey.Watch)
+		var msg *jetstream.RawStreamMsg
+		err := l.bind(rctx)
+		if err == nil {
+			msg, err = l.stream.GetLastMsgForSubject(rctx, "$KV."+l.bucket+"."+dockey.Watch)
+		}
 		cancel()
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):

@@ -106,9 +106,7 @@ func (l *lease) keep(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			// Let a standby take over at once rather than when the lease expires.
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = l.kv.Delete(dctx, l.name, jetstream.LastRevision(l.rev))
-			cancel()
+			l.release(ctx)
 			return nil
 		case <-t.C:
 		}
@@ -137,4 +135,11 @@ func (l *lease) keep(ctx context.Context) error {
 		}
 		l.lastErr = err
 	}
+}
+
+// release gives the lease up at once, for another process to take it.
+func (l *lease) release(ctx context.Context) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_ = l.kv.Delete(dctx, l.name, jetstream.LastRevision(l.rev))
 }

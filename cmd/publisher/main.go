@@ -37,6 +37,9 @@ commands:
   admin     drive the admin API: get, list, activate, enable-api, disable-api, regenerate-key,
             set-redirect, publish-version, withdraw-version, add-webhook, remove-webhook, status
   verify    replay the event log in memory and compare it with the live documents, byte for byte
+  rebuild   render the log into a new generation of the documents while the current one is
+            served, verify it, switch every process to it at once and announce what changed;
+            run again after an interruption, it resumes
 
 Run 'publisher <command> -h' for the flags of a command; every flag has an environment twin.
 `
@@ -55,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return adminCommand(ctx, args[1:], stdout, stderr, getenv)
 	case "verify":
 		return verify(ctx, args[1:], stdout, stderr, getenv)
+	case "rebuild":
+		return rebuildCommand(ctx, args[1:], stdout, stderr, getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

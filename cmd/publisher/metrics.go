@@ -52,12 +52,22 @@ func (m *Main) openMetrics() {
 		seq, _ := m.Store.LastStreamSequence(ctx)
 		return float64(seq)
 	})
-	if m.Projector != nil {
-		p := m.Projector
-		gauge("projector_position", "Sequence of the last record the projector stored the documents of.", func() float64 {
-			return float64(p.Position())
+	if m.Config.has(roleProjector) {
+		// Only while this process projects: a standby has no position of its own.
+		position := prometheus.NewDesc("publisher_projector_position", "Sequence of the last record the projector stored the documents of.", nil, nil)
+		reg.MustRegister(collectorFunc{
+			describe: func(ch chan<- *prometheus.Desc) { ch <- position },
+			collect: func(ch chan<- prometheus.Metric) {
+				if p := m.Projector(); p != nil {
+					ch <- prometheus.MustNewConstMetric(position, prometheus.GaugeValue, float64(p.Position()))
+				}
+			},
 		})
 	}
+	gauge("documents_generation", "Generation of the documents bucket served.", func() float64 {
+		g, _ := m.Generations.state()
+		return float64(g.current())
+	})
 }
 
 // adminObserver counts the admin API's answers by route and status, or is nil without metrics.

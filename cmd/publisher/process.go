@@ -44,12 +44,13 @@ type Main struct {
 	NATS       *server.Server // nil with an external NATS
 	Conn       *nats.Conn
 	Store      *events.Store
-	Docs       jetstream.KeyValue // the documents bucket
+	Docs       jetstream.KeyValue // the generation of the documents bucket served when Open ran
 	Snapshots  *events.Snapshots
 	Files      *events.Files // uploaded menu files, when the api or admin role runs
 	Commands   *app.Commands
-	Projector  *projections.Projector
 	Mirror     *readapi.Mirror
+	// Generations follows which generation of the documents is served.
+	Generations *generationWatch
 	HTTPURL    string // base URL of the read API, when the api role runs
 	AdminURL   string // base URL of the admin API, when the admin role runs
 	MetricsURL string // base URL of the metrics listener, when one is configured
@@ -74,11 +75,23 @@ type Main struct {
 	waiting   atomic.Pointer[string]
 	metrics   *prometheus.Registry // nil without a metrics listener
 	mirrorLag *mirrorLag           // nil without the read API
-	// projectorState is the projector's bucket, read for its checkpoints when the projector runs
-	// in another process.
-	projectorState jetstream.KeyValue
+	// projector is the projector this process runs, nil while it runs none.
+	projector atomic.Pointer[projections.Projector]
+	// projectorState is the projector's bucket of the generation served, read for its
+	// checkpoints when the projector runs in another process.
+	projectorState atomic.Pointer[namedBucket]
 	errc           chan error
 }
+
+// namedBucket is a bucket bound by name.
+type namedBucket struct {
+	name string
+	kv   jetstream.KeyValue
+}
+
+// Projector returns the projector this process runs, nil when it runs none (another process holds
+// the lease, or a rebuild is switching generations).
+func (m *Main) Projector() *projections.Projector { return m.projector.Load() }
 
 // Open starts everything the configuration asks for and returns once the roles run.
 func (m *Main) Open(ctx context.Context) (err error) {
@@ -137,8 +150,23 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("open event log: %w", err)
 	}
+	gens, err := provision(ctx, m, "the generations bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
+		return openGenerationsBucket(ctx, js, c.Replicas)
+	})
+	if err != nil {
+		return fmt.Errorf("open generations bucket: %w", err)
+	}
+	if m.Generations, err = watchGenerations(runCtx, gens, m.Logger); err != nil {
+		return err
+	}
+	m.onReconnect(m.Conn, m.Generations.Rewatch)
+	g, _ := m.Generations.state()
 	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
-		return projections.OpenBucket(ctx, js, c.Replicas)
+		if g.current() == 1 {
+			return projections.OpenBucket(ctx, js, c.Replicas)
+		}
+		name, _ := projections.GenerationBuckets(g.current())
+		return js.KeyValue(ctx, name)
 	})
 	if err != nil {
 		return fmt.Errorf("open documents bucket: %w", err)
@@ -189,12 +217,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	if c.has(roleProjector) {
-		state, err := provision(ctx, m, "the projector's bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
-			return projections.OpenStateBucket(ctx, js, c.Replicas)
-		})
-		if err != nil {
-			return err
-		}
 		var rendered prometheus.Counter
 		if m.metrics != nil {
 			rendered = prometheus.NewCounter(prometheus.CounterOpts{
@@ -203,7 +225,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			})
 			m.metrics.MustRegister(rendered)
 		}
-		newProjector := func() (*projections.Projector, error) {
+		newProjector := func(ctx context.Context, generation int) (*projections.Projector, error) {
+			docs, state, err := m.openGeneration(ctx, js, generation)
+			if err != nil {
+				return nil, err
+			}
 			return projections.New(projections.Config{
 				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: c.ProjectorReplay,
 				Logger: m.Logger.With("role", roleProjector),
@@ -268,21 +294,14 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	return nil
 }
 
-// startProjector runs the projector. On a cluster, where several processes may have the role,
-// one at a time runs it, under a lease: a process that finds it held stands by and takes over
-// once its holder stops renewing it. A process that loses its lease stops with an error (its
-// supervisor starts it again, standing by); only one that holds the lease when it starts sets
-// m.Projector.
-func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStream, newProjector func() (*projections.Projector, error)) error {
-	if m.NATS != nil { // the embedded server serves this process alone
-		p, err := newProjector()
-		if err != nil {
-			return err
-		}
-		m.Projector = p
-		m.run(runCtx, roleProjector, p.Run)
-		return nil
-	}
+// startProjector runs the projector. Several processes may have the role (on a cluster), and a
+// rebuild may need it stopped: one process at a time runs it, under a lease. A process that finds
+// it held stands by and takes over once its holder stops renewing it. A process that loses its
+// lease stops with an error (its supervisor starts it again, standing by). When a rebuild asks for
+// the switch to the generation it built, the projector stops and gives up its lease, then takes
+// it again and projects into the generation that is then current. Projector() is set, when Open
+// returns, in a process that found the lease free.
+func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStream, newProjector func(context.Context, int) (*projections.Projector, error)) error {
 	leases, err := provision(ctx, m, "the leases bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
 		return openLeases(ctx, js, m.Config.Replicas)
 	})
@@ -290,28 +309,124 @@ func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStrea
 		return err
 	}
 	holder := processName()
-	l, _, err := tryLease(ctx, leases, roleProjector, holder)
-	if err == nil && l != nil {
-		p, err := newProjector()
-		if err != nil {
-			return err
+	var first *projections.Projector
+	l, other, err := tryLease(ctx, leases, roleProjector, holder)
+	if m.NATS != nil && l == nil && err == nil && !strings.HasPrefix(other, rebuildHolder) {
+		// The embedded server serves this process alone: a lease it holds is of this process
+		// before a restart, which cannot renew it any more. Only a rebuild may hold it.
+		if derr := leases.Delete(ctx, roleProjector); derr == nil {
+			l, _, err = tryLease(ctx, leases, roleProjector, holder)
 		}
-		m.Projector = p
-		m.run(runCtx, roleProjector, func(ctx context.Context) error { return runLeased(ctx, l, p.Run) })
-		return nil
+	}
+	if err != nil || l == nil {
+		l = nil
+	} else if g, _ := m.Generations.state(); g.switching() {
+		l.release(ctx)
+		l = nil
+	} else if first, err = provision(ctx, m, "the projector's buckets", func(ctx context.Context) (*projections.Projector, error) {
+		return newProjector(ctx, g.current())
+	}); err != nil {
+		l.release(ctx)
+		return err
+	} else {
+		m.projector.Store(first)
 	}
 	m.run(runCtx, roleProjector, func(ctx context.Context) error {
-		l, err := m.awaitLease(ctx, leases, roleProjector, holder)
-		if err != nil {
-			return nil // stopped while standing by
-		}
-		p, err := newProjector()
-		if err != nil {
-			return err
-		}
-		return runLeased(ctx, l, p.Run)
+		return m.projectGenerations(ctx, leases, holder, l, first, newProjector)
 	})
 	return nil
+}
+
+// projectGenerations runs the projector of the current generation while this process holds the
+// lease l (nil: it waits for it), first when not nil, and starts again on the generation current
+// after a switch.
+func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue, holder string, l *lease, first *projections.Projector,
+	newProjector func(context.Context, int) (*projections.Projector, error)) error {
+	for {
+		if l == nil {
+			if err := m.awaitNoSwitch(ctx); err != nil {
+				return nil // stopped
+			}
+			var err error
+			if l, err = m.awaitLease(ctx, leases, roleProjector, holder); err != nil {
+				return nil // stopped while standing by
+			}
+		}
+		g, _ := m.Generations.state()
+		if g.switching() && time.Since(g.Rebuild.SwitchAsked) < switchGrace {
+			l.release(ctx)
+			l, first = nil, nil
+			continue
+		}
+		p := first
+		if p == nil {
+			var err error
+			if p, err = provision(ctx, m, "the projector's buckets", func(ctx context.Context) (*projections.Projector, error) {
+				return newProjector(ctx, g.current())
+			}); err != nil {
+				l.release(ctx)
+				return err
+			}
+		}
+		first = nil
+		m.projector.Store(p)
+		// The projector stops when a rebuild asks for the switch, or when another generation
+		// became current.
+		pctx, stop := context.WithCancel(ctx)
+		var stepped atomic.Bool
+		go func() {
+			for {
+				now, changed := m.Generations.state()
+				asked := now.switching() && (!g.switching() || !now.Rebuild.SwitchAsked.Equal(g.Rebuild.SwitchAsked))
+				if now.current() != g.current() || asked {
+					stepped.Store(true)
+					stop()
+					return
+				}
+				select {
+				case <-pctx.Done():
+					return
+				case <-changed:
+				}
+			}
+		}()
+		err := runLeased(pctx, l, p.Run)
+		stop()
+		l = nil
+		m.projector.CompareAndSwap(p, nil)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case stepped.Load():
+			m.Logger.Info("projector stopped: the documents switch generations", "role", roleProjector, "generation", g.current())
+			continue
+		}
+		return err
+	}
+}
+
+// awaitNoSwitch returns once no rebuild is switching generations, or one asked for it more than
+// switchGrace ago: the rebuild then holds the projector's lease, or died.
+func (m *Main) awaitNoSwitch(ctx context.Context) error {
+	for {
+		g, changed := m.Generations.state()
+		if !g.switching() {
+			return nil
+		}
+		wait := switchGrace - time.Since(g.Rebuild.SwitchAsked)
+		if wait <= 0 {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
 
 // runLeased runs work while l is kept, and stops it when l is lost. The lease is kept, and then
@@ -533,10 +648,12 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	// The read API binds to the documents bucket, which a process with other roles may be
-	// creating: it waits for it.
+	// The read API binds to the generation of the documents bucket served, which a process with
+	// other roles may be creating: it waits for it.
+	g, _ := m.Generations.state()
 	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
-		return mjs.KeyValue(ctx, dockey.Bucket)
+		name, _ := projections.GenerationBuckets(g.current())
+		return mjs.KeyValue(ctx, name)
 	})
 	if err != nil {
 		return fmt.Errorf("open documents bucket: %w", err)
@@ -553,6 +670,7 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	}
 	m.onReconnect(mc, m.Mirror.Rewatch)
 	m.run(runCtx, "mirror", m.Mirror.Run)
+	m.run(runCtx, "mirror generations", func(ctx context.Context) error { return m.followGenerations(ctx, mjs, g.current()) })
 	// Serve only once the mirror holds what the bucket holds; before that every answer is a 404.
 	// A large bucket on a busy node (a restart across midnight) can take a while: wait, saying so.
 	waited := time.Now()
@@ -616,19 +734,6 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Debug: debugHandler(), Observe: m.adminObserver(),
 	}
 	cfg.Projection = m
-	if m.Projector == nil {
-		// ?wait=true follows the checkpoints of the projector another process runs.
-		c := &m.Config
-		js, err := jetstream.New(m.Conn)
-		if err != nil {
-			return fmt.Errorf("jetstream: %w", err)
-		}
-		if m.projectorState, err = provision(ctx, m, "the projector's bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
-			return projections.OpenStateBucket(ctx, js, c.Replicas)
-		}); err != nil {
-			return err
-		}
-	}
 	api, err := admin.NewAPI(cfg)
 	if err != nil {
 		return err
@@ -662,13 +767,20 @@ func (m *Main) adminToken() (string, error) {
 
 func (m *Main) status(ctx context.Context) map[string]any {
 	out := map[string]any{"roles": rolesOf(m.Config)}
-	if m.Projector != nil {
-		out["projected_sequence"] = m.Projector.Position()
+	p := m.Projector()
+	if p != nil {
+		out["projected_sequence"] = p.Position()
 	}
 	if seq, err := m.Store.LastStreamSequence(ctx); err == nil {
 		out["log_sequence"] = seq
-		if m.Projector != nil {
-			out["projector_behind_records"] = seq - min(seq, m.Projector.Position())
+		if p != nil {
+			out["projector_behind_records"] = seq - min(seq, p.Position())
+		}
+	}
+	if g, _ := m.Generations.state(); true {
+		out["documents_generation"] = g.current()
+		if g.Rebuild != nil {
+			out["rebuild"] = g.Rebuild
 		}
 	}
 	if p, err := m.Store.Placement(ctx); err == nil && p.Leader != "" {
@@ -836,17 +948,18 @@ func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
 // Served returns once the record at sequence seq of establishment slug is projected and, when
 // this process serves the read API, in its mirror: a read on this node then answers with it.
 func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
-	if m.Projector != nil {
-		if err := m.Projector.WaitFor(ctx, seq); err != nil {
-			return err
-		}
-	} else if err := m.projectedElsewhere(ctx, seq); err != nil {
+	err := projections.ErrStopped
+	if p := m.Projector(); p != nil {
+		err = p.WaitFor(ctx, seq)
+	}
+	if errors.Is(err, projections.ErrStopped) {
+		// Another process projects, or this one stopped for a switch of generations.
+		err = m.projectedElsewhere(ctx, seq)
+	}
+	if err != nil || m.Mirror == nil {
 		return err
 	}
-	if m.Mirror == nil {
-		return nil
-	}
-	entry, err := m.Docs.Get(ctx, dockey.Key(string(slug)))
+	entry, err := m.Mirror.Bucket().Get(ctx, dockey.Key(string(slug)))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil // nothing stored for it: nothing to serve
 	}
@@ -860,7 +973,14 @@ func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
 // seq (it does every few seconds), or ctx ends.
 func (m *Main) projectedElsewhere(ctx context.Context, seq uint64) error {
 	for {
-		pos, ok, err := projections.Projected(ctx, m.projectorState)
+		var (
+			pos uint64
+			ok  bool
+		)
+		state, err := m.servedState(ctx)
+		if err == nil {
+			pos, ok, err = projections.Projected(ctx, state)
+		}
 		if err == nil && ok && pos >= seq {
 			return nil
 		}
@@ -872,6 +992,86 @@ func (m *Main) projectedElsewhere(ctx context.Context, seq uint64) error {
 		case <-t.C:
 		}
 	}
+}
+
+// followGenerations keeps the mirror on the generation of the documents current, from served:
+// it loads the one a rebuild builds beside it, and serves it once it is current.
+func (m *Main) followGenerations(ctx context.Context, js jetstream.JetStream, served int) error {
+	prepared := 0
+	// bind binds to generation n, trying every second while the record still wants it.
+	bind := func(n int, wanted func(generations) bool) (jetstream.KeyValue, bool) {
+		name, _ := projections.GenerationBuckets(n)
+		for ctx.Err() == nil {
+			kv, err := js.KeyValue(ctx, name)
+			if err == nil {
+				return kv, true
+			}
+			m.Logger.Debug("mirror: generation not bound yet", "bucket", name, "err", err)
+			if sleepCtx(ctx, time.Second) != nil {
+				break
+			}
+			if g, _ := m.Generations.state(); !wanted(g) {
+				break
+			}
+		}
+		return nil, false
+	}
+	for ctx.Err() == nil {
+		g, changed := m.Generations.state()
+		if n := g.current(); n != served {
+			if kv, ok := bind(n, func(g generations) bool { return g.current() == n }); ok {
+				m.Mirror.Switch(kv, g.SwitchRevision)
+				served, prepared = n, 0
+			}
+			continue
+		}
+		if n := g.preparing(); n != prepared {
+			if n == 0 {
+				m.Mirror.Abandon()
+				prepared = 0
+			} else if kv, ok := bind(n, func(g generations) bool { return g.preparing() == n }); ok {
+				m.Mirror.Prepare(kv)
+				prepared = n
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-changed:
+		}
+	}
+	return nil
+}
+
+// servedState returns the projector's state bucket of the generation of the documents served.
+func (m *Main) servedState(ctx context.Context) (jetstream.KeyValue, error) {
+	g, _ := m.Generations.state()
+	_, name := projections.GenerationBuckets(g.current())
+	if b := m.projectorState.Load(); b != nil && b.name == name {
+		return b.kv, nil
+	}
+	js, err := jetstream.New(m.Conn)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.KeyValue(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	m.projectorState.Store(&namedBucket{name: name, kv: kv})
+	return kv, nil
+}
+
+// openGeneration opens the buckets of a generation of the documents for its projector.
+func (m *Main) openGeneration(ctx context.Context, js jetstream.JetStream, generation int) (docs, state jetstream.KeyValue, err error) {
+	if generation <= 1 {
+		if docs, err = projections.OpenBucket(ctx, js, m.Config.Replicas); err != nil {
+			return nil, nil, err
+		}
+		state, err = projections.OpenStateBucket(ctx, js, m.Config.Replicas)
+		return docs, state, err
+	}
+	return projections.OpenGeneration(ctx, js, generation, m.Config.Replicas)
 }
 
 // signalNotifier publishes the projector's revision rises as change signals.

@@ -119,7 +119,7 @@ func TestWholeServiceUnderAConsumerLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Projector.WaitFor(t.Context(), last); err != nil {
+	if err := m.Projector().WaitFor(t.Context(), last); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,23 +54,11 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	case *maxDiffs <= 0:
 		return fmt.Errorf("--max-differences %d: want a positive number", *maxDiffs)
 	}
-	if err := auth.load(getenv); err != nil {
-		return err
-	}
-	if auth.Creds == "" && auth.NKey == "" && auth.User == "" && loopbackURL(*url) {
-		if seed := filepath.Join(*dataDir, embeddedSeedFile); fileExists(seed) {
-			auth.NKey = seed
-		}
-	}
-	opts, err := auth.options()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	nc, err := nats.Connect(*url, append(opts, nats.Name("publisher-verify"), syncQueue)...)
+	nc, err := connectCLI(*url, *dataDir, &auth, "publisher-verify", getenv)
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", redactedURL(*url), err)
+		return err
 	}
 	defer nc.Close()
 	// verify reads: it binds to the log as it is, never reconfiguring it (its replicas, say).
@@ -81,12 +70,16 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	if err != nil {
 		return err
 	}
-	kv, err := js.KeyValue(ctx, dockey.Bucket)
+	docs, err := servedDocuments(ctx, js)
+	if err != nil {
+		return err
+	}
+	kv, err := js.KeyValue(ctx, docs)
 	if err != nil {
 		return fmt.Errorf("documents bucket: %w", err)
 	}
 	start := time.Now()
-	show, stop := startVerifyProgress(stderr, *progress, *every, start)
+	show, stop := startProgress(stderr, *progress, *every, start, "verified")
 	files := strings.TrimRight(*publicURL, "/")
 	if files == "" {
 		files = localURL(*httpAddr)
@@ -113,11 +106,50 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	return nil
 }
 
-// startVerifyProgress shows verify's progress on w as mode says: a bar with the rate and the
-// time left, a line every interval, or nothing. It returns the progress function to give Verify
-// and the function that ends the display (plain lines end with one more), ok saying whether the
-// check completed.
-func startVerifyProgress(w io.Writer, mode string, every time.Duration, start time.Time) (func(done, total int), func(ok bool)) {
+// connectCLI connects a command to NATS at url with auth, or, for a loopback URL and no
+// credentials given, as the embedded server's user whose seed is in dataDir.
+func connectCLI(url, dataDir string, auth *natsAuth, name string, getenv func(string) string) (*nats.Conn, error) {
+	if err := auth.load(getenv); err != nil {
+		return nil, err
+	}
+	if auth.Creds == "" && auth.NKey == "" && auth.User == "" && loopbackURL(url) {
+		if seed := filepath.Join(dataDir, embeddedSeedFile); fileExists(seed) {
+			auth.NKey = seed
+		}
+	}
+	opts, err := auth.options()
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(url, append(opts, nats.Name(name), syncQueue)...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", redactedURL(url), err)
+	}
+	return nc, nil
+}
+
+// servedDocuments returns the name of the generation of the documents bucket served.
+func servedDocuments(ctx context.Context, js jetstream.JetStream) (string, error) {
+	gens, err := js.KeyValue(ctx, GenerationsBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return dockey.Bucket, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("generations bucket: %w", err)
+	}
+	g, _, err := readGenerations(ctx, gens)
+	if err != nil {
+		return "", err
+	}
+	docs, _ := projections.GenerationBuckets(g.current())
+	return docs, nil
+}
+
+// startProgress shows a command's progress on w as mode says: a bar with the rate and the time
+// left, a line every interval, or nothing; verb says what is done to the establishments. It
+// returns the progress function and the function that ends the display (plain lines end with one
+// more), ok saying whether the work completed.
+func startProgress(w io.Writer, mode string, every time.Duration, start time.Time, verb string) (func(done, total int), func(ok bool)) {
 	var done, total atomic.Int64
 	record := func(d, t int) {
 		total.Store(int64(t))
@@ -131,7 +163,7 @@ func startVerifyProgress(w io.Writer, mode string, every time.Duration, start ti
 	switch progressMode(w, mode) {
 	case "plain":
 		line := func() string {
-			return fmt.Sprintf("verified %d of %d establishments (%.0f/s)", done.Load(), total.Load(), rate(done.Load(), start))
+			return fmt.Sprintf("%s %d of %d establishments (%.0f/s)", verb, done.Load(), total.Load(), rate(done.Load(), start))
 		}
 		stop := printEvery(w, every, line)
 		return record, func(bool) {
@@ -142,7 +174,7 @@ func startVerifyProgress(w io.Writer, mode string, every time.Duration, start ti
 		p := mpb.New(mpb.WithOutput(w), mpb.WithAutoRefresh(), mpb.ContainerOptional(mpb.ForceTTY(), true))
 		bar := p.New(0, mpb.BarStyle(),
 			mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
-				return fmt.Sprintf("%d of %d establishments", done.Load(), total.Load())
+				return fmt.Sprintf("%s %d of %d establishments", verb, done.Load(), total.Load())
 			}, decor.WCSyncSpaceR)),
 			mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace),
 				decor.Any(func(decor.Statistics) string { return fmt.Sprintf("%.0f/s", rate(done.Load(), start)) }, decor.WCSyncSpace),

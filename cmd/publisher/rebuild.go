@@ -1,0 +1,497 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections"
+)
+
+// rebuildHolder starts the name under which a rebuild holds the projector's lease.
+const rebuildHolder = "rebuild "
+
+// rebuildCommand renders the whole log into the next generation of the documents bucket while
+// the current one is served, verifies it, switches every process to it, announces what changed
+// and removes the old generation. Run again after an interruption, it resumes.
+func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS of the running service (a running serve's embedded server listens there)")
+	dataDir := fs.String("data-dir", "./data", "data directory of a local serve: its embedded server's user is used unless other credentials are given")
+	var auth natsAuth
+	auth.register(fs)
+	workers := fs.Int("workers", 0, "establishments rendered at once (0: as many as the projector)")
+	cache := fs.Int("cache", 0, "establishments held in memory while rendering (0: as many as the projector)")
+	verifyWorkers := fs.Int("verify-workers", projections.DefaultVerifyWorkers, "establishments verified at once")
+	handover := fs.Duration("handover-timeout", time.Minute, "how long the switch waits for the projector to hand over")
+	abandon := fs.Bool("abandon", false, "abandon the rebuild under way, removing the generation it built, instead of resuming it")
+	progress := fs.String("progress", "auto", "progress on stderr: bar, plain (a line every --progress-every), none, or auto (a bar on a terminal, plain lines otherwise)")
+	every := fs.Duration("progress-every", 5*time.Second, "interval of the plain progress lines")
+	logLevel := fs.String("log-level", "warn", "level of the log written to stderr: debug, info, warn or error")
+	fs.Usage = usageWithEnv(fs, "publisher rebuild [flags]")
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	switch {
+	case *progress != "auto" && *progress != "bar" && *progress != "plain" && *progress != "none":
+		return fmt.Errorf("--progress %q: want auto, bar, plain or none", *progress)
+	case *every <= 0:
+		return fmt.Errorf("--progress-every %s: want a positive duration", *every)
+	case *workers < 0 || *cache < 0 || *verifyWorkers <= 0:
+		return errors.New("--workers and --cache: want 0 or more; --verify-workers: want 1 or more")
+	case *handover <= 0:
+		return fmt.Errorf("--handover-timeout %s: want a positive duration", *handover)
+	}
+	logger, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	nc, err := connectCLI(*url, *dataDir, &auth, "publisher-rebuild", getenv)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	r := &rebuilder{
+		nc: nc, out: stderr, logger: logger, workers: *workers, cache: *cache, verifyWorkers: *verifyWorkers,
+		handover: *handover, progress: *progress, every: *every,
+	}
+	if *abandon {
+		return r.abandon(ctx)
+	}
+	return r.run(ctx)
+}
+
+// rebuilder is one run of the rebuild command.
+type rebuilder struct {
+	nc            *nats.Conn
+	js            jetstream.JetStream
+	store         *events.Store
+	gens          jetstream.KeyValue
+	out           io.Writer
+	logger        *slog.Logger
+	workers       int
+	cache         int
+	verifyWorkers int
+	handover      time.Duration
+	progress      string
+	every         time.Duration
+	replicas      int
+}
+
+func (r *rebuilder) say(format string, args ...any) {
+	fmt.Fprintf(r.out, "rebuild: "+format+"\n", args...)
+}
+
+// open binds to the log and the generations record, creating the generations bucket at the
+// replicas of the documents bucket served, and returns the record and its revision.
+func (r *rebuilder) open(ctx context.Context) (generations, uint64, error) {
+	var err error
+	if r.js, err = jetstream.New(r.nc); err != nil {
+		return generations{}, 0, err
+	}
+	if r.store, err = events.Bind(ctx, r.nc); err != nil {
+		return generations{}, 0, err
+	}
+	stream, err := r.js.Stream(ctx, events.StreamName)
+	if err != nil {
+		return generations{}, 0, err
+	}
+	r.replicas = max(stream.CachedInfo().Config.Replicas, 1)
+	if r.gens, err = r.js.KeyValue(ctx, GenerationsBucket); errors.Is(err, jetstream.ErrBucketNotFound) {
+		r.gens, err = openGenerationsBucket(ctx, r.js, r.replicas)
+	}
+	if err != nil {
+		return generations{}, 0, fmt.Errorf("generations bucket: %w", err)
+	}
+	return readGenerations(ctx, r.gens)
+}
+
+// generation binds to the buckets of generation n.
+func (r *rebuilder) generation(ctx context.Context, n int) (docs, state jetstream.KeyValue, err error) {
+	docsName, stateName := projections.GenerationBuckets(n)
+	if docs, err = r.js.KeyValue(ctx, docsName); err != nil {
+		return nil, nil, fmt.Errorf("documents bucket %s: %w", docsName, err)
+	}
+	if state, err = r.js.KeyValue(ctx, stateName); err != nil {
+		return nil, nil, fmt.Errorf("projector bucket %s: %w", stateName, err)
+	}
+	return docs, state, nil
+}
+
+// update applies change to the generations record, read again until no other process changed it
+// in between.
+func (r *rebuilder) update(ctx context.Context, change func(*generations) error) (generations, error) {
+	for {
+		g, rev, err := readGenerations(ctx, r.gens)
+		if err != nil {
+			return g, err
+		}
+		if err := change(&g); err != nil {
+			return g, err
+		}
+		_, err = writeGenerations(ctx, r.gens, g, rev)
+		if err == nil || !errors.Is(err, jetstream.ErrKeyExists) && !hasCode(err, jetstream.JSErrCodeStreamWrongLastSequence) {
+			return g, err
+		}
+	}
+}
+
+func (r *rebuilder) run(ctx context.Context) error {
+	g, rev, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	if g.Rebuild == nil {
+		cur := g.current()
+		_, state, err := r.generation(ctx, cur)
+		if err != nil {
+			return err
+		}
+		files, ok, err := projections.CheckpointFilesURL(ctx, state)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("rebuild: the projector has written no checkpoint yet: start the service first, and wait for it to catch up")
+		}
+		position, _, err := projections.Projected(ctx, state)
+		if err != nil {
+			return err
+		}
+		last, err := r.store.LastStreamSequence(ctx)
+		if err != nil {
+			return err
+		}
+		g.Rebuild = &rebuildState{From: cur, Next: cur + 1, Phase: phaseBuilding, Position: min(position, last), FilesURL: files, Started: time.Now().UTC()}
+		if _, err := writeGenerations(ctx, r.gens, g, rev); err != nil {
+			return fmt.Errorf("rebuild: start (did another rebuild start meanwhile?): %w", err)
+		}
+		r.say("building generation %d of the documents from the log (generation %d is served meanwhile)", g.Rebuild.Next, cur)
+	} else {
+		r.say("resuming the rebuild of generation %d, %s since %s", g.Rebuild.Next, g.Rebuild.Phase, g.Rebuild.Started.Format(time.RFC3339))
+	}
+	rb := *g.Rebuild
+	if g.current() != rb.Next {
+		if err := r.buildAndSwitch(ctx, rb); err != nil {
+			return err
+		}
+	}
+	return r.announce(ctx, rb)
+}
+
+// buildAndSwitch renders the log into generation rb.Next, verifies it and switches to it.
+func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
+	oldDocs, _, err := r.generation(ctx, rb.From)
+	if err != nil {
+		return err
+	}
+	newDocs, newState, err := projections.OpenGeneration(ctx, r.js, rb.Next, r.replicas)
+	if err != nil {
+		return err
+	}
+	if rb.Phase == phaseSwitching {
+		// An earlier run stopped while switching: the projector goes on until this one is ready.
+		if _, err := r.update(ctx, func(g *generations) error {
+			if g.Rebuild != nil {
+				g.Rebuild.Phase, g.Rebuild.SwitchAsked = phaseBuilding, time.Time{}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+
+	start := time.Now()
+	var rendered, total atomic.Int64
+	show, stopShow := startProgress(r.out, r.progress, r.every, start, "rendered")
+	p, err := projections.New(projections.Config{
+		Store: r.store, KV: newDocs, State: newState, Replaces: oldDocs,
+		Workers: r.workers, CacheSize: r.cache, FilesURL: rb.FilesURL, MaxValueSize: int(min(r.nc.MaxPayload(), projections.MaxBundleSize)),
+		Logger: r.logger.With("role", "rebuild"),
+		Progress: func(done, all int) {
+			rendered.Store(int64(done))
+			total.Store(int64(all))
+			show(done, all)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	pctx, cancelProjector := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- p.Run(pctx) }()
+	// The projector has stopped when this returns: nothing of it outlives the command.
+	var stopOnce sync.Once
+	var runErr error
+	stopProjector := func() error {
+		stopOnce.Do(func() {
+			cancelProjector()
+			runErr = <-stopped
+		})
+		return runErr
+	}
+	defer stopProjector()
+	// caughtUp waits until the new generation holds every record of the log as it is now.
+	caughtUp := func() error {
+		last, err := r.store.LastStreamSequence(ctx)
+		if err != nil {
+			return err
+		}
+		if err := p.WaitFor(ctx, last); err != nil {
+			if errors.Is(err, projections.ErrStopped) {
+				return fmt.Errorf("rebuild: %w", stopProjector())
+			}
+			return err
+		}
+		return nil
+	}
+	err = caughtUp()
+	stopShow(err == nil)
+	if err != nil {
+		return err
+	}
+	took := time.Since(start)
+	if n := rendered.Load(); n > 0 {
+		r.say("rendered %d establishments in %s (%.0f/s)", n, took.Round(time.Millisecond), float64(n)/max(took.Seconds(), 1e-9))
+	} else {
+		r.say("generation %d was rendered by an earlier run; it follows the log", rb.Next)
+	}
+
+	// Verified while it follows the log: an establishment changed while it was checked can
+	// differ from a bundle not written yet, and is checked again once it is.
+	start = time.Now()
+	show, stopShow = startProgress(r.out, r.progress, r.every, start, "verified")
+	rep, err := projections.Verify(ctx, projections.VerifyConfig{
+		Log: r.store, KV: newDocs, Workers: r.verifyWorkers, FilesURL: rb.FilesURL, Progress: show, Logger: r.logger,
+	})
+	stopShow(err == nil)
+	for again := 0; err == nil && rep.Different > 0 && rep.Different == len(rep.Differences) && again < 3; again++ {
+		if err = caughtUp(); err != nil {
+			break
+		}
+		slugs := make([]string, len(rep.Differences))
+		for i, d := range rep.Differences {
+			slugs[i] = d.Slug
+		}
+		rep, err = projections.Verify(ctx, projections.VerifyConfig{
+			Log: r.store, KV: newDocs, Workers: r.verifyWorkers, FilesURL: rb.FilesURL, Logger: r.logger, Slugs: slugs,
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Different > 0 {
+		for _, d := range rep.Differences {
+			r.say("differs: %s: %s", d.Slug, d.Reason)
+		}
+		return fmt.Errorf("rebuild: generation %d differs from the log in %d establishments: nothing was switched (run rebuild again to resume, or rebuild --abandon)", rb.Next, rep.Different)
+	}
+	r.say("verified generation %d: %d establishments equal to the log's rendering, in %s", rb.Next, rep.Checked, time.Since(start).Round(time.Millisecond))
+
+	return r.switchTo(ctx, rb, p, stopProjector, newDocs)
+}
+
+// switchTo stops the projector of the current generation, brings p's generation level with the
+// log and above the current one, and makes it current.
+func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, p *projections.Projector, stopProjector func() error, newDocs jetstream.KeyValue) error {
+	asked := time.Now().UTC()
+	if _, err := r.update(ctx, func(g *generations) error {
+		if g.Rebuild == nil || g.Rebuild.Next != rb.Next {
+			return errors.New("rebuild: the rebuild was abandoned meanwhile")
+		}
+		g.Rebuild.Phase, g.Rebuild.SwitchAsked = phaseSwitching, asked
+		return nil
+	}); err != nil {
+		return err
+	}
+	back := func(cause error) error {
+		// The projector of the current generation goes on; the next run resumes.
+		if _, err := r.update(context.WithoutCancel(ctx), func(g *generations) error {
+			if g.Rebuild != nil && g.Rebuild.Next == rb.Next && g.Rebuild.Phase == phaseSwitching {
+				g.Rebuild.Phase, g.Rebuild.SwitchAsked = phaseBuilding, time.Time{}
+			}
+			return nil
+		}); err != nil {
+			r.logger.Error("rebuild: the switch could not be called off", "err", err)
+		}
+		return cause
+	}
+	leases, err := r.js.KeyValue(ctx, LeasesBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		leases, err = openLeases(ctx, r.js, r.replicas)
+	}
+	if err != nil {
+		return back(err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, r.handover)
+	l, err := takeLease(hctx, leases, roleProjector, rebuildHolder+processName())
+	cancel()
+	if err != nil {
+		return back(fmt.Errorf("rebuild: the projector did not hand over within %s (--handover-timeout): %w", r.handover, err))
+	}
+	paused := time.Now()
+	kctx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
+	lost := make(chan error, 1)
+	go func() { lost <- l.keep(kctx) }()
+	release := func() {
+		stopKeeping()
+		<-lost
+	}
+	// Every record the old generation's projector stored is in the log now: the new generation
+	// takes them all in, then stops at a known position.
+	last, err := r.store.LastStreamSequence(ctx)
+	if err == nil {
+		err = p.WaitFor(ctx, last)
+	}
+	if perr := stopProjector(); err == nil && !errors.Is(perr, context.Canceled) {
+		err = perr
+	}
+	if err != nil {
+		release()
+		return back(err)
+	}
+	raised, err := p.Settle(ctx, rb.Position+1, p.Position())
+	if err != nil {
+		release()
+		return back(err)
+	}
+	st, err := newDocs.Status(ctx)
+	if err != nil {
+		release()
+		return back(err)
+	}
+	var revision uint64
+	if s, ok := st.(interface{ StreamInfo() *jetstream.StreamInfo }); ok && s.StreamInfo() != nil {
+		revision = s.StreamInfo().State.LastSeq
+	}
+	select {
+	case err := <-lost:
+		lost <- err
+		release()
+		return back(fmt.Errorf("rebuild: the projector's lease was lost during the switch: %w", err))
+	default:
+	}
+	_, err = r.update(ctx, func(g *generations) error {
+		if g.Rebuild == nil || g.Rebuild.Next != rb.Next {
+			return errors.New("rebuild: the rebuild was abandoned meanwhile")
+		}
+		g.Current, g.SwitchRevision, g.Switched = rb.Next, revision, time.Now().UTC()
+		g.Rebuild.Phase, g.Rebuild.SwitchAsked = phaseAnnouncing, time.Time{}
+		return nil
+	})
+	release()
+	if err != nil {
+		return back(err)
+	}
+	r.say("switched to generation %d at position %d: projection paused %s, %d establishments raised above the old generation",
+		rb.Next, p.Position(), time.Since(paused).Round(time.Millisecond), raised)
+	return nil
+}
+
+// takeLease takes the lease name for holder once it is free, or fails when ctx ends.
+func takeLease(ctx context.Context, kv jetstream.KeyValue, name, holder string) (*lease, error) {
+	for {
+		l, _, err := tryLease(ctx, kv, name, holder)
+		if l != nil {
+			return l, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		_ = err // not taken yet
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// announce tells the webhooks of every establishment whose documents the switch changed, then
+// removes the old generation and the rebuild record.
+func (r *rebuilder) announce(ctx context.Context, rb rebuildState) error {
+	newDocs, _, err := r.generation(ctx, rb.Next)
+	if err != nil {
+		return err
+	}
+	oldDocsName, oldStateName := projections.GenerationBuckets(rb.From)
+	oldDocs, err := r.js.KeyValue(ctx, oldDocsName)
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		// Announced and removed by an earlier run.
+	case err != nil:
+		return err
+	default:
+		signals, err := events.OpenSignals(ctx, r.nc, r.replicas)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		show, stopShow := startProgress(r.out, r.progress, r.every, start, "compared")
+		n, err := projections.AnnounceSwitch(ctx, projections.AnnounceConfig{
+			Old: oldDocs, New: newDocs, Notifier: signalNotifier{s: signals}, Progress: show, Logger: r.logger,
+		})
+		stopShow(err == nil)
+		if err != nil {
+			return fmt.Errorf("rebuild: %w (run rebuild again to resume)", err)
+		}
+		r.say("announced %d establishments whose documents changed, in %s", n, time.Since(start).Round(time.Millisecond))
+		for _, name := range []string{oldDocsName, oldStateName} {
+			if err := r.js.DeleteKeyValue(ctx, name); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+				return fmt.Errorf("rebuild: remove %s: %w", name, err)
+			}
+		}
+		r.say("removed generation %d (%s, %s)", rb.From, oldDocsName, oldStateName)
+	}
+	if _, err := r.update(ctx, func(g *generations) error {
+		if g.Rebuild != nil && g.Rebuild.Next == rb.Next {
+			g.Rebuild = nil
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	r.say("done: generation %d is served", rb.Next)
+	return nil
+}
+
+// abandon removes the rebuild under way and the generation it built, before its switch.
+func (r *rebuilder) abandon(ctx context.Context) error {
+	g, _, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	if g.Rebuild == nil {
+		return errors.New("rebuild: no rebuild is under way")
+	}
+	rb := *g.Rebuild
+	if g.current() == rb.Next {
+		return fmt.Errorf("rebuild: generation %d is served already; run rebuild to finish announcing it", rb.Next)
+	}
+	if _, err := r.update(ctx, func(g *generations) error {
+		if g.Rebuild != nil && g.Rebuild.Next == rb.Next && g.current() != rb.Next {
+			g.Rebuild = nil
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	docs, state := projections.GenerationBuckets(rb.Next)
+	for _, name := range []string{docs, state} {
+		if err := r.js.DeleteKeyValue(ctx, name); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return fmt.Errorf("rebuild: remove %s: %w", name, err)
+		}
+	}
+	r.say("abandoned the rebuild of generation %d; removed %s", rb.Next, strings.Join([]string{docs, state}, ", "))
+	return nil
+}

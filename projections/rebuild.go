@@ -1,0 +1,309 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// A rebuild renders the whole log into a new generation of the bucket of bundles while the
+// current generation keeps being served and projected, then switches to it. Generation 1 is the
+// bucket dockey.Bucket with the state bucket StateBucketName; generation n > 1 adds "_<n>" to
+// both names.
+//
+// The revision rule holds across the switch because the new generation is built against the one
+// it replaces (Config.Replaces): an establishment whose documents are the same keeps its revision,
+// any other gets a higher one. While it is built, the current generation still changes; once its
+// projector has stopped, Settle compares again every establishment with a record since the build
+// began, and raises in the new generation whatever would go back. After the switch,
+// AnnounceSwitch announces every establishment whose documents the switch changed.
+
+// GenerationBuckets returns the names of the bucket of bundles and of the state bucket of
+// generation n (at least 1).
+func GenerationBuckets(n int) (docs, state string) {
+	if n <= 1 {
+		return dockey.Bucket, StateBucketName
+	}
+	suffix := "_" + strconv.Itoa(n)
+	return dockey.Bucket + suffix, StateBucketName + suffix
+}
+
+// OpenGeneration creates the buckets of generation n, or updates them to this configuration, as
+// OpenBucket and OpenStateBucket do for generation 1.
+func OpenGeneration(ctx context.Context, js jetstream.JetStream, n, replicas int) (docs, state jetstream.KeyValue, err error) {
+	docsName, stateName := GenerationBuckets(n)
+	if docs, err = openBucket(ctx, js, docsName, fmt.Sprintf("Rendered documents and access state, one bundle per establishment (generation %d).", n), replicas); err != nil {
+		return nil, nil, err
+	}
+	if state, err = openBucket(ctx, js, stateName, fmt.Sprintf("The projector's checkpoint and the state of establishments it does not hold in memory (generation %d).", n), replicas); err != nil {
+		return nil, nil, err
+	}
+	return docs, state, nil
+}
+
+// CheckpointFilesURL returns the base URL of uploaded files under which the projector that wrote
+// the checkpoint of kv, a state bucket, rendered: what a rebuild must render under for its
+// bundles to compare with the current ones. ok is false when there is no checkpoint of this code.
+func CheckpointFilesURL(ctx context.Context, kv StateStore) (url string, ok bool, err error) {
+	cp, ok, err := readCheckpoint(ctx, kv)
+	return cp.Files, ok, err
+}
+
+// replace stores, for an establishment of the replay that the bucket holds nothing of, the
+// bundle that follows the one Config.Replaces holds for it, whose summary's fingerprint is floor:
+// the replayed bundle itself when the two are the same. Nothing is announced: the bucket is not
+// served yet.
+func (p *Projector) replace(ctx context.Context, t *tracked, floor uint64) (bool, error) {
+	replayed := t.stored
+	c := t.render(p.cfg.FilesURL)
+	u := update{bundle: c.bundle(replayed.revision)}
+	if floor == 0 || floor != replayed.fingerprint() {
+		prev, err := p.summaryIn(ctx, p.cfg.Replaces, string(t.agg.Slug))
+		if err != nil {
+			return false, err
+		}
+		if prev != nil && !prev.same(replayed) {
+			u = next(prev, c, replayed.revision)
+		}
+	}
+	u.bundle.Sequence = replayed.sequence
+	u.resources = nil
+	ok, err := p.store(ctx, u)
+	if ok {
+		t.stored = summarize(&u.bundle)
+	}
+	return ok, err
+}
+
+// Settle makes the bucket of bundles safe to serve in place of Config.Replaces, once nothing
+// writes to that one any more and Run has returned: for every establishment with a record from
+// sequence from through to, it compares the two bundles again and, where the switch would send
+// the revision back or keep it over different documents, stores in the bucket the same documents
+// at the revision that follows the replaced bundle's. It returns how many it stored.
+//
+// Records up to from-1 must have been projected into Config.Replaces before the replay of the
+// whole log read its bundles; records up to to must all have been projected into the bucket.
+func (p *Projector) Settle(ctx context.Context, from, to uint64) (int, error) {
+	if p.cfg.Replaces == nil {
+		return 0, errors.New("projections: settle: the projector replaces no bucket")
+	}
+	if p.log == "" {
+		return 0, errors.New("projections: settle: the projector has not run")
+	}
+	var slugs []string
+	if from <= to {
+		seen := map[string]struct{}{}
+		err := p.cfg.Store.ReplayPart(ctx, from, to, func(string) bool { return true }, func(rec events.Record) error {
+			if _, ok := seen[rec.Establishment]; !ok {
+				seen[rec.Establishment] = struct{}{}
+				slugs = append(slugs, rec.Establishment)
+			}
+			return nil
+		}, func(uint64, error) {})
+		if err != nil {
+			return 0, fmt.Errorf("projections: settle: read the log: %w", err)
+		}
+	}
+	var raised atomic.Int64
+	_, err := fanOut(ctx, p.newLanes(), func(s string) string { return s }, func(ctx context.Context, l *lane, slug string) error {
+		ok, err := p.settleOne(ctx, l, slug)
+		if ok {
+			raised.Add(1)
+		}
+		return err
+	}, func(ctx context.Context, dispatch func(string) error) (uint64, error) {
+		for _, slug := range slugs {
+			if err := dispatch(slug); err != nil {
+				return 0, err
+			}
+		}
+		return 0, nil
+	})
+	if err != nil {
+		return int(raised.Load()), fmt.Errorf("projections: settle: %w", err)
+	}
+	return int(raised.Load()), nil
+}
+
+func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, error) {
+	parsed, err := domain.ParseSlug(slug)
+	if err != nil {
+		return false, nil // its records were skipped
+	}
+	prev, err := p.summaryIn(ctx, p.cfg.Replaces, slug)
+	if err != nil || prev == nil {
+		return false, err
+	}
+	cur, err := p.summaryIn(ctx, p.cfg.KV, slug)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case cur == nil:
+		p.logger.Warn("the replaced bucket holds an establishment the new one does not", "slug", slug)
+		return false, nil
+	case cur.revision > prev.revision, cur.same(prev):
+		return false, nil
+	}
+	// The establishment as the bucket's bundle shows it, at the revision that follows the
+	// replaced one.
+	t, err := l.load(ctx, parsed, cur.sequence+1)
+	if err != nil {
+		return false, err
+	}
+	u := next(prev, t.render(p.cfg.FilesURL), cur.revision)
+	if u.bundle.Revision <= cur.revision {
+		return false, nil
+	}
+	u.bundle.Sequence = cur.sequence
+	u.resources = nil
+	p.logger.Info("raised the revision of a bundle of the new generation above the replaced one", "slug", slug,
+		"revision", u.bundle.Revision, "was", cur.revision, "replaced", prev.revision)
+	return p.store(ctx, u)
+}
+
+// SwitchBuckets is what AnnounceSwitch reads of a bucket of bundles; jetstream.KeyValue
+// satisfies it.
+type SwitchBuckets interface {
+	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
+	ListKeysFiltered(ctx context.Context, filters ...string) (jetstream.KeyLister, error)
+}
+
+// AnnounceConfig is what AnnounceSwitch needs.
+type AnnounceConfig struct {
+	// Old is the generation served before the switch, New the one served after.
+	Old, New SwitchBuckets
+	// Notifier is told of each change.
+	Notifier AnnouncedNotifier
+	// Workers bounds the establishments compared at once; 0 is DefaultVerifyWorkers.
+	Workers int
+	// Progress, optional, is called after each establishment with the number compared so far and
+	// their total, from several goroutines at once.
+	Progress func(done, total int)
+	// Logger receives bundles that cannot be read; nil discards them.
+	Logger *slog.Logger
+}
+
+// AnnounceSwitch tells cfg.Notifier of every establishment whose documents the switch from Old to
+// New changed: one public in New at a revision above Old's, or absent from Old, and not yet
+// announced at that revision, with every resource it has (each document's bytes changed, its
+// revision among them). It can be run again after an interruption: what was announced is not
+// announced again. It returns how many it announced.
+func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
+	if cfg.Old == nil || cfg.New == nil || cfg.Notifier == nil {
+		return 0, errors.New("projections: announce: old and new buckets and a notifier are required")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = DefaultVerifyWorkers
+	}
+	keys, err := cfg.New.ListKeysFiltered(ctx, dockey.Watch)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("projections: announce: list bundles: %w", err)
+	}
+	defer func() { _ = keys.Stop() }()
+	summaryOf := func(ctx context.Context, kv SwitchBuckets, slug string) (*summary, error) {
+		e, err := kv.Get(ctx, dockey.Key(slug))
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		s, err := summarizeStored(e.Value())
+		if err != nil {
+			logger.Warn("stored bundle cannot be read", "slug", slug, "err", err)
+			return nil, nil
+		}
+		return s, nil
+	}
+	var (
+		announced, done atomic.Int64
+		wg              sync.WaitGroup
+		once            sync.Once
+		failure         error
+		jobs            = make(chan string)
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	announce := func(slug string) error {
+		cur, err := summaryOf(ctx, cfg.New, slug)
+		if err != nil || cur == nil || cur.access.Status != dockey.StatusActive {
+			return err
+		}
+		prev, err := summaryOf(ctx, cfg.Old, slug)
+		if err != nil || prev != nil && cur.revision <= prev.revision {
+			return err
+		}
+		last, err := cfg.Notifier.Announced(ctx, slug)
+		if err != nil && !errors.Is(err, events.ErrInvalidSignal) {
+			return err
+		}
+		if last >= cur.revision {
+			return nil
+		}
+		if err := cfg.Notifier.Changed(ctx, Change{Slug: slug, Revision: cur.revision, Resources: cur.resources()}); err != nil {
+			return err
+		}
+		announced.Add(1)
+		return nil
+	}
+	var slugs []string
+	for key := range keys.Keys() {
+		if slug, ok := dockey.SlugOf(key); ok {
+			slugs = append(slugs, slug)
+		}
+	}
+	slices.Sort(slugs)
+	for range workers {
+		wg.Go(func() {
+			for slug := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
+				if err := announce(slug); err != nil {
+					once.Do(func() { failure = fmt.Errorf("announce %s: %w", slug, err); cancel() })
+					continue
+				}
+				if n := int(done.Add(1)); cfg.Progress != nil {
+					cfg.Progress(n, len(slugs))
+				}
+			}
+		})
+	}
+feed:
+	for _, slug := range slugs {
+		select {
+		case jobs <- slug:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if failure != nil {
+		return int(announced.Load()), fmt.Errorf("projections: %w", failure)
+	}
+	if err := ctx.Err(); err != nil {
+		return int(announced.Load()), fmt.Errorf("projections: announce: %w", err)
+	}
+	return int(announced.Load()), nil
+}
