@@ -41,21 +41,21 @@ type Main struct {
 	Logger *slog.Logger
 
 	// Set by Open.
-	NATS       *server.Server // nil with an external NATS
-	Conn       *nats.Conn
-	Store      *events.Store
-	Docs       jetstream.KeyValue // the generation of the documents bucket served when Open ran
-	Snapshots  *events.Snapshots
-	Files      *events.Files // uploaded menu files, when the api or admin role runs
-	Commands   *app.Commands
-	Mirror     *readapi.Mirror
+	NATS      *server.Server // nil with an external NATS
+	Conn      *nats.Conn
+	Store     *events.Store
+	Docs      jetstream.KeyValue // the generation of the documents bucket served when Open ran
+	Snapshots *events.Snapshots
+	Files     *events.Files // uploaded menu files, when the api or admin role runs
+	Commands  *app.Commands
+	Mirror    *readapi.Mirror
 	// Generations follows which generation of the documents is served.
 	Generations *generationWatch
-	HTTPURL    string // base URL of the read API, when the api role runs
-	AdminURL   string // base URL of the admin API, when the admin role runs
-	MetricsURL string // base URL of the metrics listener, when one is configured
-	AdminToken string
-	Clock      *settableClock
+	HTTPURL     string // base URL of the read API, when the api role runs
+	AdminURL    string // base URL of the admin API, when the admin role runs
+	MetricsURL  string // base URL of the metrics listener, when one is configured
+	AdminToken  string
+	Clock       *settableClock
 	// natsUser signs the embedded server's challenge; natsOptions carry the credentials and TLS
 	// of an external NATS.
 	natsUser    nats.Option
