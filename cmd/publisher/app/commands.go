@@ -176,11 +176,19 @@ const (
 	clockCommand                    // moves the calendar itself; never refused for its content
 )
 
+// CommandTimeout bounds the execution of one command: a command the log did not acknowledge within
+// it (the log's stream electing a leader after the loss of a server, say) is refused as
+// unavailable, to be retried; a retry under the same command id is never applied twice. It is
+// shorter than the usual client timeout of five seconds, so that clients hear the refusal.
+const CommandTimeout = 4 * time.Second
+
 // execute runs decide on the current state of the request's establishment and appends its events.
 func (c *Commands) execute(ctx context.Context, req Request, kind commandKind, decide decision) (Result, error) {
 	if req.CommandID == "" {
 		req.CommandID = NewID("cmd")
 	}
+	ctx, cancel := context.WithTimeout(ctx, CommandTimeout)
+	defer cancel()
 	slug := req.Slug
 	defer c.locks.lock(slug)()
 	for attempt := 1; ; attempt++ {
