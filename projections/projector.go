@@ -35,6 +35,9 @@ type Log interface {
 	// its record at sequence before, oldest first, and passes to unreadable every message of
 	// its that is not a readable record.
 	Before(ctx context.Context, slug string, from, before uint64, unreadable func(seq uint64, err error)) ([]events.Record, error)
+	// Range returns the records of one establishment from sequence from through to, which must
+	// be the sequence of one of its records, oldest first.
+	Range(ctx context.Context, slug string, from, to uint64) ([]events.Record, error)
 	// Slugs lists, sorted, the establishments with at least one record.
 	Slugs(ctx context.Context) ([]string, error)
 	// LastStreamSequence returns the sequence of the log's last record.

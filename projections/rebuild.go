@@ -157,10 +157,25 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 		return false, nil
 	}
 	// The establishment as the bucket's bundle shows it, at the revision that follows the
-	// replaced one.
-	t, err := l.load(ctx, parsed, cur.sequence+1)
+	// replaced one: its saved state, and its records up to the one that stored the bundle.
+	t, err := l.savedState(ctx, parsed)
 	if err != nil {
 		return false, err
+	}
+	if t == nil || t.seq > cur.sequence {
+		t = &tracked{agg: domain.New(parsed)}
+	}
+	if t.seq < cur.sequence {
+		var recs []events.Record
+		if err := p.retry(ctx, "read records of "+slug, func() (err error) {
+			recs, err = p.cfg.Store.Range(ctx, slug, t.seq+1, cur.sequence)
+			return err
+		}); err != nil {
+			return false, err
+		}
+		for _, rec := range recs {
+			t.apply(p.logger, rec)
+		}
 	}
 	u := next(prev, t.render(p.cfg.FilesURL), cur.revision)
 	if u.bundle.Revision <= cur.revision {

@@ -138,16 +138,13 @@ type generationWatch struct {
 	restart chan struct{}
 }
 
-// watchGenerations reads the record of kv and follows its changes in the background until ctx
-// ends.
+// watchGenerations reads the record of kv; run then follows its changes.
 func watchGenerations(ctx context.Context, kv jetstream.KeyValue, logger *slog.Logger) (*generationWatch, error) {
 	g, _, err := readGenerations(ctx, kv)
 	if err != nil {
 		return nil, err
 	}
-	w := &generationWatch{kv: kv, logger: logger, g: g, changed: make(chan struct{}), restart: make(chan struct{}, 1)}
-	go w.run(ctx)
-	return w, nil
+	return &generationWatch{kv: kv, logger: logger, g: g, changed: make(chan struct{}), restart: make(chan struct{}, 1)}, nil
 }
 
 // state returns the record as last seen and a channel closed when it changes.
@@ -174,7 +171,8 @@ func (w *generationWatch) set(g generations) {
 	w.changed = make(chan struct{})
 }
 
-func (w *generationWatch) run(ctx context.Context) {
+// run follows the record until ctx ends.
+func (w *generationWatch) run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		wctx, stop := context.WithCancel(ctx)
 		kw, err := w.kv.Watch(wctx, generationsKey)
@@ -182,7 +180,7 @@ func (w *generationWatch) run(ctx context.Context) {
 			stop()
 			w.logger.Debug("generations: watch not started, trying again", "err", err)
 			if sleepCtx(ctx, time.Second) != nil {
-				return
+				return nil
 			}
 			continue
 		}
@@ -213,6 +211,7 @@ func (w *generationWatch) run(ctx context.Context) {
 		_ = kw.Stop()
 		stop()
 	}
+	return nil
 }
 
 // sleepCtx waits for d or until ctx ends.

@@ -150,15 +150,17 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("open event log: %w", err)
 	}
-	gens, err := provision(ctx, m, "the generations bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
-		return openGenerationsBucket(ctx, js, c.Replicas)
+	m.Generations, err = provision(ctx, m, "the generations bucket", func(ctx context.Context) (*generationWatch, error) {
+		gens, err := openGenerationsBucket(ctx, js, c.Replicas)
+		if err != nil {
+			return nil, err
+		}
+		return watchGenerations(ctx, gens, m.Logger)
 	})
 	if err != nil {
 		return fmt.Errorf("open generations bucket: %w", err)
 	}
-	if m.Generations, err = watchGenerations(runCtx, gens, m.Logger); err != nil {
-		return err
-	}
+	m.run(runCtx, "generations", m.Generations.run)
 	m.onReconnect(m.Conn, m.Generations.Rewatch)
 	g, _ := m.Generations.state()
 	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {

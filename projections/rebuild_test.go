@@ -1,0 +1,109 @@
+package projections
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// TestRebuildNeverGoesBelowTheReplacedGeneration builds a second generation against a first one
+// written by "another renderer", then lets the first move on after the build, as its projector
+// does until the switch: Settle raises in the new generation every establishment that would go
+// back, to the replaced revision when the documents are the same and above it otherwise, and
+// touches nothing else.
+func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
+	n := newNATSEnv(t)
+	const demo, cave = "chez-marcel", "cave-a-vins"
+	n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")
+	built := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	ctx := testContext(t)
+	put := func(kv jetstream.KeyValue, b dockey.Bundle) {
+		compress(&b)
+		v, err := EncodeBundle(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kv.Put(ctx, dockey.Key(b.Slug), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first generation: the demo rendered another way, the cave as this renderer does.
+	other := fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	other.Identity.Name = "Rendu autrement"
+	put(n.kv, Render(other, 1000))
+	caveAgg := fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10"))
+	put(n.kv, Render(caveAgg, 500))
+
+	next, state, err := OpenGeneration(ctx, n.js, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProjectorWith(t, Config{Store: n.store, KV: next, State: state, Replaces: n.kv})
+	p.waitFor(t, built)
+	if b, _, _ := entry(t, next, demo); b.Revision != 1001 {
+		t.Errorf("%s built: revision %d, want 1001 (other documents than the replaced ones at 1000)", demo, b.Revision)
+	}
+	_, oldCave, _ := entry(t, n.kv, cave)
+	if b, value, _ := entry(t, next, cave); b.Revision != 500 || !bytes.Equal(documentsOf(t, value), documentsOf(t, oldCave)) {
+		t.Errorf("%s built: revision %d, want the replaced bundle at 500, byte for byte", cave, b.Revision)
+	}
+
+	// Both establishments change after the build; the first generation's projector stores them
+	// above what the new one stores: the cave with the same documents, the demo with others.
+	master := domain.MasterMenuChanged{URL: ptr("https://cdn.cave.example.fr/tout.pdf")}
+	n.append(t, cave, master)
+	last := n.append(t, demo, domain.MasterMenuChanged{URL: ptr("https://cdn.example.fr/carte.pdf")})
+	p.waitFor(t, last)
+	if b, _, _ := entry(t, next, cave); b.Revision != 501 {
+		t.Fatalf("%s followed: revision %d, want 501", cave, b.Revision)
+	}
+	caveAgg.Apply(master)
+	put(n.kv, Render(caveAgg, 700))
+	put(n.kv, Render(other, 2000))
+	_, _, demoRev := entry(t, next, demo)
+
+	if err := p.stop(t); err != context.Canceled {
+		t.Fatalf("stop: %v", err)
+	}
+	raised, err := p.Settle(ctx, built+1, p.Position())
+	if err != nil || raised != 2 {
+		t.Fatalf("settle: %d raised, %v; want 2", raised, err)
+	}
+	caveNow, caveValue, _ := entry(t, next, cave)
+	if caveNow.Revision != 700 {
+		t.Errorf("%s settled: revision %d, want 700 (the replaced revision, the same documents)", cave, caveNow.Revision)
+	}
+	want := Render(caveAgg, 700)
+	compress(&want)
+	if wantValue, _ := EncodeBundle(&want); !bytes.Equal(documentsOf(t, caveValue), documentsOf(t, wantValue)) {
+		t.Errorf("%s settled: documents differ from the rendering at 700", cave)
+	}
+	if b, _, rev := entry(t, next, demo); b.Revision != 2001 || rev == demoRev {
+		t.Errorf("%s settled: revision %d, want 2001 (above the replaced 2000, other documents)", demo, b.Revision)
+	}
+	// Settled, it has nothing more to do.
+	if raised, err := p.Settle(ctx, built+1, p.Position()); err != nil || raised != 0 {
+		t.Errorf("settle again: %d raised, %v; want 0", raised, err)
+	}
+}
+
+// documentsOf returns the stored bundle value without its log sequence, which records the record
+// that stored it rather than what it holds.
+func documentsOf(t *testing.T, value []byte) []byte {
+	t.Helper()
+	var b dockey.Bundle
+	if err := dockey.Decode(value, &b); err != nil {
+		t.Fatal(err)
+	}
+	b.Sequence = 0
+	out, err := EncodeBundle(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
