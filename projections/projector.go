@@ -429,15 +429,21 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	}); err != nil {
 		return 0, err
 	}
-	var floors []uint64 // the fingerprints of the bundles of the bucket replaced, if any
+	// The fingerprints of the bundles of the bucket replaced, if any, read while the first pass
+	// replays: only its reconciliation needs them.
+	var floors []uint64
+	floorsRead := make(chan error, 1)
 	if p.cfg.Replaces != nil {
-		if err := p.retry(ctx, "read the bundles of the bucket replaced", func() (err error) {
-			floors, err = p.storedPrints(ctx, p.cfg.Replaces, slugs, nil)
-			return err
-		}); err != nil {
-			return 0, err
-		}
+		go func() {
+			floorsRead <- p.retry(ctx, "read the bundles of the bucket replaced", func() (err error) {
+				floors, err = p.storedPrints(ctx, p.cfg.Replaces, slugs, nil)
+				return err
+			})
+		}()
+	} else {
+		floorsRead <- nil
 	}
+	defer func() { <-floorsRead }()
 	workers := min(p.cfg.Workers, runtime.GOMAXPROCS(0))
 	passes := passesFor(len(slugs), p.cfg.CacheSize, workers)
 	generation := time.Now().UnixNano()
@@ -461,6 +467,13 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 		})
 		if err != nil {
 			return 0, fmt.Errorf("replay: %w", err)
+		}
+		if floorsRead != nil {
+			err := <-floorsRead
+			floorsRead <- nil // for the deferred receive
+			if err != nil {
+				return 0, err
+			}
 		}
 		var share []storedPrint
 		for i, slug := range slugs {
@@ -696,8 +709,8 @@ func (p *Projector) reconcile(ctx context.Context, lanes []*lane, share []stored
 }
 
 // storedPrint is an establishment of the log and the fingerprint of the summary of its stored
-// bundle, 0 when none was stored or its summary has none; floor is that of its bundle in
-// Config.Replaces.
+// bundle, 0 when none was stored, unknownPrint when its summary has none; floor is that of its
+// bundle in Config.Replaces.
 type storedPrint struct {
 	slug         string
 	print, floor uint64
@@ -705,7 +718,7 @@ type storedPrint struct {
 
 // storedPrints reads every bundle of kv once, in the bucket's order, and returns the
 // fingerprint of each one's summary at the index of its establishment in slugs (sorted): 0 where
-// none is stored or its summary has no fingerprint. It counts in tally, unless nil, the bundles of
+// none is stored, unknownPrint where its summary has no fingerprint. It counts in tally, unless nil, the bundles of
 // establishments absent from slugs. One read of the bucket in its order costs far less than a read
 // per establishment, each of which loads a block of the store's files: the reconciliation of an
 // establishment whose stored bundle is the replayed one reads nothing more.
@@ -751,11 +764,16 @@ func (p *Projector) storedPrints(ctx context.Context, kv Bucket, slugs []string,
 			}
 			continue
 		}
-		if s, err := summarizeStored(e.Value()); err == nil {
+		prints[i] = unknownPrint
+		if s, err := summarizeStored(e.Value()); err == nil && s.fingerprint() != 0 {
 			prints[i] = s.fingerprint()
 		}
 	}
 }
+
+// unknownPrint stands for the fingerprint of a stored bundle whose summary has none, or that cannot
+// be read: one to read again.
+const unknownPrint = math.MaxUint64
 
 // errAbsentFromLog marks a bundle stored for an establishment the log never created.
 var errAbsentFromLog = errors.New("stored bundle of an establishment absent from the log")
@@ -785,9 +803,14 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (b
 		// render, nor to read again.
 		return false, p.reannounce(ctx, t)
 	}
-	stored, err := p.summaryIn(ctx, p.cfg.KV, slug)
-	if err != nil {
-		return false, err
+	var (
+		stored *summary // none when the bucket held none: only this projector writes to it
+		err    error
+	)
+	if print != 0 {
+		if stored, err = p.summaryIn(ctx, p.cfg.KV, slug); err != nil {
+			return false, err
+		}
 	}
 	if stored == nil && p.cfg.Replaces != nil && t != nil && t.stored != nil {
 		return p.replace(ctx, t, s.floor)

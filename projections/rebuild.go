@@ -61,14 +61,15 @@ func CheckpointFilesURL(ctx context.Context, kv StateStore) (url string, ok bool
 }
 
 // replace stores, for an establishment of the replay that the bucket holds nothing of, the
-// bundle that follows the one Config.Replaces holds for it, whose summary's fingerprint is floor:
-// the replayed bundle itself when the two are the same. Nothing is announced: the bucket is not
-// served yet.
+// bundle that follows the one Config.Replaces held for it when the replay began, whose summary's
+// fingerprint is floor (0: none, unknownPrint: one to read): the replayed bundle itself when the
+// two are the same or there was none. Nothing is announced: the bucket is not served yet. What the
+// replaced bucket stored since is Settle's.
 func (p *Projector) replace(ctx context.Context, t *tracked, floor uint64) (bool, error) {
 	replayed := t.stored
 	c := t.render(p.cfg.FilesURL)
 	u := update{bundle: c.bundle(replayed.revision)}
-	if floor == 0 || floor != replayed.fingerprint() {
+	if floor != 0 && floor != replayed.fingerprint() {
 		prev, err := p.summaryIn(ctx, p.cfg.Replaces, string(t.agg.Slug))
 		if err != nil {
 			return false, err

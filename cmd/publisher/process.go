@@ -164,7 +164,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.onReconnect(m.Conn, m.Generations.Rewatch)
 	g, _ := m.Generations.state()
 	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
-		if g.current() == 1 {
+		switch {
+		case c.has(roleProjector):
+			docs, _, err := m.openGeneration(ctx, js, g.current())
+			return docs, err
+		case g.current() == 1:
 			return projections.OpenBucket(ctx, js, c.Replicas)
 		}
 		name, _ := projections.GenerationBuckets(g.current())

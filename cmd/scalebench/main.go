@@ -15,6 +15,9 @@
 //     on an HTTPS receiver on loopback, and how many deliveries each receives after it, and when;
 //   - the documents the mirror holds, and the memory of a process running the api role alone;
 //   - `publisher verify` duration and outcome;
+//   - publisher rebuild while the service serves: its rendering rate against the replay's, the
+//     pause of projection at the switch, and the webhooks it sends (none: the documents are the
+//     same);
 //   - a replay of the whole log by the projector alone, against rendering and compressing every
 //     establishment without it.
 //
@@ -283,6 +286,27 @@ func run(ctx context.Context, o options) error {
 	replayRate := float64(o.n) / rp.took.Seconds()
 	r.add("replay: the projector alone replayed the whole log and reconciled it with the bucket in %s from its start (NATS having recovered its store): %.0f establishments/s, %.2f of render-and-compress alone (%.0f/s over %d establishments, one per CPU at once, by the wall clock); the process's peak RSS, embedded NATS included, %s",
 		rp.took.Round(time.Millisecond), replayRate, replayRate/renderRate, renderRate, rendered, bytesText(rp.peak))
+
+	step("rebuild while serving")
+	if err := svc.start(ctx, next, "rebuild"); err != nil {
+		return err
+	}
+	// The projector alone rendered under another files URL: the service's projector renders
+	// again first, and a rebuild starts from its checkpoint.
+	if _, err := svc.waitProjected(ctx, 30*time.Minute); err != nil {
+		return err
+	}
+	hooks.reset()
+	rb, err := svc.rebuild(ctx)
+	if err != nil {
+		return err
+	}
+	quiet := hooks.waitHooks(ctx, hooked, time.Now().Add(window+10*time.Second), window+10*time.Second)
+	rebuildRate := float64(rb.rendered) / max(rb.rendering.Seconds(), 1e-9)
+	r.add("rebuild while serving: %d establishments rendered into the next generation in %s: %.0f/s, %.2f of the projector's replay alone above; verified in %s; switched with projection paused %s; %d establishments announced and %d webhook deliveries (the documents unchanged: none expected); %s in all; peak RSS of the rebuild %s, of the service since its restart (holding both generations while the rebuild ran) %s",
+		rb.rendered, rb.rendering.Round(time.Millisecond), rebuildRate, rebuildRate/replayRate, rb.verification.Round(time.Millisecond),
+		rb.paused, rb.announced, quiet.total, rb.took.Round(time.Millisecond), bytesText(rb.peak), bytesText(readHWM(svc.cmd.Process.Pid)))
+	svc.stop()
 	r.add("log: longest line of the service %d bytes", svc.longestLogLine())
 
 	fmt.Println()

@@ -311,3 +311,80 @@ func parallelN(workers, n int, fn func(i int) error) error {
 	wg.Wait()
 	return failure
 }
+
+// rebuilt is what a run of publisher rebuild measured.
+type rebuilt struct {
+	took                    time.Duration // the whole command
+	rendered                int
+	rendering, verification time.Duration
+	paused                  string // how long projection paused at the switch, as it says
+	announced               int
+	peak                    int64 // the command's peak RSS
+}
+
+var (
+	renderedLine  = regexp.MustCompile(`rendered (\d+) establishments in (\S+) \(`)
+	verifiedLine  = regexp.MustCompile(`verified generation \d+: \d+ establishments equal to the log's rendering, in (\S+)`)
+	switchedLine  = regexp.MustCompile(`projection paused (\S+),`)
+	announcedLine = regexp.MustCompile(`announced (\d+) establishments`)
+)
+
+// rebuild runs publisher rebuild against the running service and measures it.
+func (s *service) rebuild(ctx context.Context) (rebuilt, error) {
+	logName := filepath.Join(filepath.Dir(s.dir), "rebuild.log")
+	logFile, err := os.Create(logName)
+	if err != nil {
+		return rebuilt{}, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(s.bin, "rebuild", "--nats-url", s.natsURL, "--nats-nkey", s.seed(),
+		"--progress", "plain", "--progress-every", "30s")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+s.memLimit)
+	start := time.Now()
+	c, err := startChild(cmd)
+	if err != nil {
+		return rebuilt{}, err
+	}
+	var res rebuilt
+	for deadline := start.Add(60 * time.Minute); ; {
+		if hwm := readHWM(cmd.Process.Pid); hwm > res.peak {
+			res.peak = hwm
+		}
+		select {
+		case <-c.exited:
+		case <-ctx.Done():
+			c.stop()
+			return res, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+			if time.Now().After(deadline) {
+				c.stop()
+				return res, fmt.Errorf("rebuild not done within an hour; see %s", logName)
+			}
+			continue
+		}
+		break
+	}
+	res.took = time.Since(start)
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		return res, fmt.Errorf("rebuild exited %d; see %s", code, logName)
+	}
+	b, err := os.ReadFile(logName)
+	if err != nil {
+		return res, err
+	}
+	if m := renderedLine.FindSubmatch(b); m != nil {
+		res.rendered, _ = strconv.Atoi(string(m[1]))
+		res.rendering, _ = time.ParseDuration(string(m[2]))
+	}
+	if m := verifiedLine.FindSubmatch(b); m != nil {
+		res.verification, _ = time.ParseDuration(string(m[1]))
+	}
+	if m := switchedLine.FindSubmatch(b); m != nil {
+		res.paused = string(m[1])
+	}
+	if m := announcedLine.FindSubmatch(b); m != nil {
+		res.announced, _ = strconv.Atoi(string(m[1]))
+	}
+	return res, nil
+}
