@@ -215,9 +215,10 @@ type Projector struct {
 	started atomic.Bool
 	stopped chan struct{} // closed when Run returns
 
-	// The identities of the bucket of bundles and of the log, which checkpoints and states name;
-	// set by Run.
+	// The identities of the bucket of bundles and of the log, which checkpoints and states name,
+	// and when the last replay of the whole log finished, which checkpoints carry; set by Run.
 	bucket, log string
+	replayed    time.Time
 
 	mu       sync.Mutex
 	position uint64        // guarded by mu
@@ -253,6 +254,9 @@ func New(cfg Config) (*Projector, error) {
 		advanced: make(chan struct{}),
 	}, nil
 }
+
+// Documents returns the bucket of bundles the projector writes to (Config.KV).
+func (p *Projector) Documents() Bucket { return p.cfg.KV }
 
 // Position returns the sequence of the last record of the log whose effect is stored.
 func (p *Projector) Position() uint64 {
@@ -384,6 +388,7 @@ func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
 			"checkpoint", cp.Position, "log_sequence", last)
 		return 0, false, nil
 	}
+	p.replayed = cp.Replayed
 	return cp.Position, true, nil
 }
 
@@ -498,6 +503,7 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 			"count", tally.absent, "examples", tally.examples)
 	}
 	p.logger.Info("projections reconciled with the stored bundles", "establishments", len(slugs), "written", tally.written)
+	p.replayed = time.Now().UTC()
 	if err := p.retry(ctx, "write the checkpoint", func() error {
 		return p.saveCheckpoint(ctx, last)
 	}); err != nil {

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -39,6 +41,19 @@ func GenerationBuckets(n int) (docs, state string) {
 	return dockey.Bucket + suffix, StateBucketName + suffix
 }
 
+// GenerationOf returns the generation whose bucket of bundles is named docs, 0 for none.
+func GenerationOf(docs string) int {
+	if docs == dockey.Bucket {
+		return 1
+	}
+	suffix, ok := strings.CutPrefix(docs, dockey.Bucket+"_")
+	n, err := strconv.Atoi(suffix)
+	if !ok || err != nil || n <= 1 {
+		return 0
+	}
+	return n
+}
+
 // OpenGeneration creates the buckets of generation n, or updates them to this configuration, as
 // OpenBucket and OpenStateBucket do for generation 1.
 func OpenGeneration(ctx context.Context, js jetstream.JetStream, n, replicas int) (docs, state jetstream.KeyValue, err error) {
@@ -52,12 +67,23 @@ func OpenGeneration(ctx context.Context, js jetstream.JetStream, n, replicas int
 	return docs, state, nil
 }
 
-// CheckpointFilesURL returns the base URL of uploaded files under which the projector that wrote
-// the checkpoint of kv, a state bucket, rendered: what a rebuild must render under for its
-// bundles to compare with the current ones. ok is false when there is no checkpoint of this code.
-func CheckpointFilesURL(ctx context.Context, kv StateStore) (url string, ok bool, err error) {
+// Checkpoint is what a projector's checkpoint says to a rebuild.
+type Checkpoint struct {
+	// Position: every record up to it is projected.
+	Position uint64
+	// FilesURL is the base URL of uploaded files the projector renders under: what a rebuild must
+	// render under for its bundles to compare with the current ones.
+	FilesURL string
+	// Replayed is when the projector last finished a replay of the whole log, which may change
+	// any bundle, not only those of the records after a position.
+	Replayed time.Time
+}
+
+// ReadCheckpoint returns the checkpoint of the projector whose state bucket is kv; ok is false
+// when there is none of this code's format.
+func ReadCheckpoint(ctx context.Context, kv StateStore) (Checkpoint, bool, error) {
 	cp, ok, err := readCheckpoint(ctx, kv)
-	return cp.Files, ok, err
+	return Checkpoint{Position: cp.Position, FilesURL: cp.Files, Replayed: cp.Replayed}, ok, err
 }
 
 // replace stores, for an establishment of the replay that the bucket holds nothing of, the
@@ -102,22 +128,12 @@ func (p *Projector) Settle(ctx context.Context, from, to uint64) (int, error) {
 	if p.log == "" {
 		return 0, errors.New("projections: settle: the projector has not run")
 	}
-	var slugs []string
-	if from <= to {
-		seen := map[string]struct{}{}
-		err := p.cfg.Store.ReplayPart(ctx, from, to, func(string) bool { return true }, func(rec events.Record) error {
-			if _, ok := seen[rec.Establishment]; !ok {
-				seen[rec.Establishment] = struct{}{}
-				slugs = append(slugs, rec.Establishment)
-			}
-			return nil
-		}, func(uint64, error) {})
-		if err != nil {
-			return 0, fmt.Errorf("projections: settle: read the log: %w", err)
-		}
+	slugs, err := Touched(ctx, p.cfg.Store, from, to)
+	if err != nil {
+		return 0, fmt.Errorf("projections: settle: %w", err)
 	}
 	var raised atomic.Int64
-	_, err := fanOut(ctx, p.newLanes(), func(s string) string { return s }, func(ctx context.Context, l *lane, slug string) error {
+	_, err = fanOut(ctx, p.newLanes(), func(s string) string { return s }, func(ctx context.Context, l *lane, slug string) error {
 		ok, err := p.settleOne(ctx, l, slug)
 		if ok {
 			raised.Add(1)
@@ -135,6 +151,32 @@ func (p *Projector) Settle(ctx context.Context, from, to uint64) (int, error) {
 		return int(raised.Load()), fmt.Errorf("projections: settle: %w", err)
 	}
 	return int(raised.Load()), nil
+}
+
+// TouchLog is what Touched reads of the log; *events.Store satisfies it.
+type TouchLog interface {
+	ReplayPart(ctx context.Context, from, to uint64, keep func(slug string) bool, fn func(events.Record) error, unreadable func(seq uint64, err error)) error
+}
+
+// Touched returns, sorted, the establishments with a record from sequence from through to.
+func Touched(ctx context.Context, log TouchLog, from, to uint64) ([]string, error) {
+	if from > to {
+		return nil, nil
+	}
+	seen := map[string]struct{}{}
+	var slugs []string
+	err := log.ReplayPart(ctx, from, to, func(string) bool { return true }, func(rec events.Record) error {
+		if _, ok := seen[rec.Establishment]; !ok {
+			seen[rec.Establishment] = struct{}{}
+			slugs = append(slugs, rec.Establishment)
+		}
+		return nil
+	}, func(uint64, error) {})
+	if err != nil {
+		return nil, fmt.Errorf("read the log: %w", err)
+	}
+	slices.Sort(slugs)
+	return slugs, nil
 }
 
 func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, error) {
@@ -202,6 +244,10 @@ type AnnounceConfig struct {
 	Old, New SwitchBuckets
 	// Notifier is told of each change.
 	Notifier AnnouncedNotifier
+	// Since is the replaced generation's position when the build began: a bundle of New stored by
+	// a later record is announced unless its revision was, whatever Old holds, since the old
+	// generation's projector may have stored it without announcing it when it stopped.
+	Since uint64
 	// Workers bounds the establishments compared at once; 0 is DefaultVerifyWorkers.
 	Workers int
 	// Progress, optional, is called after each establishment with the number compared so far and
@@ -214,7 +260,8 @@ type AnnounceConfig struct {
 // AnnounceSwitch tells cfg.Notifier of every establishment whose documents the switch from Old to
 // New changed: one public in New at a revision above Old's, or absent from Old, and not yet
 // announced at that revision, with every resource it has (each document's bytes changed, its
-// revision among them). It can be run again after an interruption: what was announced is not
+// revision among them); and of every one stored in New by a record after cfg.Since whose revision
+// was not announced. It can be run again after an interruption: what was announced is not
 // announced again. It returns how many it announced.
 func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 	if cfg.Old == nil || cfg.New == nil || cfg.Notifier == nil {
@@ -266,8 +313,11 @@ func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 			return err
 		}
 		prev, err := summaryOf(ctx, cfg.Old, slug)
-		if err != nil || prev != nil && cur.revision <= prev.revision {
+		if err != nil {
 			return err
+		}
+		if prev != nil && cur.revision <= prev.revision && cur.sequence <= cfg.Since {
+			return nil // the same documents, announced by the old generation's projector
 		}
 		last, err := cfg.Notifier.Announced(ctx, slug)
 		if err != nil && !errors.Is(err, events.ErrInvalidSignal) {

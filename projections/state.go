@@ -63,6 +63,9 @@ type checkpoint struct {
 	Log      string    `json:"log"`
 	Files    string    `json:"files_url"` // Config.FilesURL
 	Written  time.Time `json:"written"`
+	// Replayed is when the projector last finished a replay of the whole log, which may have
+	// changed any bundle.
+	Replayed time.Time `json:"replayed,omitzero"`
 }
 
 // bucketIdentity tells the bucket of bundles apart from any other of the same name, one deleted
@@ -118,7 +121,7 @@ func writeCheckpoint(ctx context.Context, kv StateStore, cp checkpoint) error {
 
 // saveCheckpoint stores the checkpoint at position of p's bucket and log.
 func (p *Projector) saveCheckpoint(ctx context.Context, position uint64) error {
-	return writeCheckpoint(ctx, p.cfg.State, checkpoint{Position: position, Bucket: p.bucket, Log: p.log, Files: p.cfg.FilesURL})
+	return writeCheckpoint(ctx, p.cfg.State, checkpoint{Position: position, Bucket: p.bucket, Log: p.log, Files: p.cfg.FilesURL, Replayed: p.replayed})
 }
 
 // storedState is an establishment as the projector lets go of it: its aggregate after the record

@@ -46,6 +46,7 @@ type Mirror struct {
 	rewatch   chan struct{}
 	requested chan struct{}
 	request   atomic.Pointer[generationRequest]
+	asked     atomic.Uint64 // requests made
 	logger    *slog.Logger
 
 	ready   chan struct{} // closed once the initial values of the first generation are visible
@@ -215,7 +216,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 				next.end()
 				next = nil
 				m.next.Store(nil)
-				m.ask(generationRequest{kv: kv, switchNow: switching, rev: switchAt})
+				m.askAgain(generationRequest{kv: kv, switchNow: switching, rev: switchAt})
 				continue
 			}
 			if ctx.Err() != nil {
@@ -241,12 +242,13 @@ func (m *Mirror) Run(ctx context.Context) error {
 				if next != nil {
 					next.end()
 				}
+				switching, switchAt = false, 0 // nothing asked yet of this generation
 				nw, err := watch(ctx, newView(req.kv), 1)
 				if err != nil {
 					m.logger.Warn("bundle mirror: the next generation cannot be watched yet, trying every second", "bucket", req.kv.Bucket(), "err", err)
 					next = nil
 					m.next.Store(nil)
-					time.AfterFunc(time.Second, func() { m.ask(*req) })
+					m.askAgain(*req)
 					continue
 				}
 				next = nw
@@ -254,7 +256,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 				m.logger.Info("bundle mirror: loading the next generation", "bucket", req.kv.Bucket())
 			}
 			if req.switchNow {
-				switching, switchAt = true, max(switchAt, req.rev)
+				switching, switchAt = true, req.rev
 			}
 		case <-m.rewatch:
 			if ctx.Err() != nil {
@@ -307,8 +309,19 @@ func (m *Mirror) Switch(kv jetstream.KeyValue, rev uint64) {
 // Abandon drops the generation prepared, if any.
 func (m *Mirror) Abandon() { m.ask(generationRequest{}) }
 
+// askAgain asks r again in a second, unless another request was made meanwhile.
+func (m *Mirror) askAgain(r generationRequest) {
+	asked := m.asked.Load()
+	time.AfterFunc(time.Second, func() {
+		if m.asked.Load() == asked {
+			m.ask(r)
+		}
+	})
+}
+
 // ask passes r to Run, in place of any request it has not acted on yet: only the last counts.
 func (m *Mirror) ask(r generationRequest) {
+	m.asked.Add(1)
 	if m.request.Swap(&r) == nil {
 		select {
 		case m.requested <- struct{}{}:
@@ -404,6 +417,15 @@ func (m *Mirror) WaitBucketRevision(ctx context.Context, rev uint64) error {
 	v := m.cur.Load()
 	return m.wait(ctx, func() bool { return m.cur.Load() != v || v.applied.Load() >= rev },
 		func() error { return fmt.Errorf("readapi: wait for bucket revision %d", rev) })
+}
+
+// WaitServing blocks until the mirror serves the generation bucket and has handled every bundle
+// key write to it up to the bucket revision rev, or ctx is done.
+func (m *Mirror) WaitServing(ctx context.Context, bucket string, rev uint64) error {
+	return m.wait(ctx, func() bool {
+		v := m.cur.Load()
+		return v.kv.Bucket() == bucket && v.applied.Load() >= rev
+	}, func() error { return fmt.Errorf("readapi: wait for %s at bucket revision %d", bucket, rev) })
 }
 
 // wait blocks until done reports true or ctx ends. The change channel is taken before done is

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/projections"
 )
 
 // The documents are served from one generation of the bucket of bundles at a time. A rebuild
@@ -54,6 +56,8 @@ type generations struct {
 	Switched       time.Time `json:"switched,omitzero"`
 	// Rebuild is the rebuild under way, if any.
 	Rebuild *rebuildState `json:"rebuild,omitempty"`
+	// Highest is the highest generation a rebuild began: a number is never used twice.
+	Highest int `json:"highest,omitempty"`
 }
 
 type rebuildState struct {
@@ -64,8 +68,10 @@ type rebuildState struct {
 	// Position is where the current generation's projector was, at most, when the build began:
 	// the records after it are compared again at the switch.
 	Position uint64 `json:"position"`
-	// FilesURL is the base URL of uploaded files the current projector renders under.
+	// FilesURL is the base URL of uploaded files the current projector renders under, and
+	// Replayed when it last replayed the whole log, as its checkpoint said when the rebuild began.
 	FilesURL string    `json:"files_url"`
+	Replayed time.Time `json:"replayed,omitzero"`
 	Started  time.Time `json:"started"`
 	// SwitchAsked is when the phase became switching.
 	SwitchAsked time.Time `json:"switch_asked,omitzero"`
@@ -152,6 +158,14 @@ func (w *generationWatch) state() (generations, <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.g, w.changed
+}
+
+// servedBy returns the generation of the documents p projects into, 0 when unknown.
+func (w *generationWatch) servedBy(p *projections.Projector) int {
+	if b, ok := p.Documents().(interface{ Bucket() string }); ok {
+		return projections.GenerationOf(b.Bucket())
+	}
+	return 0
 }
 
 // Rewatch starts the watch again: after a reconnection, a watch whose consumer was lost would

@@ -77,16 +77,9 @@ type Main struct {
 	mirrorLag *mirrorLag           // nil without the read API
 	// projector is the projector this process runs, nil while it runs none.
 	projector atomic.Pointer[projections.Projector]
-	// projectorState is the projector's bucket of the generation served, read for its
-	// checkpoints when the projector runs in another process.
-	projectorState atomic.Pointer[namedBucket]
+	// bound holds the buckets bucketNamed bound, by name.
+	bound sync.Map
 	errc           chan error
-}
-
-// namedBucket is a bucket bound by name.
-type namedBucket struct {
-	name string
-	kv   jetstream.KeyValue
 }
 
 // Projector returns the projector this process runs, nil when it runs none (another process holds
@@ -316,17 +309,19 @@ func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStrea
 	}
 	holder := processName()
 	var first *projections.Projector
-	l, other, err := tryLease(ctx, leases, roleProjector, holder)
-	if m.NATS != nil && l == nil && err == nil && !strings.HasPrefix(other, rebuildHolder) {
+	l, _, err := tryLease(ctx, leases, roleProjector, holder)
+	if m.NATS != nil && l == nil && err == nil {
 		// The embedded server serves this process alone: a lease it holds is of this process
 		// before a restart, which cannot renew it any more. Only a rebuild may hold it.
-		if derr := leases.Delete(ctx, roleProjector); derr == nil {
-			l, _, err = tryLease(ctx, leases, roleProjector, holder)
+		if e, gerr := leases.Get(ctx, roleProjector); gerr == nil && !strings.HasPrefix(string(e.Value()), rebuildHolder) {
+			if leases.Delete(ctx, roleProjector, jetstream.LastRevision(e.Revision())) == nil {
+				l, _, err = tryLease(ctx, leases, roleProjector, holder)
+			}
 		}
 	}
 	if err != nil || l == nil {
 		l = nil
-	} else if g, _ := m.Generations.state(); g.switching() {
+	} else if g, _ := m.Generations.state(); g.switching() { // projectGenerations stands aside
 		l.release(ctx)
 		l = nil
 	} else if first, err = provision(ctx, m, "the projector's buckets", func(ctx context.Context) (*projections.Projector, error) {
@@ -348,9 +343,10 @@ func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStrea
 // after a switch.
 func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue, holder string, l *lease, first *projections.Projector,
 	newProjector func(context.Context, int) (*projections.Projector, error)) error {
+	var grace switchGraceClock
 	for {
 		if l == nil {
-			if err := m.awaitNoSwitch(ctx); err != nil {
+			if err := m.awaitNoSwitch(ctx, &grace); err != nil {
 				return nil // stopped
 			}
 			var err error
@@ -358,14 +354,19 @@ func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue
 				return nil // stopped while standing by
 			}
 		}
+		// The record as it stands now, not as last watched: the generation to project is the
+		// one current once the lease is held.
 		g, _ := m.Generations.state()
-		if g.switching() && time.Since(g.Rebuild.SwitchAsked) < switchGrace {
+		if now, _, err := readGenerations(ctx, m.Generations.kv); err == nil {
+			g = now
+		}
+		if grace.left(g) > 0 {
 			l.release(ctx)
 			l, first = nil, nil
 			continue
 		}
 		p := first
-		if p == nil {
+		if p == nil || g.current() != m.Generations.servedBy(p) {
 			var err error
 			if p, err = provision(ctx, m, "the projector's buckets", func(ctx context.Context) (*projections.Projector, error) {
 				return newProjector(ctx, g.current())
@@ -411,15 +412,31 @@ func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue
 	}
 }
 
-// awaitNoSwitch returns once no rebuild is switching generations, or one asked for it more than
-// switchGrace ago: the rebuild then holds the projector's lease, or died.
-func (m *Main) awaitNoSwitch(ctx context.Context) error {
+// switchGraceClock measures, by this process's clock, how long ago it first saw the switch a
+// rebuild asks for: the projector stands aside for switchGrace from then, for the rebuild to
+// take its lease, and goes on after it when no rebuild did (it died).
+type switchGraceClock struct {
+	asked time.Time // the rebuild's SwitchAsked of the switch seen
+	seen  time.Time // when this process first saw it
+}
+
+// left returns how long the projector still stands aside for the switch g asks for, 0 when none.
+func (c *switchGraceClock) left(g generations) time.Duration {
+	if !g.switching() {
+		return 0
+	}
+	if !g.Rebuild.SwitchAsked.Equal(c.asked) || c.seen.IsZero() {
+		c.asked, c.seen = g.Rebuild.SwitchAsked, time.Now()
+	}
+	return max(switchGrace-time.Since(c.seen), 0)
+}
+
+// awaitNoSwitch returns once no rebuild is switching generations, or this process saw the switch
+// asked for more than switchGrace ago: the rebuild then holds the projector's lease, or died.
+func (m *Main) awaitNoSwitch(ctx context.Context, grace *switchGraceClock) error {
 	for {
 		g, changed := m.Generations.state()
-		if !g.switching() {
-			return nil
-		}
-		wait := switchGrace - time.Since(g.Rebuild.SwitchAsked)
+		wait := grace.left(g)
 		if wait <= 0 {
 			return nil
 		}
@@ -677,6 +694,12 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	m.onReconnect(mc, m.Mirror.Rewatch)
 	m.run(runCtx, "mirror", m.Mirror.Run)
 	m.run(runCtx, "mirror generations", func(ctx context.Context) error { return m.followGenerations(ctx, mjs, g.current()) })
+	// A rebuild removes the old generation once no read node serves it: each says which it serves.
+	if _, err := mc.Subscribe(servedSubject, func(msg *nats.Msg) {
+		_ = msg.Respond([]byte(m.Mirror.Bucket().Bucket()))
+	}); err != nil {
+		return fmt.Errorf("read api: %w", err)
+	}
 	// Serve only once the mirror holds what the bucket holds; before that every answer is a 404.
 	// A large bucket on a busy node (a restart across midnight) can take a while: wait, saying so.
 	waited := time.Now()
@@ -955,46 +978,58 @@ func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
 // this process serves the read API, in its mirror: a read on this node then answers with it.
 func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
 	err := projections.ErrStopped
+	var docs string // the generation the record is projected into
 	if p := m.Projector(); p != nil {
-		err = p.WaitFor(ctx, seq)
+		if err = p.WaitFor(ctx, seq); err == nil {
+			if b, ok := p.Documents().(interface{ Bucket() string }); ok {
+				docs = b.Bucket()
+			}
+		}
 	}
 	if errors.Is(err, projections.ErrStopped) {
 		// Another process projects, or this one stopped for a switch of generations.
-		err = m.projectedElsewhere(ctx, seq)
+		docs, err = m.projectedElsewhere(ctx, seq)
 	}
 	if err != nil || m.Mirror == nil {
 		return err
 	}
-	entry, err := m.Mirror.Bucket().Get(ctx, dockey.Key(string(slug)))
+	kv, err := m.bucketNamed(ctx, docs)
+	if err != nil {
+		return err
+	}
+	entry, err := kv.Get(ctx, dockey.Key(string(slug)))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil // nothing stored for it: nothing to serve
 	}
 	if err != nil {
 		return fmt.Errorf("read the documents of %s: %w", slug, err)
 	}
-	return m.Mirror.WaitBucketRevision(ctx, entry.Revision())
+	return m.Mirror.WaitServing(ctx, kv.Bucket(), entry.Revision())
 }
 
-// projectedElsewhere returns once the projector of another process has checkpointed sequence
-// seq (it does every few seconds), or ctx ends.
-func (m *Main) projectedElsewhere(ctx context.Context, seq uint64) error {
+// projectedElsewhere returns, with the name of the generation of the documents it is projected
+// into, once the projector of another process has checkpointed sequence seq (it does every few
+// seconds), or ctx ends.
+func (m *Main) projectedElsewhere(ctx context.Context, seq uint64) (string, error) {
 	for {
 		var (
 			pos uint64
 			ok  bool
 		)
-		state, err := m.servedState(ctx)
+		g, _ := m.Generations.state()
+		docs, stateName := projections.GenerationBuckets(g.current())
+		state, err := m.bucketNamed(ctx, stateName)
 		if err == nil {
 			pos, ok, err = projections.Projected(ctx, state)
 		}
 		if err == nil && ok && pos >= seq {
-			return nil
+			return docs, nil
 		}
 		t := time.NewTimer(250 * time.Millisecond)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("wait for sequence %d (checkpointed %d): %w", seq, pos, ctx.Err())
+			return "", fmt.Errorf("wait for sequence %d (checkpointed %d): %w", seq, pos, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -1049,12 +1084,10 @@ func (m *Main) followGenerations(ctx context.Context, js jetstream.JetStream, se
 	return nil
 }
 
-// servedState returns the projector's state bucket of the generation of the documents served.
-func (m *Main) servedState(ctx context.Context) (jetstream.KeyValue, error) {
-	g, _ := m.Generations.state()
-	_, name := projections.GenerationBuckets(g.current())
-	if b := m.projectorState.Load(); b != nil && b.name == name {
-		return b.kv, nil
+// bucketNamed binds to the bucket name once: a handful of generations' buckets in a process's life.
+func (m *Main) bucketNamed(ctx context.Context, name string) (jetstream.KeyValue, error) {
+	if kv, ok := m.bound.Load(name); ok {
+		return kv.(jetstream.KeyValue), nil
 	}
 	js, err := jetstream.New(m.Conn)
 	if err != nil {
@@ -1064,7 +1097,7 @@ func (m *Main) servedState(ctx context.Context) (jetstream.KeyValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.projectorState.Store(&namedBucket{name: name, kv: kv})
+	m.bound.Store(name, kv)
 	return kv, nil
 }
 

@@ -148,9 +148,49 @@ func (r *rebuilder) update(ctx context.Context, change func(*generations) error)
 	}
 }
 
+// rebuildLease is the lease a rebuild holds for its whole run: one rebuild at a time, and no
+// abandoning of one that runs.
+const rebuildLease = "rebuild"
+
+// lock takes the rebuild lease and keeps it until release is called; ctx ends when it is lost.
+func (r *rebuilder) lock(ctx context.Context) (context.Context, func(), error) {
+	leases, err := r.js.KeyValue(ctx, LeasesBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		leases, err = openLeases(ctx, r.js, r.replicas)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	l, other, err := tryLease(ctx, leases, rebuildLease, rebuildHolder+processName())
+	if err != nil {
+		return nil, nil, err
+	}
+	if l == nil {
+		return nil, nil, fmt.Errorf("rebuild: another rebuild runs (%s): wait for it, or stop it first", other)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	kctx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		if err := l.keep(kctx); err != nil {
+			cancel(fmt.Errorf("rebuild: %w", err))
+		}
+	}()
+	return ctx, func() { stopKeeping(); <-kept; cancel(nil) }, nil
+}
+
 func (r *rebuilder) run(ctx context.Context) error {
 	g, rev, err := r.open(ctx)
 	if err != nil {
+		return err
+	}
+	ctx, unlock, err := r.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if g, rev, err = readGenerations(ctx, r.gens); err != nil { // as it stands under the lock
 		return err
 	}
 	if g.Rebuild == nil {
@@ -159,22 +199,22 @@ func (r *rebuilder) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		files, ok, err := projections.CheckpointFilesURL(ctx, state)
+		cp, ok, err := projections.ReadCheckpoint(ctx, state)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return errors.New("rebuild: the projector has written no checkpoint yet: start the service first, and wait for it to catch up")
 		}
-		position, _, err := projections.Projected(ctx, state)
-		if err != nil {
-			return err
-		}
 		last, err := r.store.LastStreamSequence(ctx)
 		if err != nil {
 			return err
 		}
-		g.Rebuild = &rebuildState{From: cur, Next: cur + 1, Phase: phaseBuilding, Position: min(position, last), FilesURL: files, Started: time.Now().UTC()}
+		// A generation number is never used twice: an abandoned rebuild's may still have writers.
+		next := max(cur, g.Highest) + 1
+		g.Highest = next
+		g.Rebuild = &rebuildState{From: cur, Next: next, Phase: phaseBuilding, Position: min(cp.Position, last), FilesURL: cp.FilesURL,
+			Replayed: cp.Replayed, Started: time.Now().UTC()}
 		if _, err := writeGenerations(ctx, r.gens, g, rev); err != nil {
 			return fmt.Errorf("rebuild: start (did another rebuild start meanwhile?): %w", err)
 		}
@@ -349,6 +389,20 @@ func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, p *projection
 		stopKeeping()
 		<-lost
 	}
+	// The bundles of the old generation changed only through the records after rb.Position,
+	// unless its projector replayed the whole log meanwhile, or renders under another files URL.
+	_, oldState, err := r.generation(ctx, rb.From)
+	if err != nil {
+		release()
+		return back(err)
+	}
+	if cp, ok, err := projections.ReadCheckpoint(ctx, oldState); err != nil {
+		release()
+		return back(err)
+	} else if !ok || cp.FilesURL != rb.FilesURL || !cp.Replayed.Equal(rb.Replayed) {
+		release()
+		return back(fmt.Errorf("rebuild: the projector of generation %d replayed the whole log, or renders under another files URL, since the rebuild began: run rebuild --abandon, then rebuild again", rb.From))
+	}
 	// Every record the old generation's projector stored is in the log now: the new generation
 	// takes them all in, then stops at a known position.
 	last, err := r.store.LastStreamSequence(ctx)
@@ -428,7 +482,10 @@ func (r *rebuilder) announce(ctx context.Context, rb rebuildState) error {
 	oldDocs, err := r.js.KeyValue(ctx, oldDocsName)
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
-		// Announced and removed by an earlier run.
+		// Announced and removed by an earlier run; its state bucket may remain.
+		if err := r.js.DeleteKeyValue(ctx, oldStateName); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return fmt.Errorf("rebuild: remove %s: %w", oldStateName, err)
+		}
 	case err != nil:
 		return err
 	default:
@@ -439,14 +496,17 @@ func (r *rebuilder) announce(ctx context.Context, rb rebuildState) error {
 		start := time.Now()
 		show, stopShow := startProgress(r.out, r.progress, r.every, start, "compared")
 		n, err := projections.AnnounceSwitch(ctx, projections.AnnounceConfig{
-			Old: oldDocs, New: newDocs, Notifier: signalNotifier{s: signals}, Progress: show, Logger: r.logger,
+			Old: oldDocs, New: newDocs, Notifier: signalNotifier{s: signals}, Since: rb.Position, Progress: show, Logger: r.logger,
 		})
 		stopShow(err == nil)
 		if err != nil {
 			return fmt.Errorf("rebuild: %w (run rebuild again to resume)", err)
 		}
 		r.say("announced %d establishments whose documents changed, in %s", n, time.Since(start).Round(time.Millisecond))
-		for _, name := range []string{oldDocsName, oldStateName} {
+		if err := r.awaitReadNodes(ctx, newDocs.Bucket()); err != nil {
+			return err
+		}
+		for _, name := range []string{oldStateName, oldDocsName} { // the documents last: see above
 			if err := r.js.DeleteKeyValue(ctx, name); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 				return fmt.Errorf("rebuild: remove %s: %w", name, err)
 			}
@@ -465,9 +525,18 @@ func (r *rebuilder) announce(ctx context.Context, rb rebuildState) error {
 	return nil
 }
 
-// abandon removes the rebuild under way and the generation it built, before its switch.
+// abandon removes the rebuild under way and the generation it built, before its switch, once no
+// rebuild runs.
 func (r *rebuilder) abandon(ctx context.Context) error {
-	g, _, err := r.open(ctx)
+	if _, _, err := r.open(ctx); err != nil {
+		return err
+	}
+	ctx, unlock, err := r.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	g, _, err := readGenerations(ctx, r.gens)
 	if err != nil {
 		return err
 	}
@@ -475,13 +544,16 @@ func (r *rebuilder) abandon(ctx context.Context) error {
 		return errors.New("rebuild: no rebuild is under way")
 	}
 	rb := *g.Rebuild
-	if g.current() == rb.Next {
-		return fmt.Errorf("rebuild: generation %d is served already; run rebuild to finish announcing it", rb.Next)
+	if g.current() == rb.Next || rb.Phase == phaseAnnouncing {
+		return fmt.Errorf("rebuild: generation %d is served already; run rebuild to finish it", rb.Next)
 	}
+	// The switch asked for is called off first: the projector goes on with the current
+	// generation at once.
 	if _, err := r.update(ctx, func(g *generations) error {
-		if g.Rebuild != nil && g.Rebuild.Next == rb.Next && g.current() != rb.Next {
-			g.Rebuild = nil
+		if g.Rebuild == nil || g.Rebuild.Next != rb.Next || g.current() == rb.Next {
+			return errors.New("rebuild: the rebuild changed meanwhile; look again")
 		}
+		g.Rebuild.Phase, g.Rebuild.SwitchAsked = phaseBuilding, time.Time{}
 		return nil
 	}); err != nil {
 		return err
@@ -492,6 +564,76 @@ func (r *rebuilder) abandon(ctx context.Context) error {
 			return fmt.Errorf("rebuild: remove %s: %w", name, err)
 		}
 	}
+	if _, err := r.update(ctx, func(g *generations) error {
+		if g.Rebuild == nil || g.Rebuild.Next != rb.Next || g.current() == rb.Next {
+			return errors.New("rebuild: the rebuild changed meanwhile; look again")
+		}
+		g.Rebuild = nil
+		return nil
+	}); err != nil {
+		return err
+	}
 	r.say("abandoned the rebuild of generation %d; removed %s", rb.Next, strings.Join([]string{docs, state}, ", "))
 	return nil
+}
+
+// servedSubject is where read nodes answer which generation of the documents they serve.
+const servedSubject = "publisher.documents.served"
+
+// awaitReadNodes returns once every read node that answers serves the bucket want, or fails after
+// --handover-timeout: the old generation is removed only once no read node serves it.
+func (r *rebuilder) awaitReadNodes(ctx context.Context, want string) error {
+	deadline := time.Now().Add(r.handover)
+	for {
+		served, err := r.askServed(ctx)
+		if err != nil {
+			return err
+		}
+		behind := 0
+		for _, b := range served {
+			if b != want {
+				behind++
+			}
+		}
+		if behind == 0 {
+			r.say("%d read nodes serve generation %s", len(served), want)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("rebuild: %d of %d read nodes still serve another generation after %s: the old one is kept (run rebuild again to remove it)", behind, len(served), r.handover)
+		}
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+// askServed asks every read node which bucket it serves and gathers the answers that come within
+// a short while.
+func (r *rebuilder) askServed(ctx context.Context) ([]string, error) {
+	inbox := r.nc.NewRespInbox()
+	sub, err := r.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := r.nc.PublishRequest(servedSubject, inbox, nil); err != nil {
+		return nil, err
+	}
+	var served []string
+	until := time.Now().Add(300 * time.Millisecond)
+	for {
+		wait := time.Until(until)
+		if wait <= 0 || ctx.Err() != nil {
+			return served, ctx.Err()
+		}
+		msg, err := sub.NextMsg(wait)
+		if errors.Is(err, nats.ErrTimeout) {
+			return served, nil
+		}
+		if err != nil {
+			return served, err
+		}
+		served = append(served, string(msg.Data))
+	}
 }
