@@ -72,6 +72,10 @@ type VerifyConfig struct {
 	FilesURL string
 	// Slugs, when not empty, are the only establishments checked.
 	Slugs []string
+	// UpTo, when not 0, is a position up to which the projector of KV has projected every
+	// record (its checkpoint, say): records after it that a bundle does not reflect yet are no
+	// difference, so that a live bucket is checked without races.
+	UpTo uint64
 }
 
 // Verify rebuilds, for every establishment of the log and of the bucket, the bundle a replay of
@@ -80,9 +84,9 @@ type VerifyConfig struct {
 //
 // It reads one establishment at a time per worker (its history by direct gets, its bundle by a
 // key get), so its memory is bounded by the number of workers and it opens no consumer but the
-// one that lists the bucket's keys. Records appended while it runs are not ignored: an
-// establishment changed meanwhile can differ from a bundle not yet written, which is a race, not
-// a fault.
+// one that lists the bucket's keys. Without VerifyConfig.UpTo, records appended while it runs are
+// not ignored: an establishment changed meanwhile can differ from a bundle not yet written, which
+// is a race, not a fault; with it, there is no such race.
 func Verify(ctx context.Context, cfg VerifyConfig) (Report, error) {
 	if cfg.Log == nil || cfg.KV == nil {
 		return Report{}, errors.New("projections: verify: log and bucket are required")
@@ -207,23 +211,7 @@ func verifySlugs(ctx context.Context, cfg VerifyConfig) ([]string, error) {
 // when the log holds no creation of slug and no bundle is stored for it; diff is empty when the
 // two agree.
 func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug string) (checked bool, diff string, err error) {
-	recs, err := cfg.Log.History(ctx, slug)
-	if err != nil {
-		return false, "", err
-	}
-	m := newModel(logger)
-	var (
-		want *dockey.Bundle
-		last *tracked
-	)
-	for _, rec := range recs {
-		if t := m.apply(rec); t != nil {
-			if u, ok := t.project(rec.Sequence, cfg.FilesURL); ok && u.write {
-				t.stored = summarize(&u.bundle)
-				want, last = &u.bundle, t
-			}
-		}
-	}
+	// The bundle first: the history read after it holds every record it can reflect.
 	var got *dockey.Bundle
 	e, err := cfg.KV.Get(ctx, dockey.Key(slug))
 	switch {
@@ -241,6 +229,33 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 			}
 		})
 		got = &b
+	}
+	recs, err := cfg.Log.History(ctx, slug)
+	if err != nil {
+		return false, "", err
+	}
+	if cfg.UpTo > 0 {
+		// Every record up to UpTo is projected, and the records of one establishment in order:
+		// the bundle is the rendering of its records up to UpTo, or up to the one that stored it
+		// when that one is later. Records after both are not its business yet.
+		limit := cfg.UpTo
+		if got != nil {
+			limit = max(limit, got.Sequence)
+		}
+		recs = slices.DeleteFunc(recs, func(rec events.Record) bool { return rec.Sequence > limit })
+	}
+	m := newModel(logger)
+	var (
+		want *dockey.Bundle
+		last *tracked
+	)
+	for _, rec := range recs {
+		if t := m.apply(rec); t != nil {
+			if u, ok := t.project(rec.Sequence, cfg.FilesURL); ok && u.write {
+				t.stored = summarize(&u.bundle)
+				want, last = &u.bundle, t
+			}
+		}
 	}
 	switch {
 	case want == nil && got == nil:

@@ -79,7 +79,7 @@ type Main struct {
 	projector atomic.Pointer[projections.Projector]
 	// bound holds the buckets bucketNamed bound, by name.
 	bound sync.Map
-	errc           chan error
+	errc  chan error
 }
 
 // Projector returns the projector this process runs, nil when it runs none (another process holds

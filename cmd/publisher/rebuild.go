@@ -254,44 +254,29 @@ func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
 	}
 
 	start := time.Now()
-	var rendered, total atomic.Int64
+	var rendered atomic.Int64
 	show, stopShow := startProgress(r.out, r.progress, r.every, start, "rendered")
-	p, err := projections.New(projections.Config{
-		Store: r.store, KV: newDocs, State: newState, Replaces: oldDocs,
-		Workers: r.workers, CacheSize: r.cache, FilesURL: rb.FilesURL, MaxValueSize: int(min(r.nc.MaxPayload(), projections.MaxBundleSize)),
-		Logger: r.logger.With("role", "rebuild"),
-		Progress: func(done, all int) {
+	run := func() (*runningProjector, error) {
+		return r.startProjector(ctx, rb, oldDocs, newDocs, newState, func(done, all int) {
 			rendered.Store(int64(done))
-			total.Store(int64(all))
 			show(done, all)
-		},
-	})
+		})
+	}
+	pr, err := run()
 	if err != nil {
+		stopShow(false)
 		return err
 	}
-	pctx, cancelProjector := context.WithCancel(ctx)
-	stopped := make(chan error, 1)
-	go func() { stopped <- p.Run(pctx) }()
-	// The projector has stopped when this returns: nothing of it outlives the command.
-	var stopOnce sync.Once
-	var runErr error
-	stopProjector := func() error {
-		stopOnce.Do(func() {
-			cancelProjector()
-			runErr = <-stopped
-		})
-		return runErr
-	}
-	defer stopProjector()
+	defer func() { pr.stop() }()
 	// caughtUp waits until the new generation holds every record of the log as it is now.
 	caughtUp := func() error {
 		last, err := r.store.LastStreamSequence(ctx)
 		if err != nil {
 			return err
 		}
-		if err := p.WaitFor(ctx, last); err != nil {
+		if err := pr.p.WaitFor(ctx, last); err != nil {
 			if errors.Is(err, projections.ErrStopped) {
-				return fmt.Errorf("rebuild: %w", stopProjector())
+				return fmt.Errorf("rebuild: %w", pr.stop())
 			}
 			return err
 		}
@@ -309,26 +294,14 @@ func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
 		r.say("generation %d was rendered by an earlier run; it follows the log", rb.Next)
 	}
 
-	// Verified while it follows the log: an establishment changed while it was checked can
-	// differ from a bundle not written yet, and is checked again once it is.
+	// Verified while it follows the log, against the records it has projected.
 	start = time.Now()
 	show, stopShow = startProgress(r.out, r.progress, r.every, start, "verified")
 	rep, err := projections.Verify(ctx, projections.VerifyConfig{
 		Log: r.store, KV: newDocs, Workers: r.verifyWorkers, FilesURL: rb.FilesURL, Progress: show, Logger: r.logger,
+		UpTo: pr.p.Position(),
 	})
 	stopShow(err == nil)
-	for again := 0; err == nil && rep.Different > 0 && rep.Different == len(rep.Differences) && again < 3; again++ {
-		if err = caughtUp(); err != nil {
-			break
-		}
-		slugs := make([]string, len(rep.Differences))
-		for i, d := range rep.Differences {
-			slugs[i] = d.Slug
-		}
-		rep, err = projections.Verify(ctx, projections.VerifyConfig{
-			Log: r.store, KV: newDocs, Workers: r.verifyWorkers, FilesURL: rb.FilesURL, Logger: r.logger, Slugs: slugs,
-		})
-	}
 	if err != nil {
 		return err
 	}
@@ -340,12 +313,83 @@ func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
 	}
 	r.say("verified generation %d: %d establishments equal to the log's rendering, in %s", rb.Next, rep.Checked, time.Since(start).Round(time.Millisecond))
 
-	return r.switchTo(ctx, rb, p, stopProjector, newDocs)
+	// What the old generation's projector stored while the rebuild ran is settled now, while it
+	// goes on projecting: the switch then settles only what it stores from here on.
+	_, oldState, err := r.generation(ctx, rb.From)
+	if err != nil {
+		return err
+	}
+	cp, ok, err := projections.ReadCheckpoint(ctx, oldState)
+	if err != nil {
+		return err
+	}
+	if ok && cp.Position > rb.Position {
+		start = time.Now()
+		if err := pr.stop(); !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("rebuild: %w", err)
+		}
+		raised, err := pr.p.Settle(ctx, rb.Position+1, pr.p.Position())
+		if err != nil {
+			return err
+		}
+		if _, err := r.update(ctx, func(g *generations) error {
+			if g.Rebuild == nil || g.Rebuild.Next != rb.Next {
+				return errors.New("rebuild: the rebuild was abandoned meanwhile")
+			}
+			g.Rebuild.Position = cp.Position
+			return nil
+		}); err != nil {
+			return err
+		}
+		rb.Position = cp.Position
+		if pr, err = run(); err != nil {
+			return err
+		}
+		if err := caughtUp(); err != nil {
+			return err
+		}
+		r.say("settled the changes made while the rebuild ran, up to position %d: %d establishments raised above the old generation, in %s",
+			rb.Position, raised, time.Since(start).Round(time.Millisecond))
+	}
+	return r.switchTo(ctx, rb, pr, newDocs)
+}
+
+// runningProjector is the rebuild's projector, running until stop.
+type runningProjector struct {
+	p    *projections.Projector
+	stop func() error // stops it and returns what its Run returned; again, the same
+}
+
+// startProjector runs a projector of generation rb.Next, built against oldDocs.
+func (r *rebuilder) startProjector(ctx context.Context, rb rebuildState, oldDocs, newDocs, newState jetstream.KeyValue, progress func(done, total int)) (*runningProjector, error) {
+	p, err := projections.New(projections.Config{
+		Store: r.store, KV: newDocs, State: newState, Replaces: oldDocs,
+		Workers: r.workers, CacheSize: r.cache, FilesURL: rb.FilesURL, MaxValueSize: int(min(r.nc.MaxPayload(), projections.MaxBundleSize)),
+		Logger: r.logger.With("role", "rebuild"), Progress: progress,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- p.Run(pctx) }()
+	var (
+		once   sync.Once
+		runErr error
+	)
+	return &runningProjector{p: p, stop: func() error {
+		once.Do(func() {
+			cancel()
+			runErr = <-stopped
+		})
+		return runErr
+	}}, nil
 }
 
 // switchTo stops the projector of the current generation, brings p's generation level with the
 // log and above the current one, and makes it current.
-func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, p *projections.Projector, stopProjector func() error, newDocs jetstream.KeyValue) error {
+func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, pr *runningProjector, newDocs jetstream.KeyValue) error {
+	p := pr.p
 	asked := time.Now().UTC()
 	if _, err := r.update(ctx, func(g *generations) error {
 		if g.Rebuild == nil || g.Rebuild.Next != rb.Next {
@@ -409,7 +453,7 @@ func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, p *projection
 	if err == nil {
 		err = p.WaitFor(ctx, last)
 	}
-	if perr := stopProjector(); err == nil && !errors.Is(perr, context.Canceled) {
+	if perr := pr.stop(); err == nil && !errors.Is(perr, context.Canceled) {
 		err = perr
 	}
 	if err != nil {

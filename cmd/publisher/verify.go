@@ -78,6 +78,15 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	if err != nil {
 		return fmt.Errorf("documents bucket: %w", err)
 	}
+	// Checked against the records the projector has projected: a change on its way is no
+	// difference.
+	var upTo uint64
+	_, stateName := projections.GenerationBuckets(projections.GenerationOf(docs))
+	if state, err := js.KeyValue(ctx, stateName); err == nil {
+		if cp, ok, err := projections.ReadCheckpoint(ctx, state); err == nil && ok {
+			upTo = cp.Position
+		}
+	}
 	start := time.Now()
 	show, stop := startProgress(stderr, *progress, *every, start, "verified")
 	files := strings.TrimRight(*publicURL, "/")
@@ -86,7 +95,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	}
 	rep, err := projections.Verify(ctx, projections.VerifyConfig{
 		FilesURL: files,
-		Log:      store, KV: kv, Workers: *workers, MaxDifferences: *maxDiffs, Progress: show,
+		Log:      store, KV: kv, Workers: *workers, MaxDifferences: *maxDiffs, Progress: show, UpTo: upTo,
 	})
 	stop(err == nil)
 	if err != nil {
