@@ -210,8 +210,15 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 	}
 	if t.seq < cur.sequence {
 		var recs []events.Record
-		if err := p.retry(ctx, "read records of "+slug, func() (err error) {
-			recs, err = p.cfg.Store.Range(ctx, slug, t.seq+1, cur.sequence)
+		if err := p.retry(ctx, "read records of "+slug, func() error {
+			// Those before the one that stored the bundle, an unreadable message passed over as
+			// the projector passed over it, then that one, which it read.
+			before, err := p.cfg.Store.Before(ctx, slug, t.seq+1, cur.sequence, func(uint64, error) {})
+			if err != nil {
+				return err
+			}
+			last, err := p.cfg.Store.Range(ctx, slug, cur.sequence, cur.sequence)
+			recs = append(before, last...)
 			return err
 		}); err != nil {
 			return false, err
@@ -235,7 +242,43 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 // satisfies it.
 type SwitchBuckets interface {
 	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
-	ListKeysFiltered(ctx context.Context, filters ...string) (jetstream.KeyLister, error)
+	Watch(ctx context.Context, keys string, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error)
+}
+
+// slugsIn lists, sorted, the establishments kv holds a bundle of, from the keys alone. A listing
+// that ends before the last key is an error, not a shorter list.
+func slugsIn(ctx context.Context, kv SwitchBuckets) ([]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := kv.Watch(ctx, dockey.Watch, jetstream.MetaOnly(), jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("list bundles: %w", err)
+	}
+	defer func() {
+		_ = w.Stop()
+		go func() { // a delivery blocked on a full channel ends, and the channel closes
+			for range w.Updates() {
+			}
+		}()
+	}()
+	var slugs []string
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok:
+				return nil, errors.New("list bundles: the listing ended before the last key")
+			case e == nil:
+				slices.Sort(slugs)
+				return slugs, nil
+			}
+			if slug, ok := dockey.SlugOf(e.Key()); ok {
+				slugs = append(slugs, slug)
+			}
+		}
+	}
 }
 
 // AnnounceConfig is what AnnounceSwitch needs.
@@ -275,14 +318,10 @@ func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 	if workers <= 0 {
 		workers = DefaultVerifyWorkers
 	}
-	keys, err := cfg.New.ListKeysFiltered(ctx, dockey.Watch)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return 0, nil
-	}
+	slugs, err := slugsIn(ctx, cfg.New)
 	if err != nil {
-		return 0, fmt.Errorf("projections: announce: list bundles: %w", err)
+		return 0, fmt.Errorf("projections: announce: %w", err)
 	}
-	defer func() { _ = keys.Stop() }()
 	summaryOf := func(ctx context.Context, kv SwitchBuckets, slug string) (*summary, error) {
 		e, err := kv.Get(ctx, dockey.Key(slug))
 		switch {
@@ -332,13 +371,6 @@ func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 		announced.Add(1)
 		return nil
 	}
-	var slugs []string
-	for key := range keys.Keys() {
-		if slug, ok := dockey.SlugOf(key); ok {
-			slugs = append(slugs, slug)
-		}
-	}
-	slices.Sort(slugs)
 	for range workers {
 		wg.Go(func() {
 			for slug := range jobs {

@@ -90,6 +90,7 @@ type generationRequest struct {
 	kv        jetstream.KeyValue
 	switchNow bool
 	rev       uint64
+	seq       uint64 // its number among the requests made
 }
 
 // indexShards is the number of maps the index is split into; a power of two.
@@ -186,7 +187,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			next.end()
 		}
 	}()
-	failures := 0
+	failures, nextFailures := 0, 0
 	// The watcher closes Updates once ctx is done; draining until then keeps its delivery
 	// goroutine from blocking on a full channel.
 	for {
@@ -216,7 +217,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 				next.end()
 				next = nil
 				m.next.Store(nil)
-				m.askAgain(generationRequest{kv: kv, switchNow: switching, rev: switchAt})
+				m.askAgain(generationRequest{kv: kv, switchNow: switching, rev: switchAt, seq: m.asked.Load()})
 				continue
 			}
 			if ctx.Err() != nil {
@@ -245,12 +246,19 @@ func (m *Mirror) Run(ctx context.Context) error {
 				switching, switchAt = false, 0 // nothing asked yet of this generation
 				nw, err := watch(ctx, newView(req.kv), 1)
 				if err != nil {
-					m.logger.Warn("bundle mirror: the next generation cannot be watched yet, trying every second", "bucket", req.kv.Bucket(), "err", err)
 					next = nil
 					m.next.Store(nil)
+					if bucketGone(err) {
+						m.logger.Warn("bundle mirror: the next generation is gone; not loaded", "bucket", req.kv.Bucket())
+						continue
+					}
+					if nextFailures++; nextFailures%30 == 1 {
+						m.logger.Warn("bundle mirror: the next generation cannot be watched yet, trying every second", "bucket", req.kv.Bucket(), "err", err)
+					}
 					m.askAgain(*req)
 					continue
 				}
+				nextFailures = 0
 				next = nw
 				m.next.Store(nw.v)
 				m.logger.Info("bundle mirror: loading the next generation", "bucket", req.kv.Bucket())
@@ -262,38 +270,46 @@ func (m *Mirror) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				continue
 			}
-			// From the revision after the last handled: the mirror skips what it has already.
-			nw, err := watch(ctx, cur.v, max(cur.v.applied.Load(), cur.v.pendingRev)+1)
-			if err != nil {
-				if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrStreamNotFound) {
-					m.logger.Error("bundle mirror: the bucket is gone; serving what it holds", "err", err)
-					continue
-				}
+			// Each watch from the revision after the last it handled: the mirror skips what it
+			// has already. The two independently: either bucket may be gone.
+			again := false
+			if nw, err := watch(ctx, cur.v, max(cur.v.applied.Load(), cur.v.pendingRev)+1); err == nil {
+				failures = 0
+				cur.end()
+				cur = nw
+			} else if bucketGone(err) {
+				m.logger.Error("bundle mirror: the bucket is gone; serving what it holds", "err", err)
+			} else {
 				// The server may not serve JetStream yet: again in a second, the current watch
 				// kept meanwhile.
 				if failures++; failures%30 == 1 {
 					m.logger.Warn("bundle mirror: watch not restarted yet, trying every second", "err", err)
 				}
-				time.AfterFunc(time.Second, m.Rewatch)
-				continue
+				again = true
 			}
-			failures = 0
-			cur.end()
-			cur = nw
 			if next != nil {
 				if nn, err := watch(ctx, next.v, max(next.v.applied.Load(), next.v.pendingRev)+1); err == nil {
 					next.end()
 					next = nn
+				} else if !bucketGone(err) {
+					again = true
 				}
+			}
+			if again {
+				time.AfterFunc(time.Second, m.Rewatch)
 			}
 		}
 		if switching && next != nil && next.v.caughtUp && next.v.applied.Load() >= switchAt {
 			m.switchTo(cur.v, next.v)
 			cur.end()
 			cur, next, switching, switchAt = next, nil, false, 0
-			m.next.Store(nil)
 		}
 	}
+}
+
+// bucketGone says err reports a bucket that no longer exists.
+func bucketGone(err error) bool {
+	return errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrStreamNotFound)
 }
 
 // Prepare starts loading kv, a later generation of the bucket, beside the one served.
@@ -309,11 +325,10 @@ func (m *Mirror) Switch(kv jetstream.KeyValue, rev uint64) {
 // Abandon drops the generation prepared, if any.
 func (m *Mirror) Abandon() { m.ask(generationRequest{}) }
 
-// askAgain asks r again in a second, unless another request was made meanwhile.
+// askAgain asks r again in a second, unless another request was made since r.
 func (m *Mirror) askAgain(r generationRequest) {
-	asked := m.asked.Load()
 	time.AfterFunc(time.Second, func() {
-		if m.asked.Load() == asked {
+		if m.asked.Load() == r.seq {
 			m.ask(r)
 		}
 	})
@@ -321,7 +336,7 @@ func (m *Mirror) askAgain(r generationRequest) {
 
 // ask passes r to Run, in place of any request it has not acted on yet: only the last counts.
 func (m *Mirror) ask(r generationRequest) {
-	m.asked.Add(1)
+	r.seq = m.asked.Add(1)
 	if m.request.Swap(&r) == nil {
 		select {
 		case m.requested <- struct{}{}:
@@ -351,12 +366,24 @@ func (m *Mirror) switchTo(cur, next *view) {
 	}
 	for i := range cur.index {
 		for slug, s := range *cur.index[i].Load() {
-			if s.current.Load() != nil && (*next.index[i].Load())[slug] == nil {
+			if (*next.index[i].Load())[slug] != nil {
+				continue
+			}
+			// Not in the new generation: no longer served, its revision still held, so that a
+			// bundle of it stored later is never older than what was served.
+			if s.current.Load() != nil {
 				gone++
 			}
+			next.addSlot(slug, &slot{held: s.held})
 		}
 	}
+	m.next.Store(nil)
 	m.cur.Store(next)
+	select {
+	case <-m.ready:
+	default:
+		close(m.ready) // switched before the first generation was loaded: the next one is
+	}
 	m.notify()
 	m.logger.Info("bundle mirror: serving the next generation", "bucket", next.kv.Bucket(),
 		"establishments", next.establishments.Load(), "was", cur.kv.Bucket())
@@ -420,11 +447,14 @@ func (m *Mirror) WaitBucketRevision(ctx context.Context, rev uint64) error {
 }
 
 // WaitServing blocks until the mirror serves the generation bucket and has handled every bundle
-// key write to it up to the bucket revision rev, or ctx is done.
+// key write to it up to the bucket revision rev, or serves a generation other than bucket and the
+// one it served when called (a later one), or ctx is done.
 func (m *Mirror) WaitServing(ctx context.Context, bucket string, rev uint64) error {
+	start := m.cur.Load().kv.Bucket()
 	return m.wait(ctx, func() bool {
 		v := m.cur.Load()
-		return v.kv.Bucket() == bucket && v.applied.Load() >= rev
+		b := v.kv.Bucket()
+		return b == bucket && v.applied.Load() >= rev || b != bucket && b != start
 	}, func() error { return fmt.Errorf("readapi: wait for %s at bucket revision %d", bucket, rev) })
 }
 

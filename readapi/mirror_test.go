@@ -479,3 +479,122 @@ func TestMirrorStatsFollowTheBundlesHeld(t *testing.T) {
 	waitBucket(t, m, putBundle(t, kv, testBundle(alice, 3)))
 	want(t, testBundle(alice, 3))
 }
+
+// TestMirrorSwitchesGenerations loads a second generation of the bucket beside the one served,
+// then serves it, every establishment at once: one the new generation holds at a lower revision
+// keeps its entry until the new one catches up, one it lacks is no longer served but its revision
+// is still held, and the first generation's writes no longer count.
+func TestMirrorSwitchesGenerations(t *testing.T) {
+	t.Parallel()
+	const carole = "chez-carole"
+	kv, nc := newBucket(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: dockey.Bucket + "_2", History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putBundle(t, kv, testBundle(alice, 5))
+	putBundle(t, kv, testBundle(bob, 9))
+	putBundle(t, kv, testBundle(carole, 3))
+	putBundle(t, next, testBundle(alice, 5))
+	putBundle(t, next, testBundle(bob, 4))
+	last := putBundle(t, next, testBundle(dan, 1))
+
+	m, _ := startMirror(t, kv)
+	waitReady(t, m)
+	m.Prepare(next)
+	eventually(t, "the next generation loaded", func() bool {
+		st := m.Stats()
+		return st.Next != nil && st.Next.Establishments == 3 && st.Bucket == dockey.Bucket
+	})
+	if e := m.lookup(dan); e != nil {
+		t.Fatalf("%s served before the switch", dan)
+	}
+	m.Switch(next, last)
+	if err := m.WaitServing(waitCtx(t), next.Bucket(), last); err != nil {
+		t.Fatal(err)
+	}
+	revisions := func() map[string]int64 {
+		got := map[string]int64{}
+		for _, slug := range []string{alice, bob, carole, dan} {
+			if e := m.lookup(slug); e != nil {
+				got[slug] = e.revision
+			}
+		}
+		return got
+	}
+	if diff := cmp.Diff(map[string]int64{alice: 5, bob: 9, dan: 1}, revisions()); diff != "" {
+		t.Errorf("after the switch (-want +got):\n%s", diff)
+	}
+	if st := m.Stats(); st.Next != nil || st.Bucket != next.Bucket() || st.Establishments != 3 {
+		t.Errorf("stats after the switch: %+v", st)
+	}
+	// Lower revisions of the new generation are skipped, higher ones served; the old
+	// generation is no longer followed.
+	putBundle(t, kv, testBundle(alice, 50))
+	putBundle(t, next, testBundle(carole, 2))
+	putBundle(t, next, testBundle(bob, 8))
+	waitBucket(t, m, putBundle(t, next, testBundle(dan, 2)))
+	if diff := cmp.Diff(map[string]int64{alice: 5, bob: 9, dan: 2}, revisions()); diff != "" {
+		t.Errorf("after lower writes (-want +got):\n%s", diff)
+	}
+	putBundle(t, next, testBundle(carole, 4))
+	waitBucket(t, m, putBundle(t, next, testBundle(bob, 10)))
+	if diff := cmp.Diff(map[string]int64{alice: 5, bob: 10, carole: 4, dan: 2}, revisions()); diff != "" {
+		t.Errorf("after higher writes (-want +got):\n%s", diff)
+	}
+}
+
+// TestMirrorAbandonsAPreparedGeneration drops a generation it prepared, and a switch asked of a
+// generation only prepares nothing else: a later Prepare of another bucket does not inherit it.
+func TestMirrorAbandonsAPreparedGeneration(t *testing.T) {
+	t.Parallel()
+	kv, nc := newBucket(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: dockey.Bucket + "_2", History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	third, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: dockey.Bucket + "_3", History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putBundle(t, kv, testBundle(alice, 5))
+	putBundle(t, third, testBundle(alice, 6))
+	m, _ := startMirror(t, kv)
+	waitReady(t, m)
+	m.Switch(second, 1<<40) // never reached
+	eventually(t, "the second generation loading", func() bool { return m.Stats().Next != nil })
+	m.Prepare(third)
+	eventually(t, "the third generation loaded", func() bool {
+		st := m.Stats()
+		return st.Next != nil && st.Next.Bucket == third.Bucket() && st.Next.Establishments == 1
+	})
+	waitBucket(t, m, putBundle(t, kv, testBundle(bob, 1)))
+	if st := m.Stats(); st.Bucket != dockey.Bucket {
+		t.Errorf("serving %s after a Prepare, want %s", st.Bucket, dockey.Bucket)
+	}
+	m.Abandon()
+	eventually(t, "the prepared generation dropped", func() bool { return m.Stats().Next == nil })
+	if e := m.lookup(alice); e == nil || e.revision != 5 {
+		t.Errorf("%s after Abandon: %+v, want revision 5", alice, e)
+	}
+}
+
+// eventually polls f until it returns true or waitTimeout passes.
+func eventually(tb testing.TB, what string, f func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !f() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not within %v", what, waitTimeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
