@@ -35,7 +35,8 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	workers := fs.Int("workers", 0, "establishments rendered at once (0: as many as the projector)")
 	cache := fs.Int("cache", 0, "establishments held in memory while rendering (0: as many as the projector)")
 	verifyWorkers := fs.Int("verify-workers", projections.DefaultVerifyWorkers, "establishments verified at once")
-	handover := fs.Duration("handover-timeout", time.Minute, "how long the switch waits for the projector to hand over")
+	handover := fs.Duration("handover-timeout", time.Minute, "how long the switch waits for the projector to hand over, and the old generation's removal for every read node to serve the new one")
+	switchTimeout := fs.Duration("switch-timeout", 2*time.Minute, "how long projection may stay paused for the switch before it is called off")
 	abandon := fs.Bool("abandon", false, "abandon the rebuild under way, removing the generation it built, instead of resuming it")
 	progress := fs.String("progress", "auto", "progress on stderr: bar, plain (a line every --progress-every), none, or auto (a bar on a terminal, plain lines otherwise)")
 	every := fs.Duration("progress-every", 5*time.Second, "interval of the plain progress lines")
@@ -51,8 +52,8 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fmt.Errorf("--progress-every %s: want a positive duration", *every)
 	case *workers < 0 || *cache < 0 || *verifyWorkers <= 0:
 		return errors.New("--workers and --cache: want 0 or more; --verify-workers: want 1 or more")
-	case *handover <= 0:
-		return fmt.Errorf("--handover-timeout %s: want a positive duration", *handover)
+	case *handover <= 0 || *switchTimeout <= 0:
+		return fmt.Errorf("--handover-timeout %s, --switch-timeout %s: want positive durations", *handover, *switchTimeout)
 	}
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -65,7 +66,7 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	defer nc.Close()
 	r := &rebuilder{
 		nc: nc, out: stderr, logger: logger, workers: *workers, cache: *cache, verifyWorkers: *verifyWorkers,
-		handover: *handover, progress: *progress, every: *every,
+		handover: *handover, switchTimeout: *switchTimeout, progress: *progress, every: *every,
 	}
 	if *abandon {
 		return r.abandon(ctx)
@@ -85,6 +86,7 @@ type rebuilder struct {
 	cache         int
 	verifyWorkers int
 	handover      time.Duration
+	switchTimeout time.Duration
 	progress      string
 	every         time.Duration
 	replicas      int
@@ -400,7 +402,8 @@ func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, pr *runningPr
 	}); err != nil {
 		return err
 	}
-	back := func(cause error) error {
+	var back func(error) error // backOff, and once projection is paused, with the switch's deadline
+	backOff := func(cause error) error {
 		// The projector of the current generation goes on; the next run resumes.
 		if _, err := r.update(context.WithoutCancel(ctx), func(g *generations) error {
 			if g.Rebuild != nil && g.Rebuild.Next == rb.Next && g.Rebuild.Phase == phaseSwitching {
@@ -412,6 +415,7 @@ func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, pr *runningPr
 		}
 		return cause
 	}
+	back = backOff
 	leases, err := r.js.KeyValue(ctx, LeasesBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		leases, err = openLeases(ctx, r.js, r.replicas)
@@ -426,12 +430,22 @@ func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, pr *runningPr
 		return back(fmt.Errorf("rebuild: the projector did not hand over within %s (--handover-timeout): %w", r.handover, err))
 	}
 	paused := time.Now()
+	// Projection is paused from here: the switch has a deadline, past which it is called off.
+	ctx, cancelSwitch := context.WithTimeoutCause(ctx, r.switchTimeout,
+		fmt.Errorf("rebuild: the switch did not complete within %s (--switch-timeout); projection goes on with generation %d, run rebuild again", r.switchTimeout, rb.From))
+	defer cancelSwitch()
 	kctx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
 	lost := make(chan error, 1)
 	go func() { lost <- l.keep(kctx) }()
 	release := func() {
 		stopKeeping()
 		<-lost
+	}
+	back = func(cause error) error {
+		if context.Cause(ctx) != nil && ctx.Err() != nil {
+			cause = context.Cause(ctx)
+		}
+		return backOff(cause)
 	}
 	// The bundles of the old generation changed only through the records after rb.Position,
 	// unless its projector replayed the whole log meanwhile, or renders under another files URL.
