@@ -229,6 +229,13 @@ func (r *rebuilder) run(ctx context.Context) error {
 		if err := r.buildAndSwitch(ctx, rb); err != nil {
 			return err
 		}
+		// As the switch left it: the position settled before it moved on.
+		if g, _, err = readGenerations(ctx, r.gens); err != nil {
+			return err
+		}
+		if g.Rebuild != nil && g.Rebuild.Next == rb.Next {
+			rb = *g.Rebuild
+		}
 	}
 	return r.announce(ctx, rb)
 }
