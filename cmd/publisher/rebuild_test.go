@@ -309,3 +309,48 @@ type writerFunc func([]byte) (int, error)
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func noEnv(string) string { return "" }
+
+// TestRebuildAbandoned interrupts a rebuild before its switch and abandons it: the generation it
+// built is removed, read nodes drop it, and the next rebuild builds another generation number.
+func TestRebuildAbandoned(t *testing.T) {
+	dir := t.TempDir()
+	m := openMain(t, dir, "2026-11-22")
+	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-abandon", []byte(demoLine(t, "chez-abandon"))))
+	args := []string{"rebuild", "--nats-url", m.NATS.ClientURL(), "--data-dir", dir, "--progress", "none"}
+	ctx, cancel := context.WithCancel(t.Context())
+	var first bytes.Buffer
+	err := run(ctx, args, io.Discard, cancelOn(&first, "verified generation", cancel), noEnv)
+	cancel()
+	if err == nil {
+		t.Fatalf("interrupted rebuild: got nil\n%s", first.String())
+	}
+	eventually(t, "the read node loads generation 2", func() bool {
+		st := m.Mirror.Stats()
+		return st.Next != nil && st.Next.Bucket == dockey.Bucket+"_2"
+	})
+	var out bytes.Buffer
+	if err := run(t.Context(), append(args, "--abandon"), io.Discard, &out, noEnv); err != nil || !strings.Contains(out.String(), "abandoned the rebuild of generation 2") {
+		t.Fatalf("abandon: %v\n%s", err, out.String())
+	}
+	eventually(t, "the read node drops generation 2", func() bool { return m.Mirror.Stats().Next == nil })
+	js, err := jetstream.New(m.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.KeyValue(t.Context(), dockey.Bucket+"_2"); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Errorf("abandoned generation: got %v, want it removed", err)
+	}
+	if err := run(t.Context(), append(args, "--abandon"), io.Discard, io.Discard, noEnv); err == nil {
+		t.Error("abandon with no rebuild under way: got nil, want an error")
+	}
+	out.Reset()
+	if err := run(t.Context(), args, io.Discard, &out, noEnv); err != nil || !strings.Contains(out.String(), "done: generation 3 is served") {
+		t.Fatalf("rebuild after an abandon: %v\n%s", err, out.String())
+	}
+	if r := m.get(t, "/api/v1/establishments/chez-abandon", key); r.status != 200 {
+		t.Errorf("read after the rebuild: %d %s", r.status, r.body)
+	}
+	if got := m.Mirror.Stats().Bucket; got != dockey.Bucket+"_3" {
+		t.Errorf("serving %s, want %s_3", got, dockey.Bucket)
+	}
+}
