@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -337,16 +336,8 @@ func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 		}
 		return s, nil
 	}
-	var (
-		announced, done atomic.Int64
-		wg              sync.WaitGroup
-		once            sync.Once
-		failure         error
-		jobs            = make(chan string)
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	announce := func(slug string) error {
+	var announced atomic.Int64
+	err = eachSlug(ctx, slugs, workers, cfg.Progress, func(ctx context.Context, slug string) error {
 		cur, err := summaryOf(ctx, cfg.New, slug)
 		if err != nil || cur == nil || cur.access.Status != dockey.StatusActive {
 			return err
@@ -370,38 +361,9 @@ func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 		}
 		announced.Add(1)
 		return nil
-	}
-	for range workers {
-		wg.Go(func() {
-			for slug := range jobs {
-				if ctx.Err() != nil {
-					continue
-				}
-				if err := announce(slug); err != nil {
-					once.Do(func() { failure = fmt.Errorf("announce %s: %w", slug, err); cancel() })
-					continue
-				}
-				if n := int(done.Add(1)); cfg.Progress != nil {
-					cfg.Progress(n, len(slugs))
-				}
-			}
-		})
-	}
-feed:
-	for _, slug := range slugs {
-		select {
-		case jobs <- slug:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	if failure != nil {
-		return int(announced.Load()), fmt.Errorf("projections: %w", failure)
-	}
-	if err := ctx.Err(); err != nil {
-		return int(announced.Load()), fmt.Errorf("projections: announce: %w", err)
+	})
+	if err != nil {
+		return int(announced.Load()), fmt.Errorf("projections: announce%w", err)
 	}
 	return int(announced.Load()), nil
 }

@@ -115,62 +115,28 @@ func Verify(ctx context.Context, cfg VerifyConfig) (Report, error) {
 	}
 
 	r := Report{Position: position, Differences: []Difference{}}
-	var (
-		mu   sync.Mutex
-		done atomic.Int64
-		wg   sync.WaitGroup
-		errc = make(chan error, 1)
-		jobs = make(chan string)
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for range workers {
-		wg.Go(func() {
-			for slug := range jobs {
-				checked, diff, err := verifyOne(ctx, cfg, logger, slug)
-				if err != nil {
-					select {
-					case errc <- fmt.Errorf("projections: verify %s: %w", slug, err):
-					default:
-					}
-					cancel()
-					continue
-				}
-				mu.Lock()
-				if checked {
-					r.Checked++
-				}
-				if diff != "" {
-					r.Different++
-					r.Differences = append(r.Differences, Difference{Slug: slug, Reason: diff})
-					if len(r.Differences) >= 2*maxDifferences {
-						r.Differences = firstDifferences(r.Differences, maxDifferences)
-					}
-				}
-				mu.Unlock()
-				if n := int(done.Add(1)); cfg.Progress != nil {
-					cfg.Progress(n, len(slugs))
-				}
-			}
-		})
-	}
-feed:
-	for _, slug := range slugs {
-		select {
-		case jobs <- slug:
-		case <-ctx.Done():
-			break feed
+	var mu sync.Mutex
+	err = eachSlug(ctx, slugs, workers, cfg.Progress, func(ctx context.Context, slug string) error {
+		checked, diff, err := verifyOne(ctx, cfg, logger, slug)
+		if err != nil {
+			return err
 		}
-	}
-	close(jobs)
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return Report{}, err
-	default:
-	}
-	if err := ctx.Err(); err != nil {
-		return Report{}, fmt.Errorf("projections: verify: %w", err)
+		mu.Lock()
+		defer mu.Unlock()
+		if checked {
+			r.Checked++
+		}
+		if diff != "" {
+			r.Different++
+			r.Differences = append(r.Differences, Difference{Slug: slug, Reason: diff})
+			if len(r.Differences) >= 2*maxDifferences {
+				r.Differences = firstDifferences(r.Differences, maxDifferences)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Report{}, fmt.Errorf("projections: verify%w", err)
 	}
 	r.Differences = firstDifferences(r.Differences, maxDifferences)
 	return r, nil
@@ -282,4 +248,52 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		return true, fmt.Sprintf("documents differ: %v", changed), nil
 	}
 	return true, "", nil
+}
+
+// eachSlug calls fn for every slug, workers at a time, and then progress, unless nil, with the
+// number done and the total. The first failure stops the others and is returned, naming its
+// slug: " <slug>: <error>"; so is the end of ctx, as ": <error>".
+func eachSlug(ctx context.Context, slugs []string, workers int, progress func(done, total int), fn func(context.Context, string) error) error {
+	var (
+		done    atomic.Int64
+		wg      sync.WaitGroup
+		once    sync.Once
+		failure error
+		jobs    = make(chan string)
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range workers {
+		wg.Go(func() {
+			for slug := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
+				if err := fn(ctx, slug); err != nil {
+					once.Do(func() { failure = fmt.Errorf(" %s: %w", slug, err); cancel() })
+					continue
+				}
+				if n := int(done.Add(1)); progress != nil {
+					progress(n, len(slugs))
+				}
+			}
+		})
+	}
+feed:
+	for _, slug := range slugs {
+		select {
+		case jobs <- slug:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if failure != nil {
+		return failure
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf(": %w", err)
+	}
+	return nil
 }

@@ -70,10 +70,17 @@ func (c importConfig) check() error {
 		return fmt.Errorf("--batch %d: want 1 to %d documents", c.batch, maxBatchDocuments)
 	case c.parallel < 1:
 		return fmt.Errorf("--parallel %d: want at least 1", c.parallel)
-	case c.progress != "auto" && c.progress != "bar" && c.progress != "plain" && c.progress != "none":
-		return fmt.Errorf("--progress %q: want auto, bar, plain or none", c.progress)
-	case c.progressEvery <= 0:
-		return fmt.Errorf("--progress-every %s: want a positive duration", c.progressEvery)
+	}
+	return checkProgress(c.progress, c.progressEvery)
+}
+
+// checkProgress checks the --progress and --progress-every flags of a command.
+func checkProgress(mode string, every time.Duration) error {
+	switch {
+	case mode != "auto" && mode != "bar" && mode != "plain" && mode != "none":
+		return fmt.Errorf("--progress %q: want auto, bar, plain or none", mode)
+	case every <= 0:
+		return fmt.Errorf("--progress-every %s: want a positive duration", every)
 	}
 	return nil
 }

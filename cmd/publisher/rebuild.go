@@ -45,11 +45,10 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
 	}
+	if err := checkProgress(*progress, *every); err != nil {
+		return err
+	}
 	switch {
-	case *progress != "auto" && *progress != "bar" && *progress != "plain" && *progress != "none":
-		return fmt.Errorf("--progress %q: want auto, bar, plain or none", *progress)
-	case *every <= 0:
-		return fmt.Errorf("--progress-every %s: want a positive duration", *every)
 	case *workers < 0 || *cache < 0 || *verifyWorkers <= 0:
 		return errors.New("--workers and --cache: want 0 or more; --verify-workers: want 1 or more")
 	case *handover <= 0 || *switchTimeout <= 0:

@@ -46,12 +46,10 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
 	}
-	switch {
-	case *progress != "auto" && *progress != "bar" && *progress != "plain" && *progress != "none":
-		return fmt.Errorf("--progress %q: want auto, bar, plain or none", *progress)
-	case *every <= 0:
-		return fmt.Errorf("--progress-every %s: want a positive duration", *every)
-	case *maxDiffs <= 0:
+	if err := checkProgress(*progress, *every); err != nil {
+		return err
+	}
+	if *maxDiffs <= 0 {
 		return fmt.Errorf("--max-differences %d: want a positive number", *maxDiffs)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
