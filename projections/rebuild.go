@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -41,17 +40,7 @@ func GenerationBuckets(n int) (docs, state string) {
 }
 
 // GenerationOf returns the generation whose bucket of bundles is named docs, 0 for none.
-func GenerationOf(docs string) int {
-	if docs == dockey.Bucket {
-		return 1
-	}
-	suffix, ok := strings.CutPrefix(docs, dockey.Bucket+"_")
-	n, err := strconv.Atoi(suffix)
-	if !ok || err != nil || n <= 1 {
-		return 0
-	}
-	return n
-}
+func GenerationOf(docs string) int { return dockey.GenerationOf(docs) }
 
 // OpenGeneration creates the buckets of generation n, or updates them to this configuration, as
 // OpenBucket and OpenStateBucket do for generation 1.
@@ -286,9 +275,10 @@ type AnnounceConfig struct {
 	Old, New SwitchBuckets
 	// Notifier is told of each change.
 	Notifier AnnouncedNotifier
-	// Since is the replaced generation's position when the build began: a bundle of New stored by
-	// a later record is announced unless its revision was, whatever Old holds, since the old
-	// generation's projector may have stored it without announcing it when it stopped.
+	// Since is the replaced generation's position when the build began (or its last settled
+	// position): a bundle of either generation stored by a later record is announced unless its
+	// revision in New was, whatever Old holds, since the old generation's projector may have
+	// stored it without announcing it when it stopped.
 	Since uint64
 	// Workers bounds the establishments compared at once; 0 is DefaultVerifyWorkers.
 	Workers int
@@ -346,7 +336,7 @@ func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 		if err != nil {
 			return err
 		}
-		if prev != nil && cur.revision <= prev.revision && cur.sequence <= cfg.Since {
+		if prev != nil && cur.revision <= prev.revision && cur.sequence <= cfg.Since && prev.sequence <= cfg.Since {
 			return nil // the same documents, announced by the old generation's projector
 		}
 		last, err := cfg.Notifier.Announced(ctx, slug)

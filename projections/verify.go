@@ -24,7 +24,10 @@ type Difference struct {
 
 // Report is the outcome of Verify.
 type Report struct {
-	Position  uint64 `json:"position"`  // last sequence of the log when the check began
+	Position uint64 `json:"position"` // last sequence of the log when the check began
+	// UpTo is VerifyConfig.UpTo: the position the bundles were compared up to, when not 0; a
+	// projector stuck behind the log shows as an UpTo far below Position.
+	UpTo      uint64 `json:"up_to,omitempty"`
 	Checked   int    `json:"checked"`   // establishments compared
 	Different int    `json:"different"` // establishments that differ; 0 when the bucket is exactly the log's rendering
 	// Differences names the different establishments and why: the first
@@ -114,7 +117,7 @@ func Verify(ctx context.Context, cfg VerifyConfig) (Report, error) {
 		}
 	}
 
-	r := Report{Position: position, Differences: []Difference{}}
+	r := Report{Position: position, UpTo: cfg.UpTo, Differences: []Difference{}}
 	var mu sync.Mutex
 	err = eachSlug(ctx, slugs, workers, cfg.Progress, func(ctx context.Context, slug string) error {
 		checked, diff, err := verifyOne(ctx, cfg, logger, slug)

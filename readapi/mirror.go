@@ -447,14 +447,13 @@ func (m *Mirror) WaitBucketRevision(ctx context.Context, rev uint64) error {
 }
 
 // WaitServing blocks until the mirror serves the generation bucket and has handled every bundle
-// key write to it up to the bucket revision rev, or serves a generation other than bucket and the
-// one it served when called (a later one), or ctx is done.
+// key write to it up to the bucket revision rev, or serves a later generation, or ctx is done.
 func (m *Mirror) WaitServing(ctx context.Context, bucket string, rev uint64) error {
-	start := m.cur.Load().kv.Bucket()
+	want := dockey.GenerationOf(bucket)
 	return m.wait(ctx, func() bool {
 		v := m.cur.Load()
 		b := v.kv.Bucket()
-		return b == bucket && v.applied.Load() >= rev || b != bucket && b != start
+		return b == bucket && v.applied.Load() >= rev || dockey.GenerationOf(b) > want
 	}, func() error { return fmt.Errorf("readapi: wait for %s at bucket revision %d", bucket, rev) })
 }
 

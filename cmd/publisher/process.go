@@ -224,13 +224,17 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			})
 			m.metrics.MustRegister(rendered)
 		}
+		// --projector-replay asks for one replay, by the first projector this process runs: not
+		// again after a switch of generations, which a replay would make a rebuild refuse.
+		var replayAsked atomic.Bool
+		replayAsked.Store(c.ProjectorReplay)
 		newProjector := func(ctx context.Context, generation int) (*projections.Projector, error) {
 			docs, state, err := m.openGeneration(ctx, js, generation)
 			if err != nil {
 				return nil, err
 			}
 			return projections.New(projections.Config{
-				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: c.ProjectorReplay,
+				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: replayAsked.Swap(false),
 				Logger: m.Logger.With("role", roleProjector),
 				// A change signal goes out once every document of the new revision is stored.
 				Notifier: signalNotifier{s: m.Signals, rendered: rendered},

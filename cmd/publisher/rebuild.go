@@ -333,6 +333,10 @@ func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
 	}
 	if ok && cp.Position > rb.Position {
 		start = time.Now()
+		// Every record up to the old checkpoint taken in, so that the next round starts there.
+		if err := pr.p.WaitFor(ctx, cp.Position); err != nil {
+			return err
+		}
 		if err := pr.stop(); !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("rebuild: %w", err)
 		}
@@ -412,7 +416,7 @@ func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, pr *runningPr
 	backOff := func(cause error) error {
 		// The projector of the current generation goes on; the next run resumes.
 		if _, err := r.update(context.WithoutCancel(ctx), func(g *generations) error {
-			if g.Rebuild != nil && g.Rebuild.Next == rb.Next && g.Rebuild.Phase == phaseSwitching {
+			if g.Rebuild != nil && g.Rebuild.Next == rb.Next && g.Rebuild.Phase == phaseSwitching && g.Rebuild.SwitchAsked.Equal(asked) {
 				g.Rebuild.Phase, g.Rebuild.SwitchAsked = phaseBuilding, time.Time{}
 			}
 			return nil

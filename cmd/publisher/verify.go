@@ -102,6 +102,10 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	took := time.Since(start)
 	fmt.Fprintf(stderr, "verify: %d establishments checked up to sequence %d in %s (%.0f/s), %d different\n",
 		rep.Checked, rep.Position, took.Round(time.Millisecond), float64(rep.Checked)/max(took.Seconds(), 1e-9), rep.Different)
+	if rep.UpTo > 0 && rep.UpTo < rep.Position {
+		fmt.Fprintf(stderr, "verify: the projector's checkpoint is at sequence %d, %d records behind the log: later records were not required of the documents\n",
+			rep.UpTo, rep.Position-rep.UpTo)
+	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(rep); err != nil {

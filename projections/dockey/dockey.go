@@ -15,14 +15,30 @@ package dockey
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
-// Bucket is the name of the KV bucket of the live bundles.
+// Bucket is the name of the KV bucket of the live bundles, in its first generation (see
+// GenerationOf).
 const Bucket = "DOCS"
 
 // keyPrefix starts every bundle key; the rest of the key is the establishment slug.
 const keyPrefix = "est."
+
+// GenerationOf returns the generation whose bucket of bundles is named bucket: 1 for Bucket, n for
+// Bucket_<n> (a rebuild's), 0 for any other name.
+func GenerationOf(bucket string) int {
+	if bucket == Bucket {
+		return 1
+	}
+	suffix, ok := strings.CutPrefix(bucket, Bucket+"_")
+	n, err := strconv.Atoi(suffix)
+	if !ok || err != nil || n <= 1 {
+		return 0
+	}
+	return n
+}
 
 // Key returns the KV key of the bundle of the establishment slug.
 func Key(slug string) string { return keyPrefix + slug }
