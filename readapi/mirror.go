@@ -190,18 +190,26 @@ func (m *Mirror) Run(ctx context.Context) error {
 	failures, nextFailures := 0, 0
 	// The watcher closes Updates once ctx is done; draining until then keeps its delivery
 	// goroutine from blocking on a full channel.
+	curUpdates := cur.w.Updates() // nil once the generation served is gone
 	for {
 		var nextUpdates <-chan jetstream.KeyValueEntry
 		if next != nil {
 			nextUpdates = next.w.Updates()
 		}
 		select {
-		case kve, ok := <-cur.w.Updates():
+		case kve, ok := <-curUpdates:
 			if !ok {
 				if ctx.Err() != nil {
 					return nil
 				}
-				return ErrWatchStopped
+				if next == nil || !m.gone(ctx, cur.v.kv) {
+					return ErrWatchStopped
+				}
+				// The generation served was removed after a switch this node has yet to make:
+				// what it holds is served until then.
+				m.logger.Warn("bundle mirror: the generation served is gone; serving what it holds until the next one is ready", "bucket", cur.v.kv.Bucket())
+				curUpdates = nil
+				continue
 			}
 			if ctx.Err() != nil {
 				continue
@@ -276,7 +284,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			if nw, err := watch(ctx, cur.v, max(cur.v.applied.Load(), cur.v.pendingRev)+1); err == nil {
 				failures = 0
 				cur.end()
-				cur = nw
+				cur, curUpdates = nw, nw.w.Updates()
 			} else if bucketGone(err) {
 				m.logger.Error("bundle mirror: the bucket is gone; serving what it holds", "err", err)
 			} else {
@@ -303,8 +311,17 @@ func (m *Mirror) Run(ctx context.Context) error {
 			m.switchTo(cur.v, next.v)
 			cur.end()
 			cur, next, switching, switchAt = next, nil, false, 0
+			curUpdates = cur.w.Updates()
 		}
 	}
+}
+
+// gone says whether the bucket kv no longer exists.
+func (m *Mirror) gone(ctx context.Context, kv jetstream.KeyValue) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := kv.Status(ctx)
+	return bucketGone(err)
 }
 
 // bucketGone says err reports a bucket that no longer exists.

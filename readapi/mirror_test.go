@@ -598,3 +598,36 @@ func eventually(tb testing.TB, what string, f func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestMirrorOutlivesItsGenerationRemoved: the generation served is removed while the node still
+// waits for the next one to catch up; the node serves what it holds, then switches.
+func TestMirrorOutlivesItsGenerationRemoved(t *testing.T) {
+	t.Parallel()
+	kv, nc := newBucket(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: dockey.Bucket + "_2", History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putBundle(t, kv, testBundle(alice, 5))
+	putBundle(t, next, testBundle(alice, 5))
+	m, _ := startMirror(t, kv)
+	waitReady(t, m)
+	m.Switch(next, 2) // not reached yet
+	eventually(t, "the next generation loaded", func() bool { st := m.Stats(); return st.Next != nil && st.Next.Establishments == 1 })
+	if err := js.DeleteKeyValue(t.Context(), dockey.Bucket); err != nil {
+		t.Fatal(err)
+	}
+	if e := m.lookup(alice); e == nil || e.revision != 5 {
+		t.Fatalf("%s after its generation was removed: %+v, want revision 5 still served", alice, e)
+	}
+	if err := m.WaitServing(waitCtx(t), next.Bucket(), putBundle(t, next, testBundle(alice, 6))); err != nil {
+		t.Fatal(err)
+	}
+	if e := m.lookup(alice); e == nil || e.revision != 6 {
+		t.Errorf("%s after the switch: %+v, want revision 6", alice, e)
+	}
+}
