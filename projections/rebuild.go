@@ -39,9 +39,6 @@ func GenerationBuckets(n int) (docs, state string) {
 	return dockey.Bucket + suffix, StateBucketName + suffix
 }
 
-// GenerationOf returns the generation whose bucket of bundles is named docs, 0 for none.
-func GenerationOf(docs string) int { return dockey.GenerationOf(docs) }
-
 // OpenGeneration creates the buckets of generation n, or updates them to this configuration, as
 // OpenBucket and OpenStateBucket do for generation 1.
 func OpenGeneration(ctx context.Context, js jetstream.JetStream, n, replicas int) (docs, state jetstream.KeyValue, err error) {
@@ -116,7 +113,7 @@ func (p *Projector) Settle(ctx context.Context, from, to uint64) (int, error) {
 	if p.log == "" {
 		return 0, errors.New("projections: settle: the projector has not run")
 	}
-	slugs, err := Touched(ctx, p.cfg.Store, from, to)
+	slugs, err := touched(ctx, p.cfg.Store, from, to)
 	if err != nil {
 		return 0, fmt.Errorf("projections: settle: %w", err)
 	}
@@ -141,13 +138,8 @@ func (p *Projector) Settle(ctx context.Context, from, to uint64) (int, error) {
 	return int(raised.Load()), nil
 }
 
-// TouchLog is what Touched reads of the log; *events.Store satisfies it.
-type TouchLog interface {
-	ReplayPart(ctx context.Context, from, to uint64, keep func(slug string) bool, fn func(events.Record) error, unreadable func(seq uint64, err error)) error
-}
-
-// Touched returns, sorted, the establishments with a record from sequence from through to.
-func Touched(ctx context.Context, log TouchLog, from, to uint64) ([]string, error) {
+// touched returns, sorted, the establishments with a record of log from sequence from through to.
+func touched(ctx context.Context, log Log, from, to uint64) ([]string, error) {
 	if from > to {
 		return nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -37,6 +38,20 @@ func newBucket(tb testing.TB) (jetstream.KeyValue, *nats.Conn) {
 		tb.Fatalf("create bucket: %v", err)
 	}
 	return kv, nc
+}
+
+// newGeneration creates generation n of the bucket on nc's server, as a rebuild names it.
+func newGeneration(tb testing.TB, nc *nats.Conn, n int) jetstream.KeyValue {
+	tb.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatalf("jetstream: %v", err)
+	}
+	kv, err := js.CreateKeyValue(tb.Context(), jetstream.KeyValueConfig{Bucket: fmt.Sprintf("%s_%d", dockey.Bucket, n), History: 1})
+	if err != nil {
+		tb.Fatalf("create bucket: %v", err)
+	}
+	return kv
 }
 
 func putBundle(tb testing.TB, kv jetstream.KeyValue, b dockey.Bundle) uint64 {
@@ -488,14 +503,7 @@ func TestMirrorSwitchesGenerations(t *testing.T) {
 	t.Parallel()
 	const carole = "chez-carole"
 	kv, nc := newBucket(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: dockey.Bucket + "_2", History: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := newGeneration(t, nc, 2)
 	putBundle(t, kv, testBundle(alice, 5))
 	putBundle(t, kv, testBundle(bob, 9))
 	putBundle(t, kv, testBundle(carole, 3))
@@ -553,18 +561,7 @@ func TestMirrorSwitchesGenerations(t *testing.T) {
 func TestMirrorAbandonsAPreparedGeneration(t *testing.T) {
 	t.Parallel()
 	kv, nc := newBucket(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: dockey.Bucket + "_2", History: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	third, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: dockey.Bucket + "_3", History: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	second, third := newGeneration(t, nc, 2), newGeneration(t, nc, 3)
 	putBundle(t, kv, testBundle(alice, 5))
 	putBundle(t, third, testBundle(alice, 6))
 	m, _ := startMirror(t, kv)
@@ -604,20 +601,17 @@ func eventually(tb testing.TB, what string, f func() bool) {
 func TestMirrorOutlivesItsGenerationRemoved(t *testing.T) {
 	t.Parallel()
 	kv, nc := newBucket(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: dockey.Bucket + "_2", History: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := newGeneration(t, nc, 2)
 	putBundle(t, kv, testBundle(alice, 5))
 	putBundle(t, next, testBundle(alice, 5))
 	m, _ := startMirror(t, kv)
 	waitReady(t, m)
 	m.Switch(next, 2) // not reached yet
 	eventually(t, "the next generation loaded", func() bool { st := m.Stats(); return st.Next != nil && st.Next.Establishments == 1 })
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := js.DeleteKeyValue(t.Context(), dockey.Bucket); err != nil {
 		t.Fatal(err)
 	}

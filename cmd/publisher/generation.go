@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/dockey"
 )
 
 // The documents are served from one generation of the bucket of bundles at a time. A rebuild
@@ -160,10 +161,10 @@ func (w *generationWatch) state() (generations, <-chan struct{}) {
 	return w.g, w.changed
 }
 
-// servedBy returns the generation of the documents p projects into, 0 when unknown.
-func (w *generationWatch) servedBy(p *projections.Projector) int {
+// projectedBy returns the generation of the documents p projects into, 0 when unknown.
+func projectedBy(p *projections.Projector) int {
 	if b, ok := p.Documents().(interface{ Bucket() string }); ok {
-		return projections.GenerationOf(b.Bucket())
+		return dockey.GenerationOf(b.Bucket())
 	}
 	return 0
 }

@@ -72,21 +72,32 @@ func tryLease(ctx context.Context, kv jetstream.KeyValue, name, holder string) (
 // awaitLease returns the lease name once holder has it, saying once that it stands by.
 func (m *Main) awaitLease(ctx context.Context, kv jetstream.KeyValue, name, holder string) (*lease, error) {
 	said := false
-	for {
-		l, other, err := tryLease(ctx, kv, name, holder)
-		if l != nil {
-			if said {
-				m.Logger.Info("lease taken over: this process now runs the role", "role", name)
-			}
-			return l, nil
-		}
+	l, err := waitLease(ctx, kv, name, holder, leasePoll, func(other string, err error) {
 		if err != nil {
 			m.Logger.Debug("lease: not taken", "role", name, "err", err)
 		} else if !said {
 			m.Logger.Info("standing by: another process runs the role", "role", name, "holder", other)
 			said = true
 		}
-		t := time.NewTimer(leasePoll)
+	})
+	if l != nil && said {
+		m.Logger.Info("lease taken over: this process now runs the role", "role", name)
+	}
+	return l, err
+}
+
+// waitLease returns the lease name once holder has it, trying every poll, or fails when ctx
+// ends; notTaken, unless nil, hears of each attempt that failed: the holder found, or the error.
+func waitLease(ctx context.Context, kv jetstream.KeyValue, name, holder string, poll time.Duration, notTaken func(other string, err error)) (*lease, error) {
+	for {
+		l, other, err := tryLease(ctx, kv, name, holder)
+		if l != nil {
+			return l, nil
+		}
+		if notTaken != nil {
+			notTaken(other, err)
+		}
+		t := time.NewTimer(poll)
 		select {
 		case <-ctx.Done():
 			t.Stop()

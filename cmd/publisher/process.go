@@ -370,7 +370,7 @@ func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue
 			continue
 		}
 		p := first
-		if p == nil || g.current() != m.Generations.servedBy(p) {
+		if p == nil || g.current() != projectedBy(p) {
 			var err error
 			if p, err = provision(ctx, m, "the projector's buckets", func(ctx context.Context) (*projections.Projector, error) {
 				return newProjector(ctx, g.current())

@@ -28,10 +28,8 @@ const rebuildHolder = "rebuild "
 func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS of the running service (a running serve's embedded server listens there)")
-	dataDir := fs.String("data-dir", "./data", "data directory of a local serve: its embedded server's user is used unless other credentials are given")
-	var auth natsAuth
-	auth.register(fs)
+	var conn cliNATS
+	conn.register(fs, "NATS of the running service")
 	workers := fs.Int("workers", 0, "establishments rendered at once (0: as many as the projector)")
 	cache := fs.Int("cache", 0, "establishments held in memory while rendering (0: as many as the projector)")
 	verifyWorkers := fs.Int("verify-workers", projections.DefaultVerifyWorkers, "establishments verified at once")
@@ -58,7 +56,7 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	nc, err := connectCLI(*url, *dataDir, &auth, "publisher-rebuild", getenv)
+	nc, err := conn.connect("publisher-rebuild", getenv)
 	if err != nil {
 		return err
 	}
@@ -434,7 +432,7 @@ func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, pr *runningPr
 		return back(err)
 	}
 	hctx, cancel := context.WithTimeout(ctx, r.handover)
-	l, err := takeLease(hctx, leases, roleProjector, rebuildHolder+processName())
+	l, err := waitLease(hctx, leases, roleProjector, rebuildHolder+processName(), 200*time.Millisecond, nil)
 	cancel()
 	if err != nil {
 		return back(fmt.Errorf("rebuild: the projector did not hand over within %s (--handover-timeout): %w", r.handover, err))
@@ -520,23 +518,6 @@ func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, pr *runningPr
 	r.say("switched to generation %d at position %d: projection paused %s, %d establishments raised above the old generation",
 		rb.Next, p.Position(), time.Since(paused).Round(time.Millisecond), raised)
 	return nil
-}
-
-// takeLease takes the lease name for holder once it is free, or fails when ctx ends.
-func takeLease(ctx context.Context, kv jetstream.KeyValue, name, holder string) (*lease, error) {
-	for {
-		l, _, err := tryLease(ctx, kv, name, holder)
-		if l != nil {
-			return l, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		_ = err // not taken yet
-		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
-			return nil, err
-		}
-	}
 }
 
 // announce tells the webhooks of every establishment whose documents the switch changed, then

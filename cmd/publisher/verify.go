@@ -31,10 +31,8 @@ import (
 func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS to read from (a running serve's embedded server listens there)")
-	dataDir := fs.String("data-dir", "./data", "data directory of a local serve: its embedded server's user is used unless other credentials are given")
-	var auth natsAuth
-	auth.register(fs)
+	var conn cliNATS
+	conn.register(fs, "NATS to read from")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
 	workers := fs.Int("workers", projections.DefaultVerifyWorkers, "establishments checked at once")
 	maxDiffs := fs.Int("max-differences", projections.DefaultMaxDifferences, "differences listed in the report (all are counted)")
@@ -54,7 +52,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	nc, err := connectCLI(*url, *dataDir, &auth, "publisher-verify", getenv)
+	nc, err := conn.connect("publisher-verify", getenv)
 	if err != nil {
 		return err
 	}
@@ -79,7 +77,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	// Checked against the records the projector has projected: a change on its way is no
 	// difference.
 	var upTo uint64
-	_, stateName := projections.GenerationBuckets(projections.GenerationOf(docs))
+	_, stateName := projections.GenerationBuckets(dockey.GenerationOf(docs))
 	if state, err := js.KeyValue(ctx, stateName); err == nil {
 		if cp, ok, err := projections.ReadCheckpoint(ctx, state); err == nil && ok {
 			upTo = cp.Position
@@ -117,14 +115,29 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	return nil
 }
 
-// connectCLI connects a command to NATS at url with auth, or, for a loopback URL and no
-// credentials given, as the embedded server's user whose seed is in dataDir.
-func connectCLI(url, dataDir string, auth *natsAuth, name string, getenv func(string) string) (*nats.Conn, error) {
+// cliNATS is how a command other than serve reaches the service's NATS: its flags, and the
+// connection they make.
+type cliNATS struct {
+	url, dataDir string
+	auth         natsAuth
+}
+
+// register adds the flags to fs; what says what the NATS URL is for.
+func (c *cliNATS) register(fs *flag.FlagSet, what string) {
+	fs.StringVar(&c.url, "nats-url", "nats://127.0.0.1:4222", what+" (a running serve's embedded server listens there)")
+	fs.StringVar(&c.dataDir, "data-dir", "./data", "data directory of a local serve: its embedded server's user is used unless other credentials are given")
+	c.auth.register(fs)
+}
+
+// connect connects, named name, with the credentials given, or, for a loopback URL and none
+// given, as the embedded server's user whose seed is in the data directory.
+func (c *cliNATS) connect(name string, getenv func(string) string) (*nats.Conn, error) {
+	auth := &c.auth
 	if err := auth.load(getenv); err != nil {
 		return nil, err
 	}
-	if auth.Creds == "" && auth.NKey == "" && auth.User == "" && loopbackURL(url) {
-		if seed := filepath.Join(dataDir, embeddedSeedFile); fileExists(seed) {
+	if auth.Creds == "" && auth.NKey == "" && auth.User == "" && loopbackURL(c.url) {
+		if seed := filepath.Join(c.dataDir, embeddedSeedFile); fileExists(seed) {
 			auth.NKey = seed
 		}
 	}
@@ -132,9 +145,9 @@ func connectCLI(url, dataDir string, auth *natsAuth, name string, getenv func(st
 	if err != nil {
 		return nil, err
 	}
-	nc, err := nats.Connect(url, append(opts, nats.Name(name), syncQueue)...)
+	nc, err := nats.Connect(c.url, append(opts, nats.Name(name), syncQueue)...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", redactedURL(url), err)
+		return nil, fmt.Errorf("connect to %s: %w", redactedURL(c.url), err)
 	}
 	return nc, nil
 }
