@@ -3,6 +3,7 @@ package projections
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/opencarte/publisher/projections/dockey"
@@ -79,6 +80,65 @@ func FuzzEncodeBundle(f *testing.F) {
 		}
 		if want := encodeBundleWithEncodingJSON(t, &b); !bytes.Equal(got, want) {
 			t.Fatalf("EncodeBundle differs from encoding/json:\n got %q\nwant %q", got, want)
+		}
+	})
+}
+
+// encodeWithEncodingJSON is the reference encodeJSON stands for.
+func encodeWithEncodingJSON(tb testing.TB, v any) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		tb.Fatalf("encoding/json: %v", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// Every document of the fixtures encodes to what encoding/json writes.
+func TestDocumentsEncodeAsEncodingJSON(t *testing.T) {
+	for _, path := range []string{"../cmd/publisher/demo.json", "testdata/dated/snapshot.json", "testdata/uploaded-only/snapshot.json"} {
+		e := fixture(t, path, date(t, "2026-11-22"))
+		menus := activeMenus(e)
+		docs := []any{establishmentDoc(e), hoursDoc(e)}
+		for _, v := range allVariants {
+			docs = append(docs, menuListDoc(e, menus, v))
+			for _, m := range menus {
+				docs = append(docs, menuDetailDoc(m, v))
+			}
+		}
+		for i, d := range docs {
+			if got, want := encodeJSON(d), encodeWithEncodingJSON(t, d); !bytes.Equal(got, want) {
+				t.Errorf("%s, document %d (%T):\n got %s\nwant %s", path, i, d, got, want)
+			}
+		}
+	}
+}
+
+// FuzzDocumentEncoding checks encodeJSON against encoding/json on documents of any strings and
+// numbers: escapes, invalid UTF-8, U+2028 and U+2029, floats near the switch to exponents.
+func FuzzDocumentEncoding(f *testing.F) {
+	f.Add("Chez Marcel", "vins nature & desserts <maison>", "12.50", 48.8799, 2.3397, int64(101), 3)
+	f.Add("a\u2028b\u2029c", "\x00\x1f\x7f\"\\\t\n\r\xff\xfe é 😀", "", 1e21, -1e-7, int64(-1), -5)
+	f.Add("", "\u00e9\u0301", "0", 0.000001, 123456789012345678901.0, int64(1)<<53, 0)
+	f.Fuzz(func(t *testing.T, name, text, price string, lat, lon float64, id int64, position int) {
+		if math.IsNaN(lat) || math.IsInf(lat, 0) || math.IsNaN(lon) || math.IsInf(lon, 0) {
+			return // a document holds only finite numbers
+		}
+		docs := []any{
+			establishmentBody{Name: name, Description: &text, BusinessType: text, Location: locationBody{Address: &name, Latitude: &lat, Longitude: &lon}},
+			hoursBody{Summary: &text, BusinessHours: []rangeBody{{OpenDay: name, OpenTime: text}}, SpecialHoursComing: []specialBody{}},
+			menuDetailBody{
+				MenuType: menuTypeBody{Slug: name, Name: text}, ReferenceDate: &price,
+				Assets:   []assetBody{{LanguageScope: name, URLs: []string{text, price}}},
+				Sections: []sectionBody{{Name: text, Position: position, Items: []itemBody{{ID: id, Name: name, Description: &text, Price: &price, Vegan: true}}}},
+			},
+		}
+		for _, d := range docs {
+			if got, want := encodeJSON(d), encodeWithEncodingJSON(t, d); !bytes.Equal(got, want) {
+				t.Errorf("%T:\n got %q\nwant %q", d, got, want)
+			}
 		}
 	})
 }

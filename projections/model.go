@@ -72,10 +72,17 @@ func (t *tracked) apply(logger *slog.Logger, rec events.Record) {
 
 // replay applies rec to t and keeps the summary of the bundle a projection one record at a time
 // would have stored, without storing it; files is the base URL of uploaded files.
+//
+// It decides as project does, from the summaries of the documents rather than the documents: the
+// replay of a whole log renders every record and keeps only summaries, so that stamping each
+// document with a revision, then hashing it, would be most of its work.
 func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record) {
 	t.apply(logger, rec)
-	if u, ok := t.project(rec.Sequence, files); ok && u.write {
-		t.stored = summarize(&u.bundle)
+	if !t.agg.Created {
+		return
+	}
+	if s, write := nextSummary(t.stored, t.render(files), int64(rec.Sequence), t.seq); write {
+		t.stored = s
 		if len(rec.Events) > 0 {
 			t.changed = rec.Events[0].Time
 		}

@@ -1,12 +1,11 @@
 package projections
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
 	"github.com/cespare/xxhash/v2"
+	gojson "github.com/goccy/go-json"
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections/dockey"
@@ -137,10 +136,8 @@ func newTemplate(head string, v any) template {
 	if len(body) < 2 || body[0] != '{' || body[1] == '}' {
 		panic(fmt.Sprintf("projections: document %T does not encode to a non-empty object", v))
 	}
-	tail := make([]byte, 0, len(body))
-	tail = append(tail, ',')
-	tail = append(tail, body[1:]...)
-	return template{head: head, tail: tail}
+	body[0] = ',' // the tail follows the revision: the encoding's own bytes, its brace replaced
+	return template{head: head, tail: body}
 }
 
 func (t template) stamp(revision int64) dockey.Document {
@@ -151,12 +148,25 @@ func (t template) stamp(revision int64) dockey.Document {
 	return dockey.Document{Body: body, ETag: ETag(body)}
 }
 
+// digest returns the xxhash of the body t.stamp makes with a revision written in decimal as
+// number, without making it.
+func (t *template) digest(number []byte) uint64 {
+	var d xxhash.Digest
+	d.Reset()
+	_, _ = d.WriteString(t.head)
+	_, _ = d.Write(number)
+	_, _ = d.Write(t.tail)
+	return d.Sum64()
+}
+
 // ETag returns the strong entity tag of a document body: its 64-bit xxhash as 16 lower-case hex
 // digits, in double quotes.
-func ETag(body []byte) string {
+func ETag(body []byte) string { return etagOf(xxhash.Sum64(body)) }
+
+// etagOf returns the entity tag of a body whose xxhash is h.
+func etagOf(h uint64) string {
 	var b [18]byte
 	b[0] = '"'
-	h := xxhash.Sum64(body)
 	const hexDigits = "0123456789abcdef"
 	for i := 16; i >= 1; i-- {
 		b[i] = hexDigits[h&0xf]
@@ -166,15 +176,16 @@ func ETag(body []byte) string {
 	return string(b[:])
 }
 
-// encodeJSON returns the compact encoding of v with UTF-8 and the characters <, > and & left as
-// they are, and no trailing newline. The document types hold only strings, integers, booleans and
-// finite floats, so encoding cannot fail; a failure is a programming error.
+// encodeJSON returns, in a slice of its own, the compact encoding of v as encoding/json writes it
+// with HTML escaping off: UTF-8 and the characters <, > and & left as they are, and no trailing
+// newline. The encoder is goccy/go-json's, about twice as fast on documents, and the projector
+// renders a whole log of them when it replays; FuzzDocumentEncoding checks that it writes what
+// encoding/json does. The document types hold only strings, integers, booleans and finite floats,
+// so encoding cannot fail; a failure is a programming error.
 func encodeJSON(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	body, err := gojson.MarshalWithOption(v, gojson.DisableHTMLEscape())
+	if err != nil {
 		panic(fmt.Sprintf("projections: encode %T: %v", v, err))
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return body
 }

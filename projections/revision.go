@@ -50,6 +50,19 @@ func nextBundle(prev *summary, c rendering, floor int64) update {
 	return update{bundle: b, write: true, resources: changed}
 }
 
+// nextSummary decides as next does, and returns the summary of the bundle next returns, with
+// sequence as its Sequence, and whether it is to be written; it stamps and copies no document.
+func nextSummary(prev *summary, c rendering, floor int64, sequence uint64) (*summary, bool) {
+	if prev == nil {
+		return c.summaryAt(max(floor, 1), sequence), true
+	}
+	same := c.summaryAt(prev.revision, sequence)
+	if !sameDocuments(prev, same) {
+		return c.summaryAt(max(floor, prev.revision+1), sequence), true
+	}
+	return same, !sameAccess(&prev.access, &same.access) || !sameTags(prev, same)
+}
+
 // changedResources lists the resources whose document bytes differ between a and b (a nil a has
 // no documents): establishment, hours, menus, then menus/<slug> by slug for every menu detail that
 // changed, appeared or disappeared.

@@ -56,6 +56,66 @@ func summarize(b *dockey.Bundle) *summary {
 	return s
 }
 
+// summaryAt returns what summarize returns for c.bundle(revision) stored by the record sequence,
+// without stamping a document: the digest of each is that of its template's parts, hashed one
+// after the other.
+func (c rendering) summaryAt(revision int64, sequence uint64) *summary {
+	s := &summary{revision: revision, sequence: sequence, access: accessFields(&c.access), docs: make(map[string]docSummary, 5+3*len(c.details))}
+	if !c.public {
+		// No document: summarize finds the five of the fixed resources, empty.
+		for _, name := range fixedDocuments {
+			s.docs[name] = docSummary{digest: emptyDigest, hashed: true}
+		}
+		return s
+	}
+	var digits [20]byte
+	number := strconv.AppendInt(digits[:0], revision, 10)
+	add := func(name string, t *template) {
+		d := t.digest(number)
+		s.docs[name] = docSummary{digest: d, hashed: true, etag: etagOf(d)}
+	}
+	variants := func(prefix string, vt *variantTemplates) {
+		add(prefix+".all", &vt.all)
+		add(prefix+".fr", &vt.fr)
+		add(prefix+".en", &vt.en)
+	}
+	add(ResourceEstablishment, &c.establishment)
+	add(ResourceHours, &c.hours)
+	variants(ResourceMenus, &c.menus)
+	for slug, vt := range c.details {
+		variants(MenuResource(slug), &vt)
+	}
+	return s
+}
+
+// fixedDocuments names the documents every bundle has, whatever its menus.
+var fixedDocuments = []string{ResourceEstablishment, ResourceHours, ResourceMenus + ".all", ResourceMenus + ".fr", ResourceMenus + ".en"}
+
+// sameDocuments reports whether a and b describe the same documents, by name and digest: what
+// changedSince finds no change in. A document whose digest a does not know differs.
+func sameDocuments(a, b *summary) bool {
+	if len(a.docs) != len(b.docs) {
+		return false
+	}
+	for name, d := range b.docs {
+		if old, ok := a.docs[name]; !ok || !old.hashed || old.digest != d.digest {
+			return false
+		}
+	}
+	return true
+}
+
+// sameTags reports whether every document b describes has the entity tag a records for it, as
+// (*summary).sameTags does of a bundle.
+func sameTags(a, b *summary) bool {
+	for name, d := range b.docs {
+		if a.docs[name].etag != d.etag {
+			return false
+		}
+	}
+	return true
+}
+
 // accessFields returns b without its documents and revision.
 func accessFields(b *dockey.Bundle) dockey.Bundle {
 	return dockey.Bundle{

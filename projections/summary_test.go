@@ -203,3 +203,78 @@ func storedSummaryOf(tb testing.TB, b *dockey.Bundle) *summary {
 	}
 	return s
 }
+
+// nextSummary, which the replay decides with, decides as next does and returns the summary of the
+// bundle next returns: from no bundle, from each bundle of the fixtures and their variations
+// (another name, a day later, a menu type gone, not public, other access fields, a tag of
+// another form with and without its digest known), to each.
+func TestNextSummaryDecidesAsNext(t *testing.T) {
+	t.Parallel()
+	var renderings []rendering
+	for _, name := range []string{"demo", "dated", "uploaded-only"} {
+		dir := filepath.Join("testdata", name)
+		snapshot := filepath.Join(dir, "snapshot.json")
+		if name == "demo" {
+			snapshot = "../cmd/publisher/demo.json"
+		}
+		e := fixture(t, snapshot, readToday(t, dir))
+		other := *e
+		other.Identity.Name += " bis"
+		later := *e
+		later.Today = later.Today.AddDays(1)
+		fewer := *e
+		fewer.MenuTypes = fewer.MenuTypes[1:]
+		draft := *e
+		draft.Status = domain.StatusDraft
+		for _, v := range []*domain.Establishment{e, &other, &later, &fewer, &draft} {
+			renderings = append(renderings, render(v))
+		}
+	}
+	prevs := []*summary{nil}
+	for _, c := range renderings {
+		b := c.bundle(1000)
+		b.Sequence = 990
+		prevs = append(prevs, summarize(&b))
+		compress(&b)
+		b.Hours.ETag = `W/"other"`
+		prevs = append(prevs, storedSummaryOf(t, &b))
+		key := b
+		key.KeyHash = "another"
+		prevs = append(prevs, summarize(&key))
+		tag := c.bundle(1000) // the same bodies, one tagged another way
+		tag.Hours.ETag = `W/"other"`
+		prevs = append(prevs, summarize(&tag))
+	}
+	opts := cmp.AllowUnexported(summary{}, docSummary{})
+	for i, prev := range prevs {
+		for j, c := range renderings {
+			for _, floor := range []int64{5, 1000, 1500} {
+				u := next(prev, c, floor)
+				u.bundle.Sequence = 1234
+				got, write := nextSummary(prev, c, floor, 1234)
+				if write != u.write {
+					t.Errorf("from %d to %d, floor %d: write %v, next says %v", i, j, floor, write, u.write)
+				}
+				if !write {
+					continue
+				}
+				if diff := cmp.Diff(summarize(&u.bundle), got, opts); diff != "" {
+					t.Errorf("from %d to %d, floor %d: summary (-next +nextSummary):\n%s", i, j, floor, diff)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkReplayDecisionDemo measures what the replay does for each record once the aggregate
+// is updated: render, then decide against the summary of the previous bundle.
+func BenchmarkReplayDecisionDemo(b *testing.B) {
+	e := fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22"))
+	prev := render(e).summaryAt(7, 7)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, write := nextSummary(prev, render(e), 9, 9); write {
+			b.Fatal("the same documents written again")
+		}
+	}
+}
