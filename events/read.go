@@ -183,7 +183,7 @@ func (s *Store) Replay(ctx context.Context, from uint64, fn func(Record) error) 
 	if err != nil {
 		return from - 1, fmt.Errorf("replay %s: %w", StreamName, err)
 	}
-	last, err = s.consume(ctx, from, info.State.LastSeq, false, nil, nil, fn)
+	last, err = s.consume(ctx, from, info.State.LastSeq, false, nil, nil, nil, fn)
 	if err != nil {
 		return last, fmt.Errorf("replay %s: %w", StreamName, err)
 	}
@@ -191,13 +191,13 @@ func (s *Store) Replay(ctx context.Context, from uint64, fn func(Record) error) 
 }
 
 // ReplayPart calls fn, in order, for the records of the log from sequence from through to whose
-// establishment keep accepts; the others are passed over without being decoded, so that reading
-// the log several times, a part of the establishments each time, costs little more than reading
-// it once. A kept message that is not a readable record (ErrInvalidRecord) is passed to
-// unreadable and over, or, when unreadable is nil, ends the replay with its error. It stops at
-// the first error of fn and returns it wrapped.
-func (s *Store) ReplayPart(ctx context.Context, from, to uint64, keep func(slug string) bool, fn func(Record) error, unreadable func(seq uint64, err error)) error {
-	if _, err := s.consume(ctx, max(from, 1), to, false, keep, unreadable, fn); err != nil {
+// establishment keep accepts. The others are passed over without being decoded, or, when other is
+// not nil, given to it, in order, as they are stored: the establishment, the sequence and the
+// message's data, which DecodeRecord turns into the record. A kept message that is not a readable
+// record (ErrInvalidRecord) is passed to unreadable and over, or, when unreadable is nil, ends the
+// replay with its error. It stops at the first error of fn or other and returns it wrapped.
+func (s *Store) ReplayPart(ctx context.Context, from, to uint64, keep func(slug string) bool, fn func(Record) error, other func(slug string, seq uint64, data []byte) error, unreadable func(seq uint64, err error)) error {
+	if _, err := s.consume(ctx, max(from, 1), to, false, keep, other, unreadable, fn); err != nil {
 		return fmt.Errorf("replay %s: %w", StreamName, err)
 	}
 	return nil
@@ -207,7 +207,7 @@ func (s *Store) ReplayPart(ctx context.Context, from, to uint64, keep func(slug 
 // for each new record as it is stored, until ctx is done or fn fails. It returns ctx.Err() or
 // fn's error wrapped.
 func (s *Store) Follow(ctx context.Context, from uint64, fn func(Record) error) error {
-	_, err := s.consume(ctx, max(from, 1), 0, true, nil, nil, fn)
+	_, err := s.consume(ctx, max(from, 1), 0, true, nil, nil, nil, fn)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -219,10 +219,10 @@ func (s *Store) Follow(ctx context.Context, from uint64, fn func(Record) error) 
 
 // consume passes to fn the records of the log from sequence from up to sequence last, or, when
 // follow is set, until ctx is done. When keep is not nil, the records of the establishments it
-// refuses are passed over undecoded; when unreadable is not nil, it is told of a message that is
-// not a readable record, which is passed over instead of ending the read with its error. It
-// returns the sequence of the last record fn accepted, or from-1.
-func (s *Store) consume(ctx context.Context, from, last uint64, follow bool, keep func(slug string) bool, unreadable func(seq uint64, err error), fn func(Record) error) (uint64, error) {
+// refuses are passed over undecoded, or to other when it is not nil; when unreadable is not nil,
+// it is told of a message that is not a readable record, which is passed over instead of ending
+// the read with its error. It returns the sequence of the last record fn accepted, or from-1.
+func (s *Store) consume(ctx context.Context, from, last uint64, follow bool, keep func(slug string) bool, other func(slug string, seq uint64, data []byte) error, unreadable func(seq uint64, err error), fn func(Record) error) (uint64, error) {
 	done := from - 1
 	if !follow && last < from {
 		return done, nil
@@ -236,7 +236,14 @@ func (s *Store) consume(ctx context.Context, from, last uint64, follow bool, kee
 		if !follow && seq > last {
 			return true, nil
 		}
-		if keep == nil || keep(strings.TrimPrefix(msg.Subject(), subjectPrefix)) {
+		slug := strings.TrimPrefix(msg.Subject(), subjectPrefix)
+		kept := keep == nil || keep(slug)
+		switch {
+		case !kept && other != nil:
+			if err := other(slug, seq, msg.Data()); err != nil {
+				return true, fmt.Errorf("seq %d: %w", seq, err)
+			}
+		case kept:
 			rec, err := decodeMsg(msg, meta)
 			switch {
 			case err != nil && unreadable != nil:
@@ -309,13 +316,20 @@ func decodeMsg(msg jetstream.Msg, meta *jetstream.MsgMetadata) (Record, error) {
 
 // decodeData decodes the record stored at sequence seq on subject.
 func decodeData(subject string, seq uint64, data []byte) (Record, error) {
+	return DecodeRecord(strings.TrimPrefix(subject, subjectPrefix), seq, data)
+}
+
+// DecodeRecord decodes the record stored at sequence seq as data on the subject of establishment
+// slug, as ReplayPart gives it to its other function. A message that is not a record of that
+// establishment is an ErrInvalidRecord.
+func DecodeRecord(slug string, seq uint64, data []byte) (Record, error) {
 	rec, err := Decode(data)
 	if err != nil {
-		return Record{}, fmt.Errorf("%s seq %d: %w", subject, seq, err)
+		return Record{}, fmt.Errorf("%s%s seq %d: %w", subjectPrefix, slug, seq, err)
 	}
-	if slug := strings.TrimPrefix(subject, subjectPrefix); rec.Establishment != slug {
-		return Record{}, fmt.Errorf("%s seq %d: %w: establishment %q does not match the subject",
-			subject, seq, ErrInvalidRecord, rec.Establishment)
+	if rec.Establishment != slug {
+		return Record{}, fmt.Errorf("%s%s seq %d: %w: establishment %q does not match the subject",
+			subjectPrefix, slug, seq, ErrInvalidRecord, rec.Establishment)
 	}
 	rec.Sequence = seq
 	return rec, nil

@@ -244,12 +244,56 @@ func TestReplayPart(t *testing.T) {
 	var got []string
 	var unreadable []uint64
 	err = st.ReplayPart(t.Context(), 1, to, func(slug string) bool { return slug == "alpha" },
-		func(r events.Record) error { got = append(got, r.CommandID); return nil },
+		func(r events.Record) error { got = append(got, r.CommandID); return nil }, nil,
 		func(seq uint64, err error) { unreadable = append(unreadable, seq) })
 	if err != nil {
 		t.Fatalf("ReplayPart: %v", err)
 	}
 	if fmt.Sprint(got) != "[a-1 a-2]" || fmt.Sprint(unreadable) != fmt.Sprint([]uint64{bad.Sequence}) {
 		t.Errorf("ReplayPart: got %v, unreadable %v; want [a-1 a-2] and %d", got, unreadable, bad.Sequence)
+	}
+
+	// The records passed over, given as stored, decode to the records; not as another's.
+	type stored struct {
+		slug string
+		seq  uint64
+		data []byte
+	}
+	var others []stored
+	got = nil
+	err = st.ReplayPart(t.Context(), 1, to, func(slug string) bool { return slug == "beta" },
+		func(r events.Record) error { got = append(got, r.CommandID); return nil },
+		func(slug string, seq uint64, data []byte) error {
+			others = append(others, stored{slug, seq, data})
+			return nil
+		}, nil)
+	if err != nil {
+		t.Fatalf("ReplayPart: %v", err)
+	}
+	if fmt.Sprint(got) != "[b-1]" || len(others) != 3 {
+		t.Fatalf("ReplayPart: kept %v and passed over %d, want [b-1] and 3", got, len(others))
+	}
+	var decoded []string
+	for _, o := range others {
+		rec, err := events.DecodeRecord(o.slug, o.seq, o.data)
+		switch {
+		case o.seq == bad.Sequence:
+			if !errors.Is(err, events.ErrInvalidRecord) {
+				t.Errorf("DecodeRecord of the unreadable message: %v, want ErrInvalidRecord", err)
+			}
+		case err != nil:
+			t.Errorf("DecodeRecord of seq %d: %v", o.seq, err)
+		default:
+			if rec.Sequence != o.seq || rec.Establishment != o.slug {
+				t.Errorf("DecodeRecord: seq %d of %s, want %d of %s", rec.Sequence, rec.Establishment, o.seq, o.slug)
+			}
+			decoded = append(decoded, rec.CommandID)
+			if _, err := events.DecodeRecord("beta", o.seq, o.data); !errors.Is(err, events.ErrInvalidRecord) {
+				t.Errorf("DecodeRecord as another establishment's: %v, want ErrInvalidRecord", err)
+			}
+		}
+	}
+	if fmt.Sprint(decoded) != "[a-1 a-2]" {
+		t.Errorf("decoded %v, want [a-1 a-2]", decoded)
 	}
 }

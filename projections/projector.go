@@ -27,8 +27,9 @@ var ErrStopped = errors.New("projections: projector stopped")
 // Log is the event log the projector reads; *events.Store satisfies it.
 type Log interface {
 	// ReplayPart calls fn for every record from sequence from through to whose establishment
-	// keep accepts, and unreadable for every such message that is not a readable record.
-	ReplayPart(ctx context.Context, from, to uint64, keep func(slug string) bool, fn func(events.Record) error, unreadable func(seq uint64, err error)) error
+	// keep accepts, and unreadable for every such message that is not a readable record; other,
+	// unless nil, receives every other message as stored, for events.DecodeRecord.
+	ReplayPart(ctx context.Context, from, to uint64, keep func(slug string) bool, fn func(events.Record) error, other func(slug string, seq uint64, data []byte) error, unreadable func(seq uint64, err error)) error
 	// Follow calls fn for every record from sequence from, stored or to come, until ctx is done.
 	Follow(ctx context.Context, from uint64, fn func(events.Record) error) error
 	// Before returns the records of one establishment from sequence from up to, not including,
@@ -123,6 +124,10 @@ type Config struct {
 	// different ones get a higher one. Settle finishes the job once the replaced generation no
 	// longer changes.
 	Replaces Bucket
+	// SpillDir is where a replay of the whole log in several passes (more establishments than
+	// CacheSize) keeps the records of its later passes, in temporary files, so as to read the
+	// log once: about the log's size on disk while it runs. Empty means os.TempDir().
+	SpillDir string
 	// Progress, optional, is called during a replay of the whole log after each establishment
 	// reconciled with the stored bundles, with the number reconciled so far and the number of
 	// establishments of the log, from several goroutines at once.
@@ -395,10 +400,12 @@ func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
 // replayAll replays the whole log without storing, then stores what differs from the bucket and
 // writes a checkpoint. It returns the position reached.
 //
-// The establishments are replayed in as many passes over the log as it takes for each pass's share
-// to fit the cache: each pass decodes only its share's records, then reconciles its share, so that
-// an establishment is rarely let go of and loaded again in the middle of the replay (only when a
-// worker's share of a pass outgrows its part of the cache). The bucket is read once, before the
+// The establishments are replayed in as many passes as it takes for each pass's share to fit the
+// cache: each pass decodes only its share's records, then reconciles its share, so that an
+// establishment is rarely let go of and loaded again in the middle of the replay (only when a
+// worker's share of a pass outgrows its part of the cache). The log is read once, by the first
+// pass, which writes the records of the others to temporary files (Config.SpillDir) that they
+// read instead. The bucket is read once, before the
 // passes, for the fingerprints of what it holds: an establishment whose stored bundle is the one
 // replayed costs no read of its own. Memory also holds the list of the log's establishments
 // meanwhile: a slug and a fingerprint each.
@@ -451,23 +458,56 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	defer func() { <-floorsRead }()
 	workers := min(p.cfg.Workers, runtime.GOMAXPROCS(0))
 	passes := passesFor(len(slugs), p.cfg.CacheSize, workers)
+	var sp *spill
+	if passes > 1 {
+		if sp, err = newSpill(p.cfg.SpillDir, passes); err != nil {
+			return 0, err
+		}
+		defer sp.close()
+	}
+	unreadable := func(seq uint64, err error) {
+		p.logger.Error("skip unreadable message of the event log", "seq", seq, "err", err)
+	}
 	generation := time.Now().UnixNano()
 	for pass := range passes {
 		keep := func(slug string) bool { return passOf(slug, passes) == pass }
+		// The first pass reads the log, and writes the records of the others to their files; each
+		// later pass reads its file.
+		read := func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
+			if sp == nil {
+				return last, p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, nil, unreadable)
+			}
+			if pass > 0 {
+				return last, sp.each(pass, func(slug string, seq uint64, data []byte) error {
+					rec, err := events.DecodeRecord(slug, seq, data)
+					if err != nil {
+						unreadable(seq, err)
+						return nil
+					}
+					return dispatch(rec)
+				})
+			}
+			if err := sp.reset(); err != nil {
+				return 0, fmt.Errorf("spill the records of later passes: %w", err)
+			}
+			other := func(slug string, seq uint64, data []byte) error {
+				return sp.add(passOf(slug, passes), slug, seq, data)
+			}
+			if err := p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, other, unreadable); err != nil {
+				return 0, err
+			}
+			return last, sp.flush()
+		}
 		var lanes []*lane
 		err := p.retry(ctx, "replay a share of the establishments", func() error {
-			// A pass that failed is made again from the start of the log, with lanes that know
-			// none of the states it saved.
+			// A pass that failed is made again from the start of what it reads, with lanes that
+			// know none of the states it saved.
 			lanes = make([]*lane, workers)
 			for i := range lanes {
 				lanes[i] = newLane(p, p.cfg.CacheSize/workers)
 				lanes[i].replay = generation
 			}
-			_, err := fanOut(ctx, lanes, recordSlug, p.replayRecord, func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
-				return last, p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, func(seq uint64, err error) {
-					p.logger.Error("skip unreadable message of the event log", "seq", seq, "err", err)
-				})
-			})
+			_, err := fanOut(ctx, lanes, recordSlug, p.replayRecord, read)
 			return err
 		})
 		if err != nil {
@@ -493,7 +533,8 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 		if err := p.reconcile(ctx, lanes, share, &tally); err != nil {
 			return 0, fmt.Errorf("reconcile: %w", err)
 		}
-		if passes > 1 {
+		if sp != nil {
+			sp.drop(pass)
 			p.logger.Info("projections replayed a share of the establishments", "pass", pass+1, "passes", passes, "establishments", len(share))
 		}
 	}

@@ -151,7 +151,7 @@ func touched(ctx context.Context, log Log, from, to uint64) ([]string, error) {
 			slugs = append(slugs, rec.Establishment)
 		}
 		return nil
-	}, func(uint64, error) {})
+	}, nil, func(uint64, error) {})
 	if err != nil {
 		return nil, fmt.Errorf("read the log: %w", err)
 	}

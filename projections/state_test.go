@@ -45,9 +45,9 @@ func (c *countingBucket) Get(ctx context.Context, key string) (jetstream.KeyValu
 	return c.KeyValue.Get(ctx, key)
 }
 
-func (c *countingLog) ReplayPart(ctx context.Context, from, to uint64, keep func(string) bool, fn func(events.Record) error, unreadable func(uint64, error)) error {
+func (c *countingLog) ReplayPart(ctx context.Context, from, to uint64, keep func(string) bool, fn func(events.Record) error, other func(string, uint64, []byte) error, unreadable func(uint64, error)) error {
 	c.replays.Add(1)
-	return c.Store.ReplayPart(ctx, from, to, keep, fn, unreadable)
+	return c.Store.ReplayPart(ctx, from, to, keep, fn, other, unreadable)
 }
 
 // dayRecords appends rounds of days to every establishment generatedLog made, each round
@@ -165,8 +165,9 @@ func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
 	compareBuckets(t, "replay with one establishment per worker", bucketValues(t, replayKV), want)
 
 	// Replayed again over the bucket it stored, with states let go of and read back in the middle
-	// of its passes, it reads no establishment's records one by one, nor any bundle: the log once
-	// per pass and the bucket once, in their order.
+	// of its passes, it reads no establishment's records one by one, nor any bundle: the log and
+	// the bucket once each, in their order, the later passes reading their records from the
+	// files the first one wrote.
 	if err := replay.stop(t); err != nil && err != context.Canceled {
 		t.Fatalf("stop: %v", err)
 	}
@@ -178,6 +179,9 @@ func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
 	compareBuckets(t, "replayed over its own bundles", bucketValues(t, replayKV), want)
 	if b, g := log.befores.Load(), counted.gets.Load(); b != 0 || g != 0 {
 		t.Errorf("the replay read records of one establishment %d times and one bundle %d times, want neither", b, g)
+	}
+	if r, passes := log.replays.Load(), passesFor(3*copies, 2, 2); r != 1 || passes < 2 {
+		t.Errorf("the replay read the log %d times in %d passes, want once in several", r, passes)
 	}
 	if len(stateKeys(t, replayState)) == 0 {
 		t.Errorf("no state written for the establishments the replay let go of")

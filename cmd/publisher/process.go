@@ -241,6 +241,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 				// A bundle larger than the server accepts is refused at once rather than retried.
 				MaxValueSize: m.maxBundle(),
 				Workers:      c.ProjectorWorkers,
+				SpillDir:     c.DataDir,
 				FilesURL:     m.PublicURL(),
 			})
 		}

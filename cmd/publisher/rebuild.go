@@ -32,6 +32,7 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	conn.register(fs, "NATS of the running service")
 	workers := fs.Int("workers", 0, "establishments rendered at once (0: as many as the projector)")
 	cache := fs.Int("cache", 0, "establishments held in memory while rendering (0: as many as the projector)")
+	spillDir := fs.String("spill-dir", "", "directory of the temporary files of a replay in several passes, about the size of the event log (empty: the system's temporary directory)")
 	verifyWorkers := fs.Int("verify-workers", projections.DefaultVerifyWorkers, "establishments verified at once")
 	handover := fs.Duration("handover-timeout", time.Minute, "how long the switch waits for the projector to hand over, and the old generation's removal for every read node to serve the new one")
 	switchTimeout := fs.Duration("switch-timeout", 2*time.Minute, "how long projection may stay paused for the switch before it is called off")
@@ -62,7 +63,7 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer nc.Close()
 	r := &rebuilder{
-		nc: nc, out: stderr, logger: logger, workers: *workers, cache: *cache, verifyWorkers: *verifyWorkers,
+		nc: nc, out: stderr, logger: logger, workers: *workers, cache: *cache, spillDir: *spillDir, verifyWorkers: *verifyWorkers,
 		handover: *handover, switchTimeout: *switchTimeout, progress: *progress, every: *every,
 	}
 	if *abandon {
@@ -81,6 +82,7 @@ type rebuilder struct {
 	logger        *slog.Logger
 	workers       int
 	cache         int
+	spillDir      string
 	verifyWorkers int
 	handover      time.Duration
 	switchTimeout time.Duration
@@ -374,7 +376,7 @@ type runningProjector struct {
 func (r *rebuilder) startProjector(ctx context.Context, rb rebuildState, oldDocs, newDocs, newState jetstream.KeyValue, progress func(done, total int)) (*runningProjector, error) {
 	p, err := projections.New(projections.Config{
 		Store: r.store, KV: newDocs, State: newState, Replaces: oldDocs,
-		Workers: r.workers, CacheSize: r.cache, FilesURL: rb.FilesURL, MaxValueSize: int(min(r.nc.MaxPayload(), projections.MaxBundleSize)),
+		Workers: r.workers, CacheSize: r.cache, SpillDir: r.spillDir, FilesURL: rb.FilesURL, MaxValueSize: int(min(r.nc.MaxPayload(), projections.MaxBundleSize)),
 		Logger: r.logger.With("role", "rebuild"), Progress: progress,
 	})
 	if err != nil {

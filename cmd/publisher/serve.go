@@ -92,7 +92,7 @@ type Config struct {
 }
 
 func (c *Config) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory of the embedded NATS server's store and the local admin token")
+	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory of the embedded NATS server's store, the local admin token, and the projector's temporary files while it replays the whole log in several passes")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "URL of an external NATS cluster; empty runs NATS embedded in this process")
 	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client listener of the embedded NATS server (port -1: any free port); it accepts only the user in <data-dir>/"+embeddedSeedFile)
 	c.NATSAuth.register(fs)
