@@ -200,13 +200,20 @@ func checkVersion(p string, v MenuVersion, fe *fieldErrors) {
 		fe.add(p+".sections", "more than %d sections", maxSections)
 	}
 	for i, s := range v.Sections {
-		sp := fmt.Sprintf("%s.sections[%d]", p, i)
-		checkText(sp+".name", s.Name, validateLine, maxName, fe)
+		// The paths of a section and of its items are written only for the one that fails: a
+		// replay checks every item of every menu of the log.
+		sp := func() string { return fmt.Sprintf("%s.sections[%d]", p, i) }
+		if !textValid(s.Name, validateLine, maxName) {
+			checkText(sp()+".name", s.Name, validateLine, maxName, fe)
+		}
 		if len(s.Items) > maxItems {
-			fe.add(sp+".items", "more than %d items", maxItems)
+			fe.add(sp()+".items", "more than %d items", maxItems)
 		}
 		for j, it := range s.Items {
-			ip := fmt.Sprintf("%s.items[%d]", sp, j)
+			if itemValid(it) {
+				continue
+			}
+			ip := fmt.Sprintf("%s.items[%d]", sp(), j)
 			if it.ID <= 0 {
 				fe.add(ip+".id", "want a positive integer")
 			}
@@ -221,6 +228,27 @@ func checkVersion(p string, v MenuVersion, fe *fieldErrors) {
 			}
 		}
 	}
+}
+
+// itemValid reports whether the checks checkVersion makes of it pass.
+func itemValid(it Item) bool {
+	if it.ID <= 0 || !textValid(it.Name, validateLine, maxName) {
+		return false
+	}
+	if it.Description != nil && !textValid(*it.Description, validateText, maxDescription) {
+		return false
+	}
+	if it.Price != nil {
+		if _, err := ParsePrice(string(*it.Price)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// textValid reports whether checkText finds nothing wrong with t.
+func textValid(t Text, check func(string, int) error, max int) bool {
+	return !blank(t.FR) && check(t.FR, max) == nil && (t.EN == "" || check(t.EN, max) == nil)
 }
 
 func checkText(p string, t Text, check func(string, int) error, max int, fe *fieldErrors) {

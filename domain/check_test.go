@@ -38,6 +38,19 @@ func TestCheckEvent(t *testing.T) {
 			Assets: []domain.Asset{{LanguageScope: domain.ScopeFR, URLs: []string{"javascript:alert(1)"}}}}}, "version.assets[0].urls[0]"},
 		{domain.MenuVersionPublished{MenuType: "la-carte", Version: domain.MenuVersion{ID: "v1",
 			Sections: []domain.Section{{Name: domain.Text{FR: "Plats"}, Items: []domain.Item{{ID: 1, Name: domain.Text{FR: "\x00"}}}}}}}, "version.sections[0].items[0].name.fr"},
+		{domain.MenuVersionPublished{MenuType: "la-carte", Version: domain.MenuVersion{ID: "v1",
+			Sections: []domain.Section{{Name: domain.Text{FR: "Plats"}}, {Name: domain.Text{FR: "Vins", EN: "Wines\n"}}}}}, "version.sections[1].name.en"},
+		{domain.MenuVersionPublished{MenuType: "la-carte", Version: domain.MenuVersion{ID: "v1",
+			Sections: []domain.Section{{Name: domain.Text{FR: "Plats"}}, {Name: domain.Text{FR: "Vins"}, Items: []domain.Item{
+				{ID: 1, Name: domain.Text{FR: "Margaux"}, Price: ptr(domain.Price("12.50"))},
+				{ID: 2, Name: domain.Text{FR: "Pomerol"}, Price: ptr(domain.Price("12,50"))},
+			}}}}}, "version.sections[1].items[1].price"},
+		{domain.MenuVersionPublished{MenuType: "la-carte", Version: domain.MenuVersion{ID: "v1",
+			Sections: []domain.Section{{Name: domain.Text{FR: "Plats"}, Items: []domain.Item{
+				{ID: 1, Name: domain.Text{FR: "Tarte"}, Description: &domain.Text{FR: "ok", EN: "\u202e"}},
+			}}}}}, "version.sections[0].items[0].description.en"},
+		{domain.MenuVersionPublished{MenuType: "la-carte", Version: domain.MenuVersion{ID: "v1",
+			Sections: []domain.Section{{Name: domain.Text{FR: "Plats"}, Items: []domain.Item{{ID: 0, Name: domain.Text{FR: "Tarte"}}}}}}}, "version.sections[0].items[0].id"},
 		{domain.MenuVersionWithdrawn{MenuType: "la-carte", Version: "A"}, "version"},
 		{domain.DayStarted{}, "date"},
 	} {

@@ -366,30 +366,50 @@ func ValidateEmail(s string) error {
 // validateText checks a free text value: valid UTF-8, no control characters other than line
 // breaks and tabs (C1 controls included), no explicit bidirectional formatting characters (which
 // can make text display other than it reads), and at most max runes.
-func validateText(s string, max int) error {
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("not valid UTF-8")
-	}
-	if n := utf8.RuneCountInString(s); n > max {
-		return fmt.Errorf("longer than %d characters", max)
-	}
-	for _, r := range s {
-		switch {
-		case r < 0x20 && r != '\n' && r != '\t' && r != '\r', r >= 0x7f && r <= 0x9f:
-			return fmt.Errorf("contains a control character")
-		case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-			return fmt.Errorf("contains a bidirectional formatting character (U+%04X)", r)
-		}
-	}
-	return nil
-}
+func validateText(s string, max int) error { return scanText(s, max, false) }
 
 // validateLine checks a one-line text, such as a name: validateText, and no line break or tab.
-func validateLine(s string, max int) error {
-	if err := validateText(s, max); err != nil {
-		return err
+func validateLine(s string, max int) error { return scanText(s, max, true) }
+
+// scanText makes the checks of validateText, and of validateLine when line is set, in one reading
+// of s (every text of every event is checked again when the log is replayed), reporting the first
+// of them that fails in this order: UTF-8, length, the first control or bidirectional formatting
+// character, a line break or a tab.
+func scanText(s string, max int, line bool) error {
+	var (
+		runes int
+		bad   rune = -1 // the first control or bidirectional formatting character
+		brk   bool
+	)
+	for i := 0; i < len(s); {
+		runes++
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			switch {
+			case c == '\n' || c == '\t' || c == '\r':
+				brk = true
+			case (c < 0x20 || c == 0x7f) && bad < 0:
+				bad = rune(c)
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return fmt.Errorf("not valid UTF-8")
+		}
+		i += size
+		if bad < 0 && (r <= 0x9f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069) {
+			bad = r
+		}
 	}
-	if strings.ContainsAny(s, "\n\r\t") {
+	switch {
+	case runes > max:
+		return fmt.Errorf("longer than %d characters", max)
+	case bad >= 0 && (bad < 0x20 || bad >= 0x7f && bad <= 0x9f):
+		return fmt.Errorf("contains a control character")
+	case bad >= 0:
+		return fmt.Errorf("contains a bidirectional formatting character (U+%04X)", bad)
+	case line && brk:
 		return fmt.Errorf("contains a line break or a tab")
 	}
 	return nil

@@ -150,18 +150,30 @@ func Decode(data []byte) (Record, error) {
 // compact reports whether the JSON value v holds no insignificant space: no space, tab, carriage
 // return or line feed outside its strings. It only reads v, where json.Compact would copy it
 // through a scanner: every record read (a replay reads them all) is checked this way.
+//
+// Strings, most of a payload's bytes, are skipped from quote to quote with bytes.IndexByte: a
+// quote ends the string unless an odd number of backslashes precede it.
 func compact(v []byte) bool {
-	inString, escaped := false, false
-	for _, c := range v {
-		switch {
-		case escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case c == '"':
-			inString = !inString
-		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case ' ', '\t', '\n', '\r':
 			return false
+		case '"':
+			for j := i + 1; ; {
+				k := bytes.IndexByte(v[j:], '"')
+				if k < 0 {
+					return true // an unterminated string: nothing after it is outside
+				}
+				end := j + k
+				escapes := 0
+				for p := end - 1; p > i && v[p] == '\\'; p-- {
+					escapes++
+				}
+				if j = end + 1; escapes%2 == 0 {
+					i = end
+					break
+				}
+			}
 		}
 	}
 	return true
