@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -49,4 +50,28 @@ func FuzzTextChecks(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Dates and times of day are written by hand as fmt would write them, whatever their values.
+func TestDateAndTimeTextAsFmt(t *testing.T) {
+	for _, y := range []int{-1, 0, 7, 999, 2026, 9999, 10000} {
+		for _, m := range []time.Month{-1, 0, 1, 9, 10, 12, 99, 100} {
+			for _, d := range []int{-3, 0, 1, 9, 10, 31, 99, 100} {
+				date := LocalDate{Year: y, Month: m, Day: d}
+				want := fmt.Sprintf("%04d-%02d-%02d", y, m, d)
+				if date.IsZero() {
+					want = ""
+				}
+				if got := date.String(); got != want {
+					t.Errorf("%+v: got %q, want %q", date, got, want)
+				}
+			}
+		}
+	}
+	for _, minutes := range []int{-61, -1, 0, 1, 59, 60, 599, 600, 1439, 1440, 5999, 6000, 6001} {
+		c := ClockTime{minutes}
+		if got, want := c.String(), fmt.Sprintf("%02d:%02d", minutes/60, minutes%60); got != want {
+			t.Errorf("%d minutes: got %q, want %q", minutes, got, want)
+		}
+	}
 }

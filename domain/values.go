@@ -60,7 +60,13 @@ func (d LocalDate) String() string {
 	if d.IsZero() {
 		return ""
 	}
-	return fmt.Sprintf("%04d-%02d-%02d", d.Year, d.Month, d.Day)
+	if d.Year < 0 || d.Year > 9999 || d.Month < 0 || d.Month > 99 || d.Day < 0 || d.Day > 99 {
+		return fmt.Sprintf("%04d-%02d-%02d", d.Year, d.Month, d.Day)
+	}
+	// Every document with a date writes it: by hand, as the Sprintf above would.
+	b := [10]byte{'0' + byte(d.Year/1000), '0' + byte(d.Year/100%10), '0' + byte(d.Year/10%10), '0' + byte(d.Year%10), '-',
+		'0' + byte(d.Month/10%10), '0' + byte(d.Month%10), '-', '0' + byte(d.Day/10%10), '0' + byte(d.Day%10)}
+	return string(b[:])
 }
 
 // Time returns midnight UTC of d, for calendar arithmetic.
@@ -108,7 +114,14 @@ func ParseClockTime(s string) (ClockTime, error) {
 // Minutes returns the minutes after midnight.
 func (c ClockTime) Minutes() int { return c.minutes }
 
-func (c ClockTime) String() string { return fmt.Sprintf("%02d:%02d", c.minutes/60, c.minutes%60) }
+func (c ClockTime) String() string {
+	h, m := c.minutes/60, c.minutes%60
+	if h < 0 || h > 99 || m < 0 {
+		return fmt.Sprintf("%02d:%02d", h, m)
+	}
+	b := [5]byte{'0' + byte(h/10), '0' + byte(h%10), ':', '0' + byte(m/10), '0' + byte(m%10)}
+	return string(b[:])
+}
 
 // MarshalText encodes c as HH:MM.
 func (c ClockTime) MarshalText() ([]byte, error) { return []byte(c.String()), nil }

@@ -41,6 +41,8 @@ func (v variant) keeps(a domain.Asset) bool {
 type activeMenu struct {
 	domain.MenuTypeAttrs
 	version domain.MenuVersion
+	// referenceDate is the version's, written once for the six documents that show it.
+	referenceDate *string
 }
 
 // activeMenus returns, in position order, the menu types with web delivery that have a current
@@ -57,7 +59,7 @@ func activeMenus(e *domain.Establishment) []activeMenu {
 		if !ok {
 			continue
 		}
-		out = append(out, activeMenu{MenuTypeAttrs: mt.MenuTypeAttrs, version: v})
+		out = append(out, activeMenu{MenuTypeAttrs: mt.MenuTypeAttrs, version: v, referenceDate: referenceDate(v)})
 	}
 	return out
 }
@@ -117,7 +119,7 @@ func menuListDoc(e *domain.Establishment, menus []activeMenu, v variant) menuLis
 	for _, m := range menus {
 		body.Menus = append(body.Menus, menuEntryBody{
 			MenuType:      menuTypeOf(m.MenuTypeAttrs),
-			ReferenceDate: referenceDate(m.version),
+			ReferenceDate: m.referenceDate,
 			Assets:        assetsOf(m.version, v),
 		})
 	}
@@ -127,7 +129,7 @@ func menuListDoc(e *domain.Establishment, menus []activeMenu, v variant) menuLis
 func menuDetailDoc(m activeMenu, v variant) menuDetailBody {
 	return menuDetailBody{
 		MenuType:      menuTypeOf(m.MenuTypeAttrs),
-		ReferenceDate: referenceDate(m.version),
+		ReferenceDate: m.referenceDate,
 		Assets:        assetsOf(m.version, v),
 		Sections:      sectionsOf(m, v.locale()),
 	}
@@ -151,7 +153,7 @@ func assetsOf(ver domain.MenuVersion, v variant) []assetBody {
 		if !v.keeps(a) {
 			continue
 		}
-		urls := slices.Clone(a.URLs)
+		urls := a.URLs // encoded at once, never changed
 		if urls == nil {
 			urls = []string{}
 		}
@@ -167,11 +169,21 @@ func sectionsOf(m activeMenu, l domain.Locale) []sectionBody {
 	if m.Source == domain.SourceUploaded {
 		return []sectionBody{}
 	}
-	sections := slices.Clone(m.version.Sections)
-	slices.SortStableFunc(sections, func(a, b domain.Section) int { return a.Position - b.Position })
+	byPosition := func(a, b domain.Section) int { return a.Position - b.Position }
+	sections := m.version.Sections
+	if !slices.IsSortedFunc(sections, byPosition) {
+		sections = slices.Clone(sections)
+		slices.SortStableFunc(sections, byPosition)
+	}
 	out := make([]sectionBody, 0, len(sections))
 	for _, s := range sections {
 		sb := sectionBody{Name: s.Name.In(l), Position: s.Position, Items: make([]itemBody, 0, len(s.Items))}
+		// The descriptions and prices the items point to, in one allocation for the section.
+		texts := make([]string, 0, 2*len(s.Items))
+		text := func(v string) *string {
+			texts = append(texts, v)
+			return &texts[len(texts)-1]
+		}
 		for _, it := range s.Items {
 			ib := itemBody{
 				ID:                 it.ID,
@@ -183,10 +195,10 @@ func sectionsOf(m activeMenu, l domain.Locale) []sectionBody {
 				ChefRecommendation: it.ChefRecommendation,
 			}
 			if it.Description != nil {
-				ib.Description = ptr(it.Description.In(l))
+				ib.Description = text(it.Description.In(l))
 			}
 			if it.Price != nil {
-				ib.Price = ptr(string(*it.Price))
+				ib.Price = text(string(*it.Price))
 			}
 			sb.Items = append(sb.Items, ib)
 		}
