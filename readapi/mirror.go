@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,9 +134,10 @@ func NewMirror(kv jetstream.KeyValue, logger *slog.Logger) (*Mirror, error) {
 
 // watching is a view and the watch that fills it.
 type watching struct {
-	v    *view
-	w    jetstream.KeyWatcher
-	stop context.CancelFunc
+	v       *view
+	w       jetstream.KeyWatcher
+	updates <-chan delivery // the watch's deliveries, their bundles decoded
+	stop    context.CancelFunc
 }
 
 // watch starts a watch of v's bucket from revision from (1 for every value), with a context of
@@ -152,14 +154,77 @@ func watch(ctx context.Context, v *view, from uint64) (*watching, error) {
 		stop()
 		return nil, err
 	}
-	return &watching{v: v, w: w, stop: stop}, nil
+	return &watching{v: v, w: w, updates: decodeAhead(wctx, w.Updates(), runtime.GOMAXPROCS(0)), stop: stop}, nil
 }
 
-// end stops the watch; what it still delivers is drained in the background.
+// end stops the watch; what it still delivers is read and dropped in the background.
 func (w *watching) end() {
 	_ = w.w.Stop()
 	w.stop()
-	go drainWatch(w.w)
+}
+
+// delivery is one delivery of a watch: an entry, nil at the end of the initial values, and for a
+// stored bundle under a valid key, its slug and its entry decoded, or why it cannot be.
+type delivery struct {
+	kve  jetstream.KeyValueEntry
+	slug string // "" for a key that names no valid slug
+	e    *served
+	err  error
+}
+
+// decodeDepth bounds the deliveries a watch decodes ahead of the mirror.
+const decodeDepth = 64
+
+// decodeAhead passes on what in delivers, in the same order, with every bundle decoded by one of
+// workers goroutines: decoding is nearly all of a mirror's work while it loads a bucket, and
+// would otherwise use one CPU. The returned channel closes after in closes. Once ctx is done,
+// what in still delivers is read and dropped, so that the watcher's goroutine never blocks.
+func decodeAhead(ctx context.Context, in <-chan jetstream.KeyValueEntry, workers int) <-chan delivery {
+	type job struct {
+		kve  jetstream.KeyValueEntry
+		slug string
+		done chan<- delivery
+	}
+	out := make(chan delivery, decodeDepth)
+	jobs := make(chan job, decodeDepth)
+	order := make(chan chan delivery, decodeDepth) // each delivery's result, in delivery order
+	for range max(workers, 1) {
+		go func() {
+			for j := range jobs {
+				e, err := decodeServed(j.slug, j.kve.Value())
+				j.done <- delivery{kve: j.kve, slug: j.slug, e: e, err: err}
+			}
+		}()
+	}
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		for kve := range in {
+			done := make(chan delivery, 1)
+			order <- done
+			d := delivery{kve: kve}
+			if kve != nil {
+				if slug, ok := dockey.SlugOf(kve.Key()); ok && validSlug(slug) {
+					d.slug = slug
+				}
+			}
+			if d.slug == "" || kve.Operation() != jetstream.KeyValuePut {
+				done <- d
+				continue
+			}
+			jobs <- job{kve: kve, slug: d.slug, done: done}
+		}
+	}()
+	go func() {
+		defer close(out)
+		for done := range order {
+			select {
+			case out <- <-done:
+			case <-ctx.Done():
+			}
+		}
+	}()
+	return out
 }
 
 // Run watches the bucket and applies every bundle to the mirror until ctx is done, then returns
@@ -190,14 +255,14 @@ func (m *Mirror) Run(ctx context.Context) error {
 	failures, nextFailures := 0, 0
 	// The watcher closes Updates once ctx is done; draining until then keeps its delivery
 	// goroutine from blocking on a full channel.
-	curUpdates := cur.w.Updates() // nil once the generation served is gone
+	curUpdates := cur.updates // nil once the generation served is gone
 	for {
-		var nextUpdates <-chan jetstream.KeyValueEntry
+		var nextUpdates <-chan delivery
 		if next != nil {
-			nextUpdates = next.w.Updates()
+			nextUpdates = next.updates
 		}
 		select {
-		case kve, ok := <-curUpdates:
+		case d, ok := <-curUpdates:
 			if !ok {
 				if ctx.Err() != nil {
 					return nil
@@ -214,8 +279,8 @@ func (m *Mirror) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				continue
 			}
-			m.apply(cur.v, kve, true)
-		case kve, ok := <-nextUpdates:
+			m.apply(cur.v, d, true)
+		case d, ok := <-nextUpdates:
 			if !ok {
 				if ctx.Err() != nil {
 					return nil
@@ -231,7 +296,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				continue
 			}
-			m.apply(next.v, kve, false)
+			m.apply(next.v, d, false)
 		case <-m.requested:
 			req := m.request.Swap(nil)
 			if ctx.Err() != nil || req == nil {
@@ -284,7 +349,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			if nw, err := watch(ctx, cur.v, max(cur.v.applied.Load(), cur.v.pendingRev)+1); err == nil {
 				failures = 0
 				cur.end()
-				cur, curUpdates = nw, nw.w.Updates()
+				cur, curUpdates = nw, nw.updates
 			} else if bucketGone(err) {
 				m.logger.Error("bundle mirror: the bucket is gone; serving what it holds", "err", err)
 			} else {
@@ -311,7 +376,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			m.switchTo(cur.v, next.v)
 			cur.end()
 			cur, next, switching, switchAt = next, nil, false, 0
-			curUpdates = cur.w.Updates()
+			curUpdates = cur.updates
 		}
 	}
 }
@@ -423,23 +488,6 @@ func (m *Mirror) Rewatch() {
 	}
 }
 
-// drainWatch reads what a stopped watcher still delivers, so that its delivery goroutine never
-// blocks, for at most a few seconds.
-func drainWatch(w jetstream.KeyWatcher) {
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case _, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-		case <-t.C:
-			return
-		}
-	}
-}
-
 // Ready returns a channel closed once the mirror holds every bundle that was in the bucket when
 // Run started. Until then lookups find nothing: a server should not take traffic before.
 func (m *Mirror) Ready() <-chan struct{} { return m.ready }
@@ -503,15 +551,15 @@ func (m *Mirror) lookup(slug string) *served {
 
 // apply handles one watcher delivery to v: a nil entry marks the end of the initial values. served
 // says v is the view served, whose changes wake waiters.
-func (m *Mirror) apply(v *view, kve jetstream.KeyValueEntry, served bool) {
-	if kve == nil {
+func (m *Mirror) apply(v *view, d delivery, served bool) {
+	if d.kve == nil {
 		if !v.caughtUp {
 			m.catchUp(v, served)
 		}
 		return
 	}
-	rev := kve.Revision()
-	m.handle(v, kve)
+	rev := d.kve.Revision()
+	m.handle(v, d)
 	if !v.caughtUp {
 		// Made visible, with every initial value, by catchUp.
 		v.pendingRev = max(v.pendingRev, rev)
@@ -551,11 +599,11 @@ func (m *Mirror) catchUp(v *view, served bool) {
 	m.logger.Info("bundle mirror caught up", "establishments", established, "bucket", v.kv.Bucket())
 }
 
-func (m *Mirror) handle(v *view, kve jetstream.KeyValueEntry) {
-	key, rev := kve.Key(), kve.Revision()
-	slug, ok := dockey.SlugOf(key)
-	if !ok || !validSlug(slug) {
-		m.logger.Warn("skip bundle under an invalid key", "key", key, "bucket_revision", rev)
+func (m *Mirror) handle(v *view, d delivery) {
+	kve, slug := d.kve, d.slug
+	rev := kve.Revision()
+	if slug == "" {
+		m.logger.Warn("skip bundle under an invalid key", "key", kve.Key(), "bucket_revision", rev)
 		return
 	}
 	s := v.slot(slug)
@@ -566,7 +614,7 @@ func (m *Mirror) handle(v *view, kve jetstream.KeyValueEntry) {
 		}
 		return
 	}
-	e, err := decodeServed(slug, kve.Value())
+	e, err := d.e, d.err
 	if err != nil {
 		m.logger.Warn("skip invalid bundle", "slug", slug, "bucket_revision", rev, "err", err)
 		return
