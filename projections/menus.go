@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/opencarte/publisher/domain"
@@ -49,7 +50,7 @@ type activeMenu struct {
 // version on the establishment's recorded date. Every other menu type does not exist publicly.
 func activeMenus(e *domain.Establishment) []activeMenu {
 	types := slices.Clone(e.MenuTypes)
-	slices.SortStableFunc(types, func(a, b domain.MenuType) int { return a.Position - b.Position })
+	slices.SortStableFunc(types, func(a, b domain.MenuType) int { return cmp.Compare(a.Position, b.Position) })
 	var out []activeMenu
 	for _, mt := range types {
 		if !mt.WebDelivery {
@@ -169,7 +170,7 @@ func sectionsOf(m activeMenu, l domain.Locale) []sectionBody {
 	if m.Source == domain.SourceUploaded {
 		return []sectionBody{}
 	}
-	byPosition := func(a, b domain.Section) int { return a.Position - b.Position }
+	byPosition := func(a, b domain.Section) int { return cmp.Compare(a.Position, b.Position) }
 	sections := m.version.Sections
 	if !slices.IsSortedFunc(sections, byPosition) {
 		sections = slices.Clone(sections)

@@ -126,7 +126,8 @@ type Config struct {
 	Replaces Bucket
 	// SpillDir is where a replay of the whole log in several passes (more establishments than
 	// CacheSize) keeps the records of its later passes, in temporary files, so as to read the
-	// log once: about the log's size on disk while it runs. Empty means os.TempDir().
+	// log once: up to the log's size on disk while it runs, never past the file system's
+	// reserve. Where they cannot be kept, each pass reads the log. Empty means os.TempDir().
 	SpillDir string
 	// Progress, optional, is called during a replay of the whole log after each establishment
 	// reconciled with the stored bundles, with the number reconciled so far and the number of
@@ -405,9 +406,9 @@ func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
 // establishment is rarely let go of and loaded again in the middle of the replay (only when a
 // worker's share of a pass outgrows its part of the cache). The log is read once, by the first
 // pass, which writes the records of the others to temporary files (Config.SpillDir) that they
-// read instead. The bucket is read once, before the
-// passes, for the fingerprints of what it holds: an establishment whose stored bundle is the one
-// replayed costs no read of its own. Memory also holds the list of the log's establishments
+// read instead, or, where the files cannot be kept, by every pass. The bucket is read once,
+// before the passes, for the fingerprints of what it holds: an establishment whose stored bundle
+// is the one replayed costs no read of its own. Memory also holds the list of the log's establishments
 // meanwhile: a slug and a fingerprint each.
 func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	// The position first: every establishment with a record up to it is among the slugs.
@@ -458,13 +459,26 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	defer func() { <-floorsRead }()
 	workers := min(p.cfg.Workers, runtime.GOMAXPROCS(0))
 	passes := passesFor(len(slugs), p.cfg.CacheSize, workers)
+	// The files of the later passes; nil when there is one pass, or when they cannot be kept, the
+	// passes then reading the log each.
 	var sp *spill
+	logEachPass := func(err error) {
+		p.logger.Warn("the replay reads the log once per pass", "passes", passes, "err", err)
+		if sp != nil {
+			sp.close()
+			sp = nil
+		}
+	}
 	if passes > 1 {
 		if sp, err = newSpill(p.cfg.SpillDir, passes); err != nil {
-			return 0, err
+			logEachPass(err)
 		}
-		defer sp.close()
 	}
+	defer func() {
+		if sp != nil {
+			sp.close()
+		}
+	}()
 	unreadable := func(seq uint64, err error) {
 		p.logger.Error("skip unreadable message of the event log", "seq", seq, "err", err)
 	}
@@ -474,11 +488,8 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 		// The first pass reads the log, and writes the records of the others to their files; each
 		// later pass reads its file.
 		read := func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
-			if sp == nil {
-				return last, p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, nil, unreadable)
-			}
-			if pass > 0 {
-				return last, sp.each(pass, func(slug string, seq uint64, data []byte) error {
+			if sp != nil && pass > 0 {
+				err := sp.each(pass, keep, func(slug string, seq uint64, data []byte) error {
 					rec, err := events.DecodeRecord(slug, seq, data)
 					if err != nil {
 						unreadable(seq, err)
@@ -486,17 +497,30 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 					}
 					return dispatch(rec)
 				})
+				if errors.Is(err, errSpill) {
+					logEachPass(err) // the pass is made again, from the log
+				}
+				return last, err
 			}
-			if err := sp.reset(); err != nil {
-				return 0, fmt.Errorf("spill the records of later passes: %w", err)
+			if sp != nil {
+				if err := sp.reset(); err != nil {
+					logEachPass(err)
+				}
+			}
+			if sp == nil {
+				return last, p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, nil, unreadable)
 			}
 			other := func(slug string, seq uint64, data []byte) error {
-				return sp.add(passOf(slug, passes), slug, seq, data)
+				sp.add(passOf(slug, passes), slug, seq, data)
+				return nil
 			}
 			if err := p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, other, unreadable); err != nil {
 				return 0, err
 			}
-			return last, sp.flush()
+			if err := sp.flush(); err != nil {
+				logEachPass(err)
+			}
+			return last, nil
 		}
 		var lanes []*lane
 		err := p.retry(ctx, "replay a share of the establishments", func() error {
@@ -523,18 +547,20 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 		var share []storedPrint
 		for i, slug := range slugs {
 			if keep(slug) {
-				sp := storedPrint{slug: slug, print: prints[i]}
+				s := storedPrint{slug: slug, print: prints[i]}
 				if floors != nil {
-					sp.floor = floors[i]
+					s.floor = floors[i]
 				}
-				share = append(share, sp)
+				share = append(share, s)
 			}
 		}
 		if err := p.reconcile(ctx, lanes, share, &tally); err != nil {
 			return 0, fmt.Errorf("reconcile: %w", err)
 		}
-		if sp != nil {
-			sp.drop(pass)
+		if passes > 1 {
+			if sp != nil && pass > 0 {
+				sp.done(pass)
+			}
 			p.logger.Info("projections replayed a share of the establishments", "pass", pass+1, "passes", passes, "establishments", len(share))
 		}
 	}

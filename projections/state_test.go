@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -182,6 +184,21 @@ func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
 	}
 	if r, passes := log.replays.Load(), passesFor(3*copies, 2, 2); r != 1 || passes < 2 {
 		t.Errorf("the replay read the log %d times in %d passes, want once in several", r, passes)
+	}
+
+	// Where the records of the later passes cannot be kept on disk, each pass reads the log: the
+	// same bytes.
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log = &countingLog{Store: n.store}
+	eachPassKV := n.bucketNamed(t, "BOUNDED_LOG_EACH_PASS")
+	eachPass := startProjectorWith(t, Config{Store: log, KV: eachPassKV, State: n.freshState(t), Workers: 2, CacheSize: 2, SpillDir: notDir})
+	eachPass.waitFor(t, more)
+	compareBuckets(t, "replay reading the log once per pass", bucketValues(t, eachPassKV), want)
+	if r, passes := log.replays.Load(), passesFor(3*copies, 2, 2); int(r) != passes {
+		t.Errorf("the replay without its files read the log %d times in %d passes, want once per pass", r, passes)
 	}
 	if len(stateKeys(t, replayState)) == 0 {
 		t.Errorf("no state written for the establishments the replay let go of")

@@ -191,8 +191,11 @@ func decodeAhead(ctx context.Context, in <-chan jetstream.KeyValueEntry, workers
 	for range max(workers, 1) {
 		go func() {
 			for j := range jobs {
-				e, err := decodeServed(j.slug, j.kve.Value())
-				j.done <- delivery{kve: j.kve, slug: j.slug, e: e, err: err}
+				d := delivery{kve: j.kve, slug: j.slug}
+				if ctx.Err() == nil { // else dropped: not worth decoding
+					d.e, d.err = decodeServed(j.slug, j.kve.Value())
+				}
+				j.done <- d
 			}
 		}()
 	}
@@ -253,8 +256,8 @@ func (m *Mirror) Run(ctx context.Context) error {
 		}
 	}()
 	failures, nextFailures := 0, 0
-	// The watcher closes Updates once ctx is done; draining until then keeps its delivery
-	// goroutine from blocking on a full channel.
+	// Once ctx is done, Run reads on until the watch's channel closes, which it does once the
+	// watcher has closed its own.
 	curUpdates := cur.updates // nil once the generation served is gone
 	for {
 		var nextUpdates <-chan delivery

@@ -625,3 +625,75 @@ func TestMirrorOutlivesItsGenerationRemoved(t *testing.T) {
 		t.Errorf("%s after the switch: %+v, want revision 6", alice, e)
 	}
 }
+
+// A watch's bundles, decoded on several goroutines, come in the order the bucket delivered them,
+// each decoded as decodeServed decodes it alone; the end of the initial values comes between the
+// values and the changes; once the watch is stopped, the channel closes.
+func TestDecodeAheadKeepsTheWatchOrder(t *testing.T) {
+	t.Parallel()
+	kv, _ := newBucket(t)
+	const slugs, rounds = 40, 5
+	for r := range rounds {
+		for i := range slugs {
+			putBundle(t, kv, testBundle(fmt.Sprintf("etablissement-%d", i), int64(r+1)))
+		}
+	}
+	putRaw(t, kv, dockey.Key("etablissement-0"), []byte("not a bundle"))
+	if err := kv.Delete(t.Context(), dockey.Key("etablissement-1")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	w, err := kv.Watch(ctx, dockey.Watch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	updates := decodeAhead(ctx, w.Updates(), 4)
+	var last uint64
+	initial := 0
+	for d := range updates {
+		if d.kve == nil {
+			break // the end of the initial values: the last value of each key
+		}
+		initial++
+		if rev := d.kve.Revision(); rev <= last {
+			t.Fatalf("revision %d after %d", rev, last)
+		}
+		last = d.kve.Revision()
+		switch {
+		case d.kve.Operation() != jetstream.KeyValuePut:
+			if d.e != nil || d.err != nil {
+				t.Errorf("%s: a delete decoded: %v, %v", d.kve.Key(), d.e, d.err)
+			}
+		case d.slug == "etablissement-0":
+			if d.err == nil {
+				t.Errorf("an invalid bundle decoded without error")
+			}
+		default:
+			want, wantErr := decodeServed(d.slug, d.kve.Value())
+			if d.err != nil || wantErr != nil || d.e.revision != want.revision || d.e.size != want.size {
+				t.Errorf("%s: decoded %+v (%v), alone %+v (%v)", d.slug, d.e, d.err, want, wantErr)
+			}
+		}
+	}
+	if initial != slugs {
+		t.Errorf("%d initial values, want %d", initial, slugs)
+	}
+	// Changes after the initial values, more than the channels hold, then a stop.
+	for i := range 3 * decodeDepth {
+		putBundle(t, kv, testBundle(fmt.Sprintf("etablissement-%d", i%slugs), int64(rounds+1+i)))
+	}
+	stop()
+	_ = w.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-updates:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the deliveries of a stopped watch never end")
+		}
+	}
+}
