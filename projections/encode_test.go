@@ -12,13 +12,7 @@ import (
 // encodeBundleWithEncodingJSON is the reference EncodeBundle stands for.
 func encodeBundleWithEncodingJSON(tb testing.TB, b *dockey.Bundle) []byte {
 	tb.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(b); err != nil {
-		tb.Fatalf("encoding/json: %v", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return encodeWithEncodingJSON(tb, b)
 }
 
 func TestEncodeBundleWritesWhatEncodingJSONWrites(t *testing.T) {
@@ -84,7 +78,8 @@ func FuzzEncodeBundle(f *testing.F) {
 	})
 }
 
-// encodeWithEncodingJSON is the reference encodeJSON stands for.
+// encodeWithEncodingJSON is the reference encodeJSON and EncodeBundle stand for: encoding/json
+// without HTML escaping, without the trailing newline.
 func encodeWithEncodingJSON(tb testing.TB, v any) []byte {
 	tb.Helper()
 	var buf bytes.Buffer

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -599,13 +598,8 @@ func BenchmarkCompressDemo(b *testing.B) {
 // had to measure it.
 func TestFitsInAgreesWithEncodedSize(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"demo", "dated", "uploaded-only"} {
-		dir := filepath.Join("testdata", name)
-		snapshot := filepath.Join(dir, "snapshot.json")
-		if name == "demo" {
-			snapshot = "../cmd/publisher/demo.json"
-		}
-		e := fixture(t, snapshot, readToday(t, dir))
+	for _, f := range fixtures(t) {
+		name, e := f.name, f.e
 		exact, err := EncodedSize(e, "")
 		if err != nil {
 			t.Fatal(err)

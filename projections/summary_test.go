@@ -2,7 +2,6 @@ package projections
 
 import (
 	"maps"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,13 +15,8 @@ import (
 func TestSummaryDecidesAsTheBundle(t *testing.T) {
 	t.Parallel()
 	var bundles []dockey.Bundle
-	for _, name := range []string{"demo", "dated", "uploaded-only"} {
-		dir := filepath.Join("testdata", name)
-		snapshot := filepath.Join(dir, "snapshot.json")
-		if name == "demo" {
-			snapshot = "../cmd/publisher/demo.json"
-		}
-		e := fixture(t, snapshot, readToday(t, dir))
+	for _, f := range fixtures(t) {
+		e := f.e
 		bundles = append(bundles, Render(e, 7))
 		// Variations: another name, a day later, a menu type gone.
 		other := *e
@@ -118,13 +112,9 @@ func TestSummaryIsSmall(t *testing.T) {
 // of another form makes its document count as changed.
 func TestSummaryOfStoredBundle(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"demo", "dated", "uploaded-only"} {
-		dir := filepath.Join("testdata", name)
-		snapshot := filepath.Join(dir, "snapshot.json")
-		if name == "demo" {
-			snapshot = "../cmd/publisher/demo.json"
-		}
-		b := Render(fixture(t, snapshot, readToday(t, dir)), 42)
+	for _, f := range fixtures(t) {
+		name := f.name
+		b := Render(f.e, 42)
 		compress(&b)
 		got := storedSummaryOf(t, &b)
 		if diff := cmp.Diff(summarize(&b), got, cmp.AllowUnexported(summary{}, docSummary{})); diff != "" {
@@ -211,13 +201,8 @@ func storedSummaryOf(tb testing.TB, b *dockey.Bundle) *summary {
 func TestNextSummaryDecidesAsNext(t *testing.T) {
 	t.Parallel()
 	var renderings []rendering
-	for _, name := range []string{"demo", "dated", "uploaded-only"} {
-		dir := filepath.Join("testdata", name)
-		snapshot := filepath.Join(dir, "snapshot.json")
-		if name == "demo" {
-			snapshot = "../cmd/publisher/demo.json"
-		}
-		e := fixture(t, snapshot, readToday(t, dir))
+	for _, f := range fixtures(t) {
+		e := f.e
 		other := *e
 		other.Identity.Name += " bis"
 		later := *e
