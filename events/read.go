@@ -12,7 +12,8 @@ import (
 )
 
 // consumerInactiveThreshold is how long the server keeps a reader's consumer once nobody pulls
-// from it. Readers stop without deleting their consumer; the server removes it after this.
+// from it: a follower that stops, or a reader stopped before it could delete its consumer, leaves
+// it to the server, which removes it after this.
 const consumerInactiveThreshold = 10 * time.Second
 
 // History returns every record of one establishment, oldest first, as of the call. It returns no
@@ -266,10 +267,26 @@ func (s *Store) consume(ctx context.Context, from, last uint64, follow bool, kee
 // fn, until fn asks to stop or fails, or ctx is done. Unless follow is set, it also returns once
 // the consumer has nothing more to deliver, without waiting for new messages.
 func (s *Store) each(ctx context.Context, cfg jetstream.OrderedConsumerConfig, follow bool, fn func(jetstream.Msg, *jetstream.MsgMetadata) (stop bool, err error)) error {
+	return eachMsg(ctx, s.stream, cfg, follow, fn)
+}
+
+// eachMsg is Store.each on any stream.
+func eachMsg(ctx context.Context, stream jetstream.Stream, cfg jetstream.OrderedConsumerConfig, follow bool, fn func(jetstream.Msg, *jetstream.MsgMetadata) (stop bool, err error)) error {
 	cfg.InactiveThreshold = consumerInactiveThreshold
-	cons, err := s.stream.OrderedConsumer(ctx, cfg)
+	cons, err := stream.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("create consumer: %w", err)
+	}
+	if !follow {
+		// A read that is done deletes its consumer rather than leave it to the server for the
+		// inactivity threshold: the consumers a stream shows are then those of live readers.
+		defer func() {
+			if info := cons.CachedInfo(); info != nil {
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				_ = stream.DeleteConsumer(dctx, info.Name)
+			}
+		}()
 	}
 	if info := cons.CachedInfo(); !follow && info != nil && info.NumPending == 0 {
 		return nil
