@@ -191,6 +191,27 @@ func (p *Signals) LastRevision(ctx context.Context, slug string) (int64, error) 
 	return s.Revision, nil
 }
 
+// LastRevisions calls fn with the revision of the last signal the stream holds of each
+// establishment that has one, in one read of the stream's last message per subject: what
+// LastRevision says of each, for all of them at once. A last signal that cannot be decoded is
+// passed over, as none.
+func (p *Signals) LastRevisions(ctx context.Context, fn func(slug string, revision int64)) error {
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{SignalSubjects},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	}
+	err := eachMsg(ctx, p.stream, cfg, false, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+		if s, err := DecodeSignal(msg.Data()); err == nil {
+			fn(strings.TrimPrefix(msg.Subject(), signalSubjectPrefix), s.Revision)
+		}
+		return meta.NumPending == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("last signals: %w", err)
+	}
+	return nil
+}
+
 // Retries of a signal publish that failed, for instance during a leader election.
 const (
 	signalAttempts  = 5

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -171,4 +172,50 @@ func FuzzDecodeSignal(f *testing.F) {
 			t.Fatalf("round trip (-first +second):\n%s", diff)
 		}
 	})
+}
+
+// LastRevisions tells, in one read, what LastRevision tells of each establishment with a signal:
+// the revision of its last one, none for a last signal that cannot be read, nothing from an
+// empty stream.
+func TestLastRevisionsInOneRead(t *testing.T) {
+	t.Parallel()
+	nc := natstest.Connect(t, natstest.Start(t))
+	ctx := t.Context()
+	sigs, err := events.OpenSignals(ctx, nc, 1)
+	if err != nil {
+		t.Fatalf("OpenSignals: %v", err)
+	}
+	all := func() map[string]int64 {
+		got := map[string]int64{}
+		if err := sigs.LastRevisions(ctx, func(slug string, revision int64) { got[slug] = revision }); err != nil {
+			t.Fatalf("LastRevisions: %v", err)
+		}
+		return got
+	}
+	if got := all(); len(got) != 0 {
+		t.Errorf("an empty stream: got %v", got)
+	}
+	for i, slug := range []string{"alpha", "beta", "gamma", "beta", "alpha", "alpha"} {
+		s := validSignal()
+		s.Establishment, s.Revision = slug, int64(10+i)
+		if err := sigs.Publish(ctx, s); err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "signals.gamma", []byte("not a signal")); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"alpha": 15, "beta": 13}
+	if got := all(); !maps.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for slug, rev := range want {
+		if one, err := sigs.LastRevision(ctx, slug); err != nil || one != rev {
+			t.Errorf("LastRevision(%s): %d, %v; LastRevisions says %d", slug, one, err, rev)
+		}
+	}
 }

@@ -63,6 +63,14 @@ type AnnouncedNotifier interface {
 	Announced(ctx context.Context, slug string) (int64, error)
 }
 
+// AllAnnouncedNotifier is an AnnouncedNotifier that also tells, in one read, the last revision it
+// announced of every establishment it still knows of (those it does not are at 0): a replay of
+// the whole log checks the announcements of them all, which one question each would make last.
+type AllAnnouncedNotifier interface {
+	AnnouncedNotifier
+	AllAnnounced(ctx context.Context, fn func(slug string, revision int64)) error
+}
+
 // ReannounceWithin bounds how old a change may be for the projector to check at start that it
 // was announced: a notifier forgets older announcements (the change signals stream keeps them
 // for events.SignalMaxAge), and an establishment unchanged for that long must not be announced
@@ -442,6 +450,21 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	}); err != nil {
 		return 0, err
 	}
+	// The announcements of every establishment, when the notifier tells them in one read: its
+	// answer for each of the log's establishments, the reconciliation then asking it nothing.
+	var announced []int64
+	if n, ok := p.cfg.Notifier.(AllAnnouncedNotifier); ok {
+		if err := p.retry(ctx, "read the last announcements", func() error {
+			announced = make([]int64, len(slugs))
+			return n.AllAnnounced(ctx, func(slug string, revision int64) {
+				if i, found := slices.BinarySearch(slugs, slug); found {
+					announced[i] = revision
+				}
+			})
+		}); err != nil {
+			return 0, err
+		}
+	}
 	// The fingerprints of the bundles of the bucket replaced, if any, read while the first pass
 	// replays: only its reconciliation needs them.
 	var floors []uint64
@@ -547,9 +570,12 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 		var share []storedPrint
 		for i, slug := range slugs {
 			if keep(slug) {
-				s := storedPrint{slug: slug, print: prints[i]}
+				s := storedPrint{slug: slug, print: prints[i], announced: -1}
 				if floors != nil {
 					s.floor = floors[i]
+				}
+				if announced != nil {
+					s.announced = announced[i]
 				}
 				share = append(share, s)
 			}
@@ -787,6 +813,9 @@ func (p *Projector) reconcile(ctx context.Context, lanes []*lane, share []stored
 type storedPrint struct {
 	slug         string
 	print, floor uint64
+	// announced is the last revision announced of the establishment when the replay began, -1
+	// when the notifier is to be asked.
+	announced int64
 }
 
 // storedPrints reads every bundle of kv once, in the bucket's order, and returns the
@@ -874,7 +903,7 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (b
 	case t != nil && t.stored != nil && t.stored.fingerprint() == print:
 		// What the replay would have stored was stored when the bucket was read: nothing to
 		// render, nor to read again.
-		return false, p.reannounce(ctx, t)
+		return false, p.reannounce(ctx, t, s.announced)
 	}
 	var (
 		stored *summary // none when the bucket held none: only this projector writes to it
@@ -899,12 +928,12 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (b
 	t.stored = stored
 	if stored.same(replayed) {
 		// What the replay would have stored is stored: nothing to render.
-		return false, p.reannounce(ctx, t)
+		return false, p.reannounce(ctx, t, s.announced)
 	}
 	u := next(stored, t.render(p.cfg.FilesURL), replayed.revision)
 	u.bundle.Sequence = replayed.sequence // the record a projection one at a time last stored
 	if !u.write {
-		return false, p.reannounce(ctx, t)
+		return false, p.reannounce(ctx, t, s.announced)
 	}
 	ok, err = p.store(ctx, u)
 	if ok {
@@ -928,7 +957,7 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 		if len(rec.Events) > 0 {
 			t.changed = rec.Events[0].Time
 		}
-		return p.reannounce(ctx, t)
+		return p.reannounce(ctx, t, -1)
 	}
 	u, ok := t.project(rec.Sequence, p.cfg.FilesURL)
 	if !ok || !u.write {
@@ -989,25 +1018,27 @@ func (p *Projector) notify(ctx context.Context, c Change) error {
 }
 
 // reannounce announces the stored bundle of t again, with every resource, when it is public, it
-// changed within ReannounceWithin and the notifier's last announcement for it is older.
-func (p *Projector) reannounce(ctx context.Context, t *tracked) error {
+// changed within ReannounceWithin and the notifier's last announcement for it, last when known
+// (-1 asks the notifier), is older.
+func (p *Projector) reannounce(ctx context.Context, t *tracked, last int64) error {
 	n, ok := p.cfg.Notifier.(AnnouncedNotifier)
 	if !ok || t.stored == nil || t.stored.access.Status != dockey.StatusActive || time.Since(t.changed) > ReannounceWithin {
 		return nil // nothing to announce, or nothing public
 	}
 	s := t.stored
 	slug := string(t.agg.Slug)
-	var last int64
-	err := p.retry(ctx, "read the last announcement of "+slug, func() (err error) {
-		last, err = n.Announced(ctx, slug)
-		if errors.Is(err, events.ErrInvalidSignal) {
-			// An announcement that cannot be read is as none: the stored revision is announced.
-			last, err = 0, nil
+	if last < 0 {
+		err := p.retry(ctx, "read the last announcement of "+slug, func() (err error) {
+			last, err = n.Announced(ctx, slug)
+			if errors.Is(err, events.ErrInvalidSignal) {
+				// An announcement that cannot be read is as none: the stored revision is announced.
+				last, err = 0, nil
+			}
+			return err
+		})
+		if err != nil {
+			return err
 		}
-		return err
-	})
-	if err != nil {
-		return err
 	}
 	if last >= s.revision {
 		return nil

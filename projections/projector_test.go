@@ -578,18 +578,59 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 	}
 
 	// The next start announces the stored revision with every resource, since what changed is
-	// unknown; the start after that has nothing to announce.
+	// unknown; the start after that has nothing to announce. Alike with a notifier that tells
+	// every last announcement in one read, which the replay then asks nothing one by one.
 	up := &announcer{}
-	up.recorder.changes = []Change{first[0]}
-	for range 2 {
-		p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: up})
-		p.waitFor(t, next)
-		_ = p.stop(t)
+	all := &allAnnouncer{announcer: &announcer{}}
+	for _, notifier := range []interface {
+		AnnouncedNotifier
+		take() []Change
+	}{up, all} {
+		notifier.(interface{ set([]Change) }).set([]Change{first[0]})
+		for range 2 {
+			p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: notifier})
+			p.waitFor(t, next)
+			_ = p.stop(t)
+		}
+		want := []Change{first[0], {Slug: "cave-a-vins", Revision: int64(next), Resources: first[0].Resources}}
+		if diff := cmp.Diff(want, notifier.take()); diff != "" {
+			t.Errorf("%T: announcements over two starts (-want +got):\n%s", notifier, diff)
+		}
 	}
-	want := []Change{first[0], {Slug: "cave-a-vins", Revision: int64(next), Resources: first[0].Resources}}
-	if diff := cmp.Diff(want, up.take()); diff != "" {
-		t.Errorf("announcements over two starts (-want +got):\n%s", diff)
+	if asked := all.asked.Load(); asked != 0 {
+		t.Errorf("the replays asked the last announcement of one establishment %d times, want none", asked)
 	}
+}
+
+// allAnnouncer is an announcer that also tells every last announcement in one read, and counts
+// the questions it is asked one establishment at a time.
+type allAnnouncer struct {
+	*announcer
+	asked atomic.Int32
+}
+
+func (a *allAnnouncer) Announced(ctx context.Context, slug string) (int64, error) {
+	a.asked.Add(1)
+	return a.announcer.Announced(ctx, slug)
+}
+
+func (a *allAnnouncer) AllAnnounced(_ context.Context, fn func(slug string, revision int64)) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	last := map[string]int64{}
+	for _, c := range a.changes {
+		last[c.Slug] = max(last[c.Slug], c.Revision)
+	}
+	for slug, revision := range last {
+		fn(slug, revision)
+	}
+	return nil
+}
+
+func (a *announcer) set(changes []Change) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.changes = changes
 }
 
 // Bundles of establishments the log does not know are left in the bucket and reported in one

@@ -1124,7 +1124,7 @@ type signalNotifier struct {
 	rendered prometheus.Counter // nil without metrics
 }
 
-var _ projections.AnnouncedNotifier = signalNotifier{}
+var _ projections.AllAnnouncedNotifier = signalNotifier{}
 
 func (n signalNotifier) Changed(ctx context.Context, c projections.Change) error {
 	if n.rendered != nil {
@@ -1136,6 +1136,12 @@ func (n signalNotifier) Changed(ctx context.Context, c projections.Change) error
 // Announced returns the revision of the last signal of slug still in the stream.
 func (n signalNotifier) Announced(ctx context.Context, slug string) (int64, error) {
 	return n.s.LastRevision(ctx, slug)
+}
+
+// AllAnnounced passes fn the revision of the last signal of every establishment with one still in
+// the stream.
+func (n signalNotifier) AllAnnounced(ctx context.Context, fn func(slug string, revision int64)) error {
+	return n.s.LastRevisions(ctx, fn)
 }
 
 // webhookAdmin gives the admin API the registry and the dispatcher's operations.
