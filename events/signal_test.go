@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/events"
@@ -87,14 +88,21 @@ func TestSignalRoundTrip(t *testing.T) {
 	}
 }
 
+// openSignals opens the signals stream on a server of the test's own.
+func openSignals(tb testing.TB) (*events.Signals, *nats.Conn) {
+	tb.Helper()
+	nc := natstest.Connect(tb, natstest.Start(tb))
+	sigs, err := events.OpenSignals(tb.Context(), nc, 1)
+	if err != nil {
+		tb.Fatalf("OpenSignals: %v", err)
+	}
+	return sigs, nc
+}
+
 func TestSignalPublishIsIdempotentPerRevision(t *testing.T) {
 	t.Parallel()
-	nc := natstest.Connect(t, natstest.Start(t))
+	sigs, nc := openSignals(t)
 	ctx := t.Context()
-	sigs, err := events.OpenSignals(ctx, nc, 1)
-	if err != nil {
-		t.Fatalf("OpenSignals: %v", err)
-	}
 	if _, err := events.OpenSignals(ctx, nc, 1); err != nil {
 		t.Fatalf("OpenSignals again: %v", err)
 	}
@@ -179,12 +187,8 @@ func FuzzDecodeSignal(f *testing.F) {
 // empty stream.
 func TestLastRevisionsInOneRead(t *testing.T) {
 	t.Parallel()
-	nc := natstest.Connect(t, natstest.Start(t))
+	sigs, nc := openSignals(t)
 	ctx := t.Context()
-	sigs, err := events.OpenSignals(ctx, nc, 1)
-	if err != nil {
-		t.Fatalf("OpenSignals: %v", err)
-	}
 	all := func() map[string]int64 {
 		got := map[string]int64{}
 		if err := sigs.LastRevisions(ctx, func(slug string, revision int64) { got[slug] = revision }); err != nil {
