@@ -281,7 +281,8 @@ func eachMsg(ctx context.Context, stream jetstream.Stream, cfg jetstream.Ordered
 		// A read that is done deletes its consumer rather than leave it to the server for the
 		// inactivity threshold: the consumers a stream shows are then those of live readers.
 		defer func() {
-			if info := cons.CachedInfo(); info != nil {
+			// A read ended by ctx leaves it to the server: the connection may be closing.
+			if info := cons.CachedInfo(); info != nil && ctx.Err() == nil {
 				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 				defer cancel()
 				_ = stream.DeleteConsumer(dctx, info.Name)

@@ -193,17 +193,20 @@ func (p *Signals) LastRevision(ctx context.Context, slug string) (int64, error) 
 
 // LastRevisions calls fn with the revision of the last signal the stream holds of each
 // establishment that has one, in one read of the stream's last message per subject: what
-// LastRevision says of each, for all of them at once. A last signal that cannot be decoded is
-// passed over, as none.
+// LastRevision says of each, for all of them at once, a last signal that cannot be decoded
+// counting as 0. fn may be called more than once for one establishment (a signal stored during
+// the read, a consumer made again after a lost connection): the last call holds.
 func (p *Signals) LastRevisions(ctx context.Context, fn func(slug string, revision int64)) error {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{SignalSubjects},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 	}
 	err := eachMsg(ctx, p.stream, cfg, false, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+		var revision int64
 		if s, err := DecodeSignal(msg.Data()); err == nil {
-			fn(strings.TrimPrefix(msg.Subject(), signalSubjectPrefix), s.Revision)
+			revision = s.Revision
 		}
+		fn(strings.TrimPrefix(msg.Subject(), signalSubjectPrefix), revision)
 		return meta.NumPending == 0, nil
 	})
 	if err != nil {

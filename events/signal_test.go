@@ -183,8 +183,8 @@ func FuzzDecodeSignal(f *testing.F) {
 }
 
 // LastRevisions tells, in one read, what LastRevision tells of each establishment with a signal:
-// the revision of its last one, none for a last signal that cannot be read, nothing from an
-// empty stream.
+// the revision of its last one, 0 for a last signal that cannot be read, nothing from an empty
+// stream; and it leaves no consumer behind.
 func TestLastRevisionsInOneRead(t *testing.T) {
 	t.Parallel()
 	sigs, nc := openSignals(t)
@@ -213,11 +213,22 @@ func TestLastRevisionsInOneRead(t *testing.T) {
 	if _, err := js.Publish(ctx, "signals.gamma", []byte("not a signal")); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int64{"alpha": 15, "beta": 13}
+	want := map[string]int64{"alpha": 15, "beta": 13, "gamma": 0}
 	if got := all(); !maps.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
+	// The read leaves no consumer behind.
+	stream, err := js.Stream(ctx, events.SignalStreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := stream.Info(ctx); err != nil || info.State.Consumers != 0 {
+		t.Errorf("consumers after the read: %+v, %v; want none", info.State, err)
+	}
 	for slug, rev := range want {
+		if slug == "gamma" {
+			continue // LastRevision fails on it: its last signal cannot be read
+		}
 		if one, err := sigs.LastRevision(ctx, slug); err != nil || one != rev {
 			t.Errorf("LastRevision(%s): %d, %v; LastRevisions says %d", slug, one, err, rev)
 		}

@@ -570,12 +570,12 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 		var share []storedPrint
 		for i, slug := range slugs {
 			if keep(slug) {
-				s := storedPrint{slug: slug, print: prints[i], announced: -1}
+				s := storedPrint{slug: slug, print: prints[i]}
 				if floors != nil {
 					s.floor = floors[i]
 				}
 				if announced != nil {
-					s.announced = announced[i]
+					s.announced, s.knownAnnounced = announced[i], true
 				}
 				share = append(share, s)
 			}
@@ -813,9 +813,10 @@ func (p *Projector) reconcile(ctx context.Context, lanes []*lane, share []stored
 type storedPrint struct {
 	slug         string
 	print, floor uint64
-	// announced is the last revision announced of the establishment when the replay began, -1
-	// when the notifier is to be asked.
-	announced int64
+	// announced is the last revision announced of the establishment when the replay began, when
+	// knownAnnounced says the notifier told it; else the notifier is asked.
+	announced      int64
+	knownAnnounced bool
 }
 
 // storedPrints reads every bundle of kv once, in the bucket's order, and returns the
@@ -877,6 +878,15 @@ func (p *Projector) storedPrints(ctx context.Context, kv Bucket, slugs []string,
 // be read: one to read again.
 const unknownPrint = math.MaxUint64
 
+// lastAnnounced returns the last revision announced of s's establishment when known, -1 for the
+// notifier to be asked.
+func (s storedPrint) lastAnnounced() int64 {
+	if !s.knownAnnounced {
+		return -1
+	}
+	return s.announced
+}
+
 // errAbsentFromLog marks a bundle stored for an establishment the log never created.
 var errAbsentFromLog = errors.New("stored bundle of an establishment absent from the log")
 
@@ -903,7 +913,7 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (b
 	case t != nil && t.stored != nil && t.stored.fingerprint() == print:
 		// What the replay would have stored was stored when the bucket was read: nothing to
 		// render, nor to read again.
-		return false, p.reannounce(ctx, t, s.announced)
+		return false, p.reannounce(ctx, t, s.lastAnnounced())
 	}
 	var (
 		stored *summary // none when the bucket held none: only this projector writes to it
@@ -928,12 +938,12 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (b
 	t.stored = stored
 	if stored.same(replayed) {
 		// What the replay would have stored is stored: nothing to render.
-		return false, p.reannounce(ctx, t, s.announced)
+		return false, p.reannounce(ctx, t, s.lastAnnounced())
 	}
 	u := next(stored, t.render(p.cfg.FilesURL), replayed.revision)
 	u.bundle.Sequence = replayed.sequence // the record a projection one at a time last stored
 	if !u.write {
-		return false, p.reannounce(ctx, t, s.announced)
+		return false, p.reannounce(ctx, t, s.lastAnnounced())
 	}
 	ok, err = p.store(ctx, u)
 	if ok {

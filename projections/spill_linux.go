@@ -8,5 +8,9 @@ func freeSpace(dir string) (free, total uint64, ok bool) {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, 0, false
 	}
-	return st.Bavail * uint64(st.Bsize), st.Blocks * uint64(st.Bsize), true
+	unit := uint64(st.Frsize) // the unit of the counts, as df reads them
+	if unit == 0 {
+		unit = uint64(st.Bsize)
+	}
+	return st.Bavail * unit, st.Blocks * unit, true
 }
