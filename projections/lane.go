@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/nats-io/nats.go/jetstream"
@@ -202,21 +203,29 @@ func (l *lane) writeState(ctx context.Context, t *tracked) error {
 // summaryIn returns the summary of the bundle kv holds for slug, nil when none is.
 func (p *Projector) summaryIn(ctx context.Context, kv Bucket, slug string) (*summary, error) {
 	var s *summary
-	err := p.retry(ctx, "read bundle of "+slug, func() error {
-		e, err := kv.Get(ctx, dockey.Key(slug))
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			s = nil
-			return nil
-		case err != nil:
-			return err
-		}
-		if s, err = summarizeStored(e.Value()); err != nil {
-			// A bundle that cannot be read is replaced by the next one stored.
-			p.logger.Warn("stored bundle cannot be read", "slug", slug, "err", err)
-			s = nil
-		}
-		return nil
+	err := p.retry(ctx, "read bundle of "+slug, func() (err error) {
+		s, err = readSummary(ctx, kv, slug, p.logger)
+		return err
 	})
 	return s, err
+}
+
+// readSummary returns the summary of the bundle kv holds of slug: nil when it holds none, or one
+// that cannot be read, which it logs (it is replaced by the next one stored).
+func readSummary(ctx context.Context, kv interface {
+	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
+}, slug string, logger *slog.Logger) (*summary, error) {
+	e, err := kv.Get(ctx, dockey.Key(slug))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	s, err := summarizeStored(e.Value())
+	if err != nil {
+		logger.Warn("stored bundle cannot be read", "slug", slug, "err", err)
+		return nil, nil
+	}
+	return s, nil
 }

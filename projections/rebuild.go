@@ -303,28 +303,13 @@ func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("projections: announce: %w", err)
 	}
-	summaryOf := func(ctx context.Context, kv SwitchBuckets, slug string) (*summary, error) {
-		e, err := kv.Get(ctx, dockey.Key(slug))
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			return nil, nil
-		case err != nil:
-			return nil, err
-		}
-		s, err := summarizeStored(e.Value())
-		if err != nil {
-			logger.Warn("stored bundle cannot be read", "slug", slug, "err", err)
-			return nil, nil
-		}
-		return s, nil
-	}
 	var announced atomic.Int64
 	err = eachSlug(ctx, slugs, workers, cfg.Progress, func(ctx context.Context, slug string) error {
-		cur, err := summaryOf(ctx, cfg.New, slug)
+		cur, err := readSummary(ctx, cfg.New, slug, logger)
 		if err != nil || cur == nil || cur.access.Status != dockey.StatusActive {
 			return err
 		}
-		prev, err := summaryOf(ctx, cfg.Old, slug)
+		prev, err := readSummary(ctx, cfg.Old, slug, logger)
 		if err != nil {
 			return err
 		}
