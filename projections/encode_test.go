@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/opencarte/publisher/projections/dockey"
 )
@@ -136,4 +138,49 @@ func FuzzDocumentEncoding(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStoredBundlesDecodeWithoutCopies checks that what EncodeBundle writes is the form
+// dockey.DecodeShared walks: decoded as encoding/json decodes it, the slug and every body sharing
+// the stored value's bytes rather than copies of them.
+func TestStoredBundlesDecodeWithoutCopies(t *testing.T) {
+	within := func(p, value []byte) bool {
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(value)))
+		at := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+		return at >= start && at+uintptr(len(p)) <= start+uintptr(len(value))
+	}
+	var scratch []byte
+	for _, f := range fixtures(t) {
+		b := Render(f.e, 42)
+		compress(&b)
+		value, err := EncodeBundle(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got dockey.Bundle
+		if err := json.Unmarshal(value, &want); err != nil {
+			t.Fatal(err)
+		}
+		if scratch, err = dockey.DecodeShared(value, &got, scratch); err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: DecodeShared gives\n%+v\nencoding/json\n%+v", f.name, got, want)
+		}
+		if !within(unsafe.Slice(unsafe.StringData(got.Slug), len(got.Slug)), value) {
+			t.Errorf("%s: the slug is a copy", f.name)
+		}
+		bodies := 0
+		eachDocument(&got, func(d *dockey.Document) {
+			if len(d.Body) > 0 {
+				bodies++
+				if !within(d.Body, value) {
+					t.Errorf("%s: a body is a copy", f.name)
+				}
+			}
+		})
+		if bodies < 5 {
+			t.Errorf("%s: %d bodies, want the five at least that every bundle has", f.name, bodies)
+		}
+	}
 }

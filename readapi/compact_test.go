@@ -3,6 +3,8 @@ package readapi
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,6 +221,50 @@ func TestArraySizesFollowTheAllocator(t *testing.T) {
 		below := unroundedBelow(n)
 		if below > n || allocated(below) != below {
 			t.Errorf("unroundedBelow(%d) = %d: want a size at most %d that is not rounded", n, below, n)
+		}
+	}
+}
+
+// TestDecodedEntryKeepsNothingOfItsValue checks that an entry decoded from a stored value, whose
+// strings, bodies and gzip codings the decoder does not copy, keeps no byte of the value or of the
+// decoder's buffer: both are overwritten, and the buffer reused, while the entry stays as
+// newServed makes it from the bundle.
+func TestDecodedEntryKeepsNothingOfItsValue(t *testing.T) {
+	t.Parallel()
+	d := decoder{scratch: make([]byte, 0, 256<<10)} // one buffer for every coding
+	for _, slug := range []string{alice, bob, dan, quinn} {
+		b := testBundle(slug, 7)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(b); err != nil {
+			t.Fatal(err)
+		}
+		value := buf.Bytes()
+		e, err := d.decode(slug, value)
+		if err != nil {
+			t.Fatalf("%s: %v", slug, err)
+		}
+		if len(d.scratch) == 0 {
+			t.Fatalf("%s: the decoder's buffer is unused: the value was not decoded without copies", slug)
+		}
+		regions := [][]byte{value, d.scratch[:cap(d.scratch)]}
+		eachBytes(e, func(p []byte) {
+			at := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+			for _, r := range regions {
+				start := uintptr(unsafe.Pointer(unsafe.SliceData(r)))
+				if at < start+uintptr(len(r)) && at+uintptr(len(p)) > start {
+					t.Errorf("%s: the entry holds %.40q of the value or the decoder's buffer", slug, p)
+				}
+			}
+		})
+		for _, r := range regions {
+			for i := range r {
+				r[i] = 'x'
+			}
+		}
+		if want := mustEntry(t, b); !reflect.DeepEqual(e, want) {
+			t.Errorf("%s: the entry changed with its value", slug)
 		}
 	}
 }

@@ -190,10 +190,11 @@ func decodeAhead(ctx context.Context, in <-chan jetstream.KeyValueEntry, workers
 	order := make(chan chan delivery, decodeDepth) // each delivery's result, in delivery order
 	for range max(workers, 1) {
 		go func() {
+			var dec decoder
 			for j := range jobs {
 				d := delivery{kve: j.kve, slug: j.slug}
 				if ctx.Err() == nil { // else dropped: not worth decoding
-					d.e, d.err = decodeServed(j.slug, j.kve.Value())
+					d.e, d.err = dec.decode(j.slug, j.kve.Value())
 				}
 				j.done <- d
 			}

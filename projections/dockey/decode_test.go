@@ -76,3 +76,35 @@ func TestDecodeLeavesNothingOfARefusedValue(t *testing.T) {
 		t.Errorf("after a refused value: got %+v, want %+v as encoding/json leaves it", b, want)
 	}
 }
+
+// FuzzDecodeShared checks DecodeShared against encoding/json as FuzzDecode checks Decode, with a
+// scratch buffer carried from one value to the next as a reader carries it.
+func FuzzDecodeShared(f *testing.F) {
+	f.Add([]byte(sampleBundle))
+	for _, s := range []string{
+		`{}`, `null`, `{"slug":"a","slug":"b"}`, `{"Slug":"a"}`, `{"slug":"a\u0062"}`, `{"slug":null}`,
+		`{"content_revision":1e3}`, `{"content_revision":-0}`, `{"content_revision":1.0}`, `{"log_sequence":-1}`,
+		`{"public_api_enabled":null}`, `{"redirects":{}}`, `{"redirects":null}`, `{"redirects":{"a":{},"a":{"fr":"x"}}}`,
+		`{"redirects":{"a":{"fr":"x","de":"y"}}}`, `{"menu_details":{"m":{"all":{"body":null}}}}`,
+		`{"hours":{"body":"x\"}{","etag":""}}`, `{"hours":{"body":[{"a":"]"}],"gzip":""}}`, `{"hours":{"gzip":"QQ="}}`,
+		`{"hours":{"gzip":"QUJD","body":1}, "menus" : { "fr" : { "body" : true } } }`, "{\"slug\":\"\xff\"}",
+		`{"establishment":{"gzip":"QQ==","etag":"a"},"hours":{"gzip":"QkJC"},"menus":{"all":{"gzip":"Q0NDQ0NDQ0NDQ0ND"}}}`,
+		`{"x":1}`, `{"slug":"a"} x`, ` {"slug":"a"} `, `{"slug":"a\"b"}`, `{"hours":{"etag":"\"x\\\/\b\f\n\r\t\""}}`,
+		`{"slug":"\u00e9"}`, `{"slug":"\ud800"}`, `{"slug":"\q"}`, `{"redirects":{"a\"":{"fr":"\/"}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	var scratch []byte
+	f.Fuzz(func(t *testing.T, value []byte) {
+		var want, got Bundle
+		wantErr := json.Unmarshal(value, &want)
+		var gotErr error
+		scratch, gotErr = DecodeShared(value, &got, scratch)
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("DecodeShared(%q): error %v, encoding/json: %v", value, gotErr, wantErr)
+		}
+		if wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("DecodeShared(%q):\n got %+v\nwant %+v", value, got, want)
+		}
+	})
+}

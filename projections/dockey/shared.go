@@ -1,0 +1,384 @@
+package dockey
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+
+	gojson "github.com/goccy/go-json"
+)
+
+// DecodeShared decodes value, a stored bundle, into b as Decode does, copying nothing when it
+// can: b's strings and document bodies then share value's bytes, and its gzip codings share
+// scratch, whose grown form it returns for the next call. A reader that copies what it keeps
+// (the read API's mirror moves every byte of an entry into arrays of its own) so decodes a
+// bundle without the copies a general decoder makes, which at a hundred thousand bundles are
+// gigabytes of garbage while a node loads.
+//
+// It walks the form EncodeBundle writes: the members of Bundle under their own names, once each,
+// strings without escapes, integers without fraction or exponent, and null only as a body, in
+// any order and spacing. Anything else, a valid value in another form or an invalid one, is
+// decoded by Decode, whose answer stands. FuzzDecodeShared checks that what the walk accepts,
+// it decodes as encoding/json does.
+func DecodeShared(value []byte, b *Bundle, scratch []byte) ([]byte, error) {
+	*b = Bundle{}
+	if gojson.Valid(value) {
+		w := walker{data: value, scratch: scratch[:0]}
+		if w.bundle(b) && w.end() {
+			return w.scratch, nil
+		}
+		scratch = w.scratch
+		*b = Bundle{}
+	}
+	return scratch, Decode(value, b)
+}
+
+// walker reads a value already known to be valid JSON; each method reports false at anything
+// outside the form DecodeShared walks.
+type walker struct {
+	data    []byte
+	i       int
+	scratch []byte
+}
+
+func (w *walker) space() {
+	for w.i < len(w.data) {
+		switch w.data[w.i] {
+		case ' ', '\t', '\n', '\r':
+			w.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips spaces and reports whether c comes next, consuming it if so.
+func (w *walker) next(c byte) bool {
+	w.space()
+	if w.i < len(w.data) && w.data[w.i] == c {
+		w.i++
+		return true
+	}
+	return false
+}
+
+// end reports whether nothing but spaces is left.
+func (w *walker) end() bool {
+	w.space()
+	return w.i == len(w.data)
+}
+
+// str reads a string in valid UTF-8. A string without escapes shares the value's bytes; one
+// with the escapes of single characters (\" \\ \/ \b \f \n \r \t, as entity tags have) is
+// written into scratch. Escapes of code points (\u) are left to Decode, which maps lone
+// surrogates as encoding/json does.
+func (w *walker) str() (string, bool) {
+	if !w.next('"') {
+		return "", false
+	}
+	start := w.i
+	w.i--
+	w.skipString()
+	if w.i > len(w.data) || w.i <= start {
+		return "", false
+	}
+	w.i-- // at the closing quote
+	s := w.data[start:w.i]
+	w.i++
+	if bytes.IndexByte(s, '\\') >= 0 {
+		out := w.take(len(s))[:0]
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c == '\\' && i+1 < len(s) {
+				i++
+				switch s[i] {
+				case '"', '\\', '/':
+					c = s[i]
+				case 'b':
+					c = '\b'
+				case 'f':
+					c = '\f'
+				case 'n':
+					c = '\n'
+				case 'r':
+					c = '\r'
+				case 't':
+					c = '\t'
+				default:
+					return "", false
+				}
+			}
+			out = append(out, c)
+		}
+		w.scratch = w.scratch[:len(w.scratch)-len(s)+len(out)] // give back what the escapes saved
+		s = out
+	}
+	if !utf8.Valid(s) {
+		return "", false
+	}
+	return unsafe.String(unsafe.SliceData(s), len(s)), true
+}
+
+// take returns the next n bytes of scratch; when it has no room, the scratch is a new buffer,
+// what was taken before keeping the old one.
+func (w *walker) take(n int) []byte {
+	if cap(w.scratch)-len(w.scratch) < n {
+		w.scratch = make([]byte, 0, max(2*cap(w.scratch), n, 4096))
+	}
+	start := len(w.scratch)
+	w.scratch = w.scratch[:start+n]
+	return w.scratch[start : start+n : start+n]
+}
+
+// object reads the members of an object, calling member with each name. A name met twice is
+// refused, since encoding/json would merge or overwrite what the first gave, and so is an object
+// of more than maxMembers members, which no bundle has, to keep the check short.
+func (w *walker) object(member func(name string) bool) bool {
+	if !w.next('{') {
+		return false
+	}
+	if w.next('}') {
+		return true
+	}
+	var names [maxMembers]string
+	for n := 0; ; n++ {
+		name, ok := w.str()
+		if !ok || n == maxMembers || !w.next(':') {
+			return false
+		}
+		for _, s := range names[:n] {
+			if s == name {
+				return false
+			}
+		}
+		names[n] = name
+		if !member(name) {
+			return false
+		}
+		if w.next(',') {
+			continue
+		}
+		return w.next('}')
+	}
+}
+
+// maxMembers is the most members an object may have for the walk: a bundle has 14 at most, a
+// menu type map one per active menu type.
+const maxMembers = 64
+
+// literal reads a number, true, false or null: the bytes up to the next delimiter.
+func (w *walker) literal() []byte {
+	w.space()
+	start := w.i
+	for w.i < len(w.data) {
+		switch w.data[w.i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return w.data[start:w.i]
+		}
+		w.i++
+	}
+	return w.data[start:]
+}
+
+func (w *walker) boolean(dst *bool) bool {
+	switch string(w.literal()) {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	default:
+		return false
+	}
+	return true
+}
+
+func (w *walker) int64(dst *int64) bool {
+	n, err := strconv.ParseInt(string(w.literal()), 10, 64)
+	*dst = n
+	return err == nil
+}
+
+func (w *walker) uint64(dst *uint64) bool {
+	n, err := strconv.ParseUint(string(w.literal()), 10, 64)
+	*dst = n
+	return err == nil
+}
+
+func (w *walker) text(dst *string) bool {
+	s, ok := w.str()
+	*dst = s
+	return ok
+}
+
+// raw reads any value as its bytes, as json.RawMessage holds it.
+func (w *walker) raw() []byte {
+	w.space()
+	start := w.i
+	if w.i >= len(w.data) {
+		return nil
+	}
+	switch w.data[w.i] {
+	case '{', '[':
+		depth := 0
+		for w.i < len(w.data) {
+			for w.i < len(w.data) && !structural[w.data[w.i]] {
+				w.i++
+			}
+			if w.i == len(w.data) {
+				break
+			}
+			switch w.data[w.i] {
+			case '"':
+				w.skipString()
+				continue
+			case '{', '[':
+				depth++
+			default:
+				depth--
+			}
+			w.i++
+			if depth == 0 {
+				break
+			}
+		}
+	case '"':
+		w.skipString()
+	default:
+		w.literal()
+	}
+	return w.data[start:w.i]
+}
+
+// structural marks the bytes that open or close a string, an object or an array.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
+// skipString moves past the string whose opening quote is the current byte, escapes included.
+func (w *walker) skipString() {
+	w.i++
+	start := w.i
+	for {
+		j := bytes.IndexByte(w.data[w.i:], '"')
+		if j < 0 {
+			w.i = len(w.data) + 1 // no end: past it
+			return
+		}
+		w.i += j + 1
+		// The quote ends the string unless an odd number of backslashes precede it.
+		k := w.i - 2
+		for k >= start && w.data[k] == '\\' {
+			k--
+		}
+		if (w.i-2-k)%2 == 0 {
+			return
+		}
+	}
+}
+
+// bytes reads a base64 string into scratch, as encoding/json decodes a []byte.
+func (w *walker) bytes(dst *[]byte) bool {
+	s, ok := w.str()
+	if !ok {
+		return false
+	}
+	if s == "" {
+		*dst = []byte{}
+		return true
+	}
+	out := w.take(base64.StdEncoding.DecodedLen(len(s)))
+	n, err := base64.StdEncoding.Decode(out, unsafe.Slice(unsafe.StringData(s), len(s)))
+	if err != nil {
+		return false
+	}
+	w.scratch = w.scratch[:len(w.scratch)-len(out)+n]
+	*dst = out[:n:n]
+	return true
+}
+
+func (w *walker) document(d *Document) bool {
+	return w.object(func(name string) bool {
+		switch name {
+		case "body":
+			d.Body = w.raw()
+			return len(d.Body) > 0
+		case "etag":
+			return w.text(&d.ETag)
+		case "gzip":
+			return w.bytes(&d.Gzip)
+		}
+		return false
+	})
+}
+
+func (w *walker) variants(v *Variants) bool {
+	return w.object(func(name string) bool {
+		switch name {
+		case "all":
+			return w.document(&v.All)
+		case "fr":
+			return w.document(&v.FR)
+		case "en":
+			return w.document(&v.EN)
+		}
+		return false
+	})
+}
+
+func (w *walker) redirect(r *Redirect) bool {
+	return w.object(func(name string) bool {
+		switch name {
+		case "fr":
+			return w.text(&r.FR)
+		case "en":
+			return w.text(&r.EN)
+		}
+		return false
+	})
+}
+
+func (w *walker) bundle(b *Bundle) bool {
+	return w.object(func(name string) bool {
+		switch name {
+		case "slug":
+			return w.text(&b.Slug)
+		case "content_revision":
+			return w.int64(&b.Revision)
+		case "log_sequence":
+			return w.uint64(&b.Sequence)
+		case "status":
+			return w.text(&b.Status)
+		case "public_api_enabled":
+			return w.boolean(&b.APIEnabled)
+		case "key_hash":
+			return w.text(&b.KeyHash)
+		case "menu_redirect_enabled":
+			return w.boolean(&b.MenuRedirectEnabled)
+		case "master_menu_url":
+			return w.text(&b.MasterMenuURL)
+		case "redirects":
+			b.Redirects = map[string]Redirect{}
+			return w.object(func(menuType string) bool {
+				var r Redirect
+				ok := w.redirect(&r)
+				b.Redirects[menuType] = r
+				return ok
+			})
+		case "establishment":
+			return w.document(&b.Establishment)
+		case "hours":
+			return w.document(&b.Hours)
+		case "menus":
+			return w.variants(&b.Menus)
+		case "menu_details":
+			b.MenuDetails = map[string]Variants{}
+			return w.object(func(menuType string) bool {
+				var v Variants
+				ok := w.variants(&v)
+				b.MenuDetails[menuType] = v
+				return ok
+			})
+		}
+		return false
+	})
+}
