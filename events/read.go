@@ -352,3 +352,12 @@ func DecodeRecord(slug string, seq uint64, data []byte) (Record, error) {
 	rec.Sequence = seq
 	return rec, nil
 }
+
+// ReadStream reads what stream holds, with an ordered consumer configured by cfg, passing every
+// message to fn until fn fails, ctx is done or the consumer has nothing more to deliver. Its
+// consumer is deleted once the read is done.
+func ReadStream(ctx context.Context, stream jetstream.Stream, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg, *jetstream.MsgMetadata) error) error {
+	return eachMsg(ctx, stream, cfg, false, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
+		return false, fn(msg, meta)
+	})
+}

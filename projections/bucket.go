@@ -37,9 +37,14 @@ type Bucket interface {
 }
 
 // OpenBucket creates the bucket dockey.Bucket, or updates it to this configuration: one value
-// per key, file storage, values up to MaxBundleSize, replicas copies (at least 1).
+// per key, file storage, values up to MaxBundleSize, replicas copies (at least 1). The bucket is
+// a *Bundles.
 func OpenBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	return openBucket(ctx, js, dockey.Bucket, "Rendered documents and access state, one bundle per establishment.", replicas)
+	kv, err := openBucket(ctx, js, dockey.Bucket, "Rendered documents and access state, one bundle per establishment.", replicas)
+	if err != nil {
+		return nil, err
+	}
+	return NewBundles(js, kv), nil
 }
 
 // openBucket creates the bucket name, or updates it to this configuration: one value per key,

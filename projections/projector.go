@@ -774,6 +774,16 @@ func (r *reconciled) noteAbsent(slug string) {
 	}
 }
 
+// addAbsent adds to r the establishments absent from the log o noted.
+func (r *reconciled) addAbsent(o *reconciled) {
+	for _, slug := range o.examples {
+		r.noteAbsent(slug)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.absent += o.absent - len(o.examples)
+}
+
 // reconcile stores, for every establishment of slugs, replayed by lanes, the bundle that follows
 // the one found in the bucket, each worker its share of the establishments. Content equal to the
 // stored content keeps the stored revision; different content gets max(replayed revision, stored
@@ -826,6 +836,17 @@ type storedPrint struct {
 // per establishment, each of which loads a block of the store's files: the reconciliation of an
 // establishment whose stored bundle is the replayed one reads nothing more.
 func (p *Projector) storedPrints(ctx context.Context, kv Bucket, slugs []string, tally *reconciled) ([]uint64, error) {
+	if pb, ok := kv.(printedBucket); ok {
+		var absent reconciled
+		prints, complete, err := headerPrints(ctx, pb, slugs, &absent)
+		if err != nil || complete {
+			if tally != nil {
+				tally.addAbsent(&absent)
+			}
+			return prints, err
+		}
+		// Bundles stored without their fingerprint, by an earlier version: they are read.
+	}
 	w, err := kv.Watch(ctx, dockey.Watch, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("read stored bundles: %w", err)
@@ -872,6 +893,30 @@ func (p *Projector) storedPrints(ctx context.Context, kv Bucket, slugs []string,
 			prints[i] = s.fingerprint()
 		}
 	}
+}
+
+// headerPrints returns what storedPrints does from the fingerprints in the bundles' headers, and
+// whether every stored bundle had one. It notes in absent the bundles of establishments absent
+// from slugs.
+func headerPrints(ctx context.Context, kv printedBucket, slugs []string, absent *reconciled) ([]uint64, bool, error) {
+	prints := make([]uint64, len(slugs))
+	complete := true
+	err := kv.prints(ctx, func(key string, print uint64, known bool) {
+		slug, valid := dockey.SlugOf(key)
+		if !valid {
+			return
+		}
+		i, found := slices.BinarySearch(slugs, slug)
+		switch {
+		case !found:
+			absent.noteAbsent(slug)
+		case known:
+			prints[i] = print
+		default:
+			complete = false
+		}
+	})
+	return prints, complete, err
 }
 
 // unknownPrint stands for the fingerprint of a stored bundle whose summary has none, or that cannot
@@ -1002,8 +1047,15 @@ func (p *Projector) store(ctx context.Context, u update) (bool, error) {
 		return false, nil
 	}
 	key := dockey.Key(b.Slug)
+	put := p.cfg.KV.Put
+	if pb, ok := p.cfg.KV.(printedBucket); ok {
+		print := storedOf(b).summary().fingerprint()
+		put = func(ctx context.Context, key string, value []byte) (uint64, error) {
+			return pb.putPrinted(ctx, key, value, print)
+		}
+	}
 	if err := p.retry(ctx, fmt.Sprintf("store bundle %s at revision %d", key, b.Revision), func() error {
-		_, err := p.cfg.KV.Put(ctx, key, value)
+		_, err := put(ctx, key, value)
 		return err
 	}); err != nil {
 		return false, err

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -636,7 +637,97 @@ func (a *announcer) set(changes []Change) {
 
 // Bundles of establishments the log does not know are left in the bucket and reported in one
 // line, with their count and a few of their slugs, however many there are.
+// TestStoredBundlesCarryTheirPrint checks that the projector stores each bundle with the
+// fingerprint of its summary in a header, and that the fingerprints are read from the headers:
+// those of deleted bundles left out, and the read incomplete when a bundle has none.
+func TestStoredBundlesCarryTheirPrint(t *testing.T) {
+	n := newNATSEnv(t)
+	const demo, cave = "chez-marcel", "cave-a-vins"
+	n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")
+	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
+	p.waitFor(t, seq)
+
+	ctx := testContext(t)
+	pb, ok := n.kv.(printedBucket)
+	if !ok {
+		t.Fatalf("OpenBucket gives a %T, which does not store fingerprints", n.kv)
+	}
+	stream, err := n.js.Stream(ctx, "KV_"+n.kv.Bucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slugs := []string{cave, demo} // sorted, as a replay lists them
+	want := make([]uint64, len(slugs))
+	for i, slug := range slugs {
+		msg, err := stream.GetLastMsgForSubject(ctx, "$KV."+n.kv.Bucket()+"."+dockey.Key(slug))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := summarizeStored(msg.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = s.fingerprint()
+		if got := msg.Header.Get(printHeader); got != strconv.FormatUint(want[i], 16) {
+			t.Errorf("%s: header %s %q, want the fingerprint of its summary, %x", slug, printHeader, got, want[i])
+		}
+	}
+	read := func() ([]uint64, bool, int) {
+		t.Helper()
+		var absent reconciled
+		got, complete, err := headerPrints(ctx, pb, slugs, &absent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, complete, absent.absent
+	}
+	if got, complete, absent := read(); !slices.Equal(got, want) || !complete || absent != 0 {
+		t.Errorf("fingerprints read: %x, complete %v, %d absent; want %x, complete, none absent", got, complete, absent, want)
+	}
+
+	// A bundle deleted is left out; one of an establishment absent from the list is counted.
+	other := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 7)
+	other.Slug = "ferme"
+	value, err := EncodeBundle(&other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.putPrinted(ctx, dockey.Key(other.Slug), value, 42); err != nil {
+		t.Fatal(err)
+	}
+	if got, complete, absent := read(); !slices.Equal(got, want) || !complete || absent != 1 {
+		t.Errorf("with a bundle absent from the list: %x, complete %v, %d absent; want %x, complete, 1 absent", got, complete, absent, want)
+	}
+	if err := n.kv.Delete(ctx, dockey.Key(other.Slug)); err != nil {
+		t.Fatal(err)
+	}
+	if got, complete, absent := read(); !slices.Equal(got, want) || !complete || absent != 0 {
+		t.Errorf("after a delete: %x, complete %v, %d absent; want %x, complete, none absent", got, complete, absent, want)
+	}
+
+	// A bundle stored without a fingerprint, as an earlier version stored them.
+	_, stored, _ := entry(t, n.kv, demo)
+	if _, err := n.kv.Put(ctx, dockey.Key(demo), stored); err != nil {
+		t.Fatal(err)
+	}
+	if _, complete, _ := read(); complete {
+		t.Error("a bundle without a fingerprint: the read is complete")
+	}
+}
+
 func TestBundlesAbsentFromTheLogAreReportedInOneLine(t *testing.T) {
+	for _, printed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("printed=%v", printed), func(t *testing.T) {
+			testBundlesAbsentFromTheLog(t, printed)
+		})
+	}
+}
+
+// testBundlesAbsentFromTheLog runs TestBundlesAbsentFromTheLogAreReportedInOneLine with the
+// strangers' bundles stored with their fingerprints or, as an earlier version stored them,
+// without.
+func testBundlesAbsentFromTheLog(t *testing.T, printed bool) {
 	n := newNATSEnv(t)
 	seq := n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")
 	strangers := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 7)
@@ -647,7 +738,12 @@ func TestBundlesAbsentFromTheLogAreReportedInOneLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := n.kv.Put(testContext(t), dockey.Key(b.Slug), v); err != nil {
+		if printed {
+			_, err = n.kv.(printedBucket).putPrinted(testContext(t), dockey.Key(b.Slug), v, storedOf(&b).summary().fingerprint())
+		} else {
+			_, err = n.kv.Put(testContext(t), dockey.Key(b.Slug), v)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

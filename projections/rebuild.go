@@ -40,12 +40,14 @@ func GenerationBuckets(n int) (docs, state string) {
 }
 
 // OpenGeneration creates the buckets of generation n, or updates them to this configuration, as
-// OpenBucket and OpenStateBucket do for generation 1.
+// OpenBucket and OpenStateBucket do for generation 1; docs is a *Bundles.
 func OpenGeneration(ctx context.Context, js jetstream.JetStream, n, replicas int) (docs, state jetstream.KeyValue, err error) {
 	docsName, stateName := GenerationBuckets(n)
-	if docs, err = openBucket(ctx, js, docsName, fmt.Sprintf("Rendered documents and access state, one bundle per establishment (generation %d).", n), replicas); err != nil {
+	kv, err := openBucket(ctx, js, docsName, fmt.Sprintf("Rendered documents and access state, one bundle per establishment (generation %d).", n), replicas)
+	if err != nil {
 		return nil, nil, err
 	}
+	docs = NewBundles(js, kv)
 	if state, err = openBucket(ctx, js, stateName, fmt.Sprintf("The projector's checkpoint and the state of establishments it does not hold in memory (generation %d).", n), replicas); err != nil {
 		return nil, nil, err
 	}

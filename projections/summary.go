@@ -242,6 +242,31 @@ func summarizeStored(value []byte) (*summary, error) {
 	if err := dockey.Decode(value, &sb); err != nil {
 		return nil, err
 	}
+	return sb.summary(), nil
+}
+
+// storedOf returns what decoding b, once stored, into a storedBundle gives.
+func storedOf(b *dockey.Bundle) *storedBundle {
+	doc := func(d *dockey.Document) storedDoc { return storedDoc{ETag: d.ETag} }
+	vars := func(v *dockey.Variants) storedVariants {
+		return storedVariants{All: doc(&v.All), FR: doc(&v.FR), EN: doc(&v.EN)}
+	}
+	sb := &storedBundle{
+		Slug: b.Slug, Revision: b.Revision, Sequence: b.Sequence, Status: b.Status, APIEnabled: b.APIEnabled,
+		KeyHash: b.KeyHash, MenuRedirectEnabled: b.MenuRedirectEnabled, MasterMenuURL: b.MasterMenuURL,
+		Redirects: b.Redirects, Establishment: doc(&b.Establishment), Hours: doc(&b.Hours), Menus: vars(&b.Menus),
+	}
+	if len(b.MenuDetails) > 0 {
+		sb.MenuDetails = make(map[string]storedVariants, len(b.MenuDetails))
+		for menuType, v := range b.MenuDetails {
+			sb.MenuDetails[menuType] = vars(&v)
+		}
+	}
+	return sb
+}
+
+// summary returns the summary of the bundle sb describes.
+func (sb *storedBundle) summary() *summary {
 	b := dockey.Bundle{
 		Slug: sb.Slug, Revision: sb.Revision, Status: sb.Status, APIEnabled: sb.APIEnabled, KeyHash: sb.KeyHash,
 		MenuRedirectEnabled: sb.MenuRedirectEnabled, MasterMenuURL: sb.MasterMenuURL, Redirects: sb.Redirects,
@@ -265,7 +290,7 @@ func summarizeStored(value []byte) (*summary, error) {
 	for slug, v := range sb.MenuDetails {
 		variants(MenuResource(slug), v)
 	}
-	return s, nil
+	return s
 }
 
 // emptyDigest is the digest of an empty body: a document that is absent.

@@ -122,9 +122,11 @@ func (r *rebuilder) open(ctx context.Context) (generations, uint64, error) {
 // generation binds to the buckets of generation n.
 func (r *rebuilder) generation(ctx context.Context, n int) (docs, state jetstream.KeyValue, err error) {
 	docsName, stateName := projections.GenerationBuckets(n)
-	if docs, err = r.js.KeyValue(ctx, docsName); err != nil {
+	kv, err := r.js.KeyValue(ctx, docsName)
+	if err != nil {
 		return nil, nil, fmt.Errorf("documents bucket %s: %w", docsName, err)
 	}
+	docs = projections.NewBundles(r.js, kv)
 	if state, err = r.js.KeyValue(ctx, stateName); err != nil {
 		return nil, nil, fmt.Errorf("projector bucket %s: %w", stateName, err)
 	}
