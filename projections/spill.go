@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // spill holds the records of a replay's later passes in temporary files, so that a replay in
@@ -149,13 +150,15 @@ func (s *spill) flush() error {
 }
 
 // each calls fn, in the order they were added, with the records of pass, those keep accepts of the
-// ones in its file. A failure to read the file is an errSpill.
+// ones in its file; data is only valid until fn returns, its bytes then reused for the next record.
+// A failure to read the file is an errSpill.
 func (s *spill) each(pass int, keep func(slug string) bool, fn func(slug string, seq uint64, data []byte) error) error {
 	sf := s.fileOf(pass)
 	if _, err := sf.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("%w: %w", errSpill, err)
 	}
 	r := bufio.NewReaderSize(sf.f, spillBuffer)
+	var buf, slugBuf []byte
 	for i := 0; ; i++ {
 		seq, err := binary.ReadUvarint(r)
 		if errors.Is(err, io.EOF) {
@@ -164,19 +167,21 @@ func (s *spill) each(pass int, keep func(slug string) bool, fn func(slug string,
 		if err != nil {
 			return spillReadError(i, err)
 		}
-		slug, err := readFramed(r, true)
+		slugBuf, err = readFramed(r, true, slugBuf)
 		if err != nil {
 			return spillReadError(i, err)
 		}
-		kept := keep(string(slug))
-		data, err := readFramed(r, kept)
+		slug := string(slugBuf)
+		kept := keep(slug)
+		data, err := readFramed(r, kept, buf)
 		if err != nil {
 			return spillReadError(i, err)
 		}
 		if !kept {
 			continue
 		}
-		if err := fn(string(slug), seq, data); err != nil {
+		buf = data
+		if err := fn(slug, seq, data); err != nil {
 			return err
 		}
 	}
@@ -189,9 +194,9 @@ func spillReadError(i int, err error) error {
 	return fmt.Errorf("%w: read record %d of the file: %w", errSpill, i, err)
 }
 
-// readFramed reads a uvarint length, then as many bytes: into a slice of their own when keep is
-// set, passed over otherwise.
-func readFramed(r *bufio.Reader, keep bool) ([]byte, error) {
+// readFramed reads a uvarint length, then as many bytes: into buf, grown if it must be, when keep
+// is set; passed over otherwise.
+func readFramed(r *bufio.Reader, keep bool, buf []byte) ([]byte, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return nil, err
@@ -203,7 +208,7 @@ func readFramed(r *bufio.Reader, keep bool) ([]byte, error) {
 		_, err := r.Discard(int(n))
 		return nil, err
 	}
-	b := make([]byte, n)
+	b := slices.Grow(buf[:0], int(n))[:n]
 	_, err = io.ReadFull(r, b)
 	return b, err
 }
