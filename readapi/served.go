@@ -102,9 +102,9 @@ func decodeServed(slug string, value []byte) (*served, error) {
 }
 
 // decoder decodes bundles one after the other, reusing its buffer: the bundle is decoded without
-// copies (dockey.DecodeShared), its strings and bodies sharing value and its gzip codings the
-// buffer, until newServed moves every byte the entry keeps into arrays of its own. A mirror
-// loading a bucket then leaves the NATS messages as nearly all its garbage.
+// copies (dockey.DecodeShared), its bodies and plain strings sharing value, its gzip codings and
+// entity tags the buffer, until newServed moves every byte the entry keeps into arrays of its
+// own. A mirror loading a bucket then leaves the NATS messages as nearly all its garbage.
 type decoder struct {
 	scratch []byte
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	gojson "github.com/goccy/go-json"
 )
 
 // A subset of the fields, as a reader that skips the documents declares it.
@@ -19,7 +21,7 @@ type etagsOnly struct {
 	} `json:"menu_details"`
 }
 
-const sampleBundle = `{"slug":"chez-alice","content_revision":7,"status":"active","public_api_enabled":true,` +
+const sampleBundle = `{"slug":"chez-alice","content_revision":7,"log_sequence":5,"status":"active","public_api_enabled":true,` +
 	`"key_hash":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","menu_redirect_enabled":true,` +
 	`"master_menu_url":"https://cdn.example.fr/m.pdf","redirects":{"midi":{"fr":"https://x/a.pdf","en":"https://x/b.pdf"}},` +
 	`"establishment":{"body":{"slug":"chez-alice","name":"Chez \u00e9 \"Alice\"","n":[1,2.5e3,-0.1,true,null]},"etag":"\"00000000000000aa\"","gzip":"H4sIAAAAAAAA/w=="},` +
@@ -91,6 +93,10 @@ func FuzzDecodeShared(f *testing.F) {
 		`{"establishment":{"gzip":"QQ==","etag":"a"},"hours":{"gzip":"QkJC"},"menus":{"all":{"gzip":"Q0NDQ0NDQ0NDQ0ND"}}}`,
 		`{"x":1}`, `{"slug":"a"} x`, ` {"slug":"a"} `, `{"slug":"a\"b"}`, `{"hours":{"etag":"\"x\\\/\b\f\n\r\t\""}}`,
 		`{"slug":"\u00e9"}`, `{"slug":"\ud800"}`, `{"slug":"\q"}`, `{"redirects":{"a\"":{"fr":"\/"}}}`,
+		// Objects met twice, which encoding/json merges.
+		`{"redirects":{"a":{"fr":"x"}},"redirects":{"b":{"en":"y"}}}`,
+		`{"menu_details":{"a":{"all":{"body":{}}}},"menu_details":{"b":{"fr":{"body":[]}}}}`,
+		`{"hours":{"body":{}},"hours":{"etag":"x"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -105,6 +111,22 @@ func FuzzDecodeShared(f *testing.F) {
 		}
 		if wantErr == nil && !reflect.DeepEqual(got, want) {
 			t.Fatalf("DecodeShared(%q):\n got %+v\nwant %+v", value, got, want)
+		}
+	})
+}
+
+// FuzzValid checks goccy's Valid, on which DecodeShared relies before it walks a value, against
+// encoding/json's.
+func FuzzValid(f *testing.F) {
+	for _, s := range []string{
+		sampleBundle, `{}`, `[]`, `01`, `+1`, `-`, `1e`, `"\u12"`, "\"\x01\"", "\"\xff\"", "\ufeff{}", "{}\x00",
+		"{\"a\":\"\\/\"}", `{"a":1,}`, `[1,]`, ` {} `, "\f{}", `{"a" 1}`, `nul`, `truex`, `"\ud800"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		if got, want := gojson.Valid(value), json.Valid(value); got != want {
+			t.Fatalf("Valid(%q): goccy %v, encoding/json %v", value, got, want)
 		}
 	})
 }

@@ -10,18 +10,21 @@ import (
 	gojson "github.com/goccy/go-json"
 )
 
-// DecodeShared decodes value, a stored bundle, into b as Decode does, copying nothing when it
-// can: b's strings and document bodies then share value's bytes, and its gzip codings share
-// scratch, whose grown form it returns for the next call. A reader that copies what it keeps
-// (the read API's mirror moves every byte of an entry into arrays of its own) so decodes a
-// bundle without the copies a general decoder makes, which at a hundred thousand bundles are
-// gigabytes of garbage while a node loads.
+// DecodeShared decodes value, a stored bundle, into b as Decode does, copying nothing it need
+// not: b's strings without escapes and its document bodies share value's bytes; its gzip codings
+// and its strings with escapes (every entity tag has its quotes escaped) are written into
+// scratch, whose grown form it returns for the next call. b is only valid while value is
+// unchanged and until that scratch is passed in again. A reader that copies what it keeps (the
+// read API's mirror moves every byte of an entry into arrays of its own) so decodes a bundle
+// without the copies a general decoder makes, which at a hundred thousand bundles are gigabytes
+// of garbage while a node loads.
 //
 // It walks the form EncodeBundle writes: the members of Bundle under their own names, once each,
-// strings without escapes, integers without fraction or exponent, and null only as a body, in
-// any order and spacing. Anything else, a valid value in another form or an invalid one, is
-// decoded by Decode, whose answer stands. FuzzDecodeShared checks that what the walk accepts,
-// it decodes as encoding/json does.
+// strings without \u escapes, integers without fraction or exponent, and null only as a body, in
+// any order and spacing, once gojson.Valid has found the whole value valid JSON (FuzzValid checks
+// it against encoding/json). Anything else, a valid value in another form or an invalid one, is
+// decoded by Decode, whose answer stands. FuzzDecodeShared checks that what the walk accepts, it
+// decodes as encoding/json does.
 func DecodeShared(value []byte, b *Bundle, scratch []byte) ([]byte, error) {
 	*b = Bundle{}
 	if gojson.Valid(value) {
@@ -164,7 +167,7 @@ func (w *walker) object(member func(name string) bool) bool {
 	}
 }
 
-// maxMembers is the most members an object may have for the walk: a bundle has 14 at most, a
+// maxMembers is the most members an object may have for the walk: a bundle has 13 at most, a
 // menu type map one per active menu type.
 const maxMembers = 64
 
@@ -247,6 +250,10 @@ func (w *walker) raw() []byte {
 		w.skipString()
 	default:
 		w.literal()
+	}
+	if w.i > len(w.data) { // an unterminated string, which a valid value does not hold
+		w.i = len(w.data)
+		return nil
 	}
 	return w.data[start:w.i]
 }
