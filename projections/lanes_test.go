@@ -16,8 +16,16 @@ import (
 	"github.com/opencarte/publisher/events"
 )
 
-// bucketNamed creates a bundle bucket of its own for one projector of a comparison.
-func (n *natsEnv) bucketNamed(t *testing.T, name string) jetstream.KeyValue {
+// bucketNamed creates a bundle bucket of its own for one projector of a comparison, which stores
+// and reads fingerprints as the service's buckets do.
+func (n *natsEnv) bucketNamed(t *testing.T, name string) *Bundles {
+	t.Helper()
+	return NewBundles(n.js, n.plainBucketNamed(t, name))
+}
+
+// plainBucketNamed creates a bundle bucket of its own, without fingerprints, as an earlier
+// version wrote them.
+func (n *natsEnv) plainBucketNamed(t *testing.T, name string) jetstream.KeyValue {
 	t.Helper()
 	kv, err := n.js.CreateKeyValue(testContext(t), jetstream.KeyValueConfig{Bucket: name, History: 1, MaxValueSize: MaxBundleSize})
 	if err != nil {
@@ -107,7 +115,7 @@ func TestParallelProjectionStoresWhatSequentialDoes(t *testing.T) {
 	const copies = 12
 	generatedLog(t, n, copies, 0, 3)
 
-	seqKV, parKV := n.bucketNamed(t, "SEQ"), n.bucketNamed(t, "PAR")
+	seqKV, parKV := n.plainBucketNamed(t, "SEQ"), n.bucketNamed(t, "PAR") // the same values, with fingerprints or not
 	var seqChanges, parChanges recorder
 	seqP := startProjectorWith(t, Config{Store: n.store, KV: seqKV, State: n.freshState(t), Notifier: &seqChanges, Workers: 1})
 	parP := startProjectorWith(t, Config{Store: n.store, KV: parKV, State: n.freshState(t), Notifier: &parChanges, Workers: 8})

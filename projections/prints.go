@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -22,45 +23,70 @@ const printHeader = "Summary-Print"
 // whose fingerprints it reads without the bundles. A replay of the whole log compares what it
 // replays with every stored bundle by these fingerprints: reading the headers of a hundred
 // thousand bundles costs a small part of reading the gigabytes they hold.
+//
+// The header is written to the bucket's own subjects, as Put writes without a JetStream domain.
+// Through a domain or another API prefix, Bundles stores as Put does, without it, and a bucket
+// that mirrors or sources another is read whole: no fingerprint is trusted there.
 type Bundles struct {
 	jetstream.KeyValue
-	js jetstream.JetStream
+	js       jetstream.JetStream
+	printing bool // js reaches the bucket's subjects as they are
 }
 
 // NewBundles returns kv, a bucket of bundles opened through js, as a *Bundles.
 func NewBundles(js jetstream.JetStream, kv jetstream.KeyValue) *Bundles {
-	return &Bundles{KeyValue: kv, js: js}
+	o := js.Options()
+	return &Bundles{KeyValue: kv, js: js,
+		printing: o.Domain == "" && (o.APIPrefix == "" || o.APIPrefix == jetstream.DefaultAPIPrefix)}
 }
 
 // printedBucket is a Bucket storing and reading fingerprints, as Bundles does.
 type printedBucket interface {
 	Bucket
 	putPrinted(ctx context.Context, key string, value []byte, print uint64) (uint64, error)
-	prints(ctx context.Context, fn func(key string, print uint64, known bool)) error
+	prints(ctx context.Context, fn func(key string, print uint64, known bool) error) error
 }
+
+// errNoPrints says that the fingerprints of a bucket's bundles cannot all be read from their
+// headers: the bundles are to be read.
+var errNoPrints = errors.New("stored bundles without fingerprints")
 
 // subject returns the subject of key in the bucket's stream.
 func (b *Bundles) subject(key string) string { return "$KV." + b.Bucket() + "." + key }
 
 // putPrinted stores value under key, as Put does, with print in its header.
 func (b *Bundles) putPrinted(ctx context.Context, key string, value []byte, print uint64) (uint64, error) {
+	if !b.printing {
+		return b.Put(ctx, key, value)
+	}
 	msg := nats.NewMsg(b.subject(key))
 	msg.Data = value
 	msg.Header.Set(printHeader, strconv.FormatUint(print, 16))
 	ack, err := b.js.PublishMsg(ctx, msg)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+		// No stream takes the bucket's own subjects: a mirror, written through its origin.
+		return b.Put(ctx, key, value)
+	}
 	if err != nil {
 		return 0, err
 	}
 	return ack.Sequence, nil
 }
 
-// prints calls fn with the key of every bundle stored when it starts, in the bucket's order, and
-// the fingerprint its header holds; known is false for a bundle stored without one, or with one
-// that cannot be read. It reads the headers alone.
-func (b *Bundles) prints(ctx context.Context, fn func(key string, print uint64, known bool)) error {
+// prints calls fn with the key of every bundle the bucket holds as it reads, in the bucket's
+// order, and the fingerprint in its header: known is false for a bundle stored without one, and
+// a deleted bundle comes with 0, known. It reads the headers alone, and stops at the first error
+// of fn. It returns errNoPrints for a bucket whose headers it cannot read.
+func (b *Bundles) prints(ctx context.Context, fn func(key string, print uint64, known bool) error) error {
+	if !b.printing {
+		return errNoPrints
+	}
 	stream, err := b.js.Stream(ctx, "KV_"+b.Bucket())
 	if err != nil {
 		return fmt.Errorf("read the fingerprints of the stored bundles: %w", err)
+	}
+	if cfg := stream.CachedInfo().Config; cfg.Mirror != nil || len(cfg.Sources) > 0 {
+		return errNoPrints
 	}
 	prefix := b.subject("")
 	err = events.ReadStream(ctx, stream, jetstream.OrderedConsumerConfig{
@@ -69,13 +95,22 @@ func (b *Bundles) prints(ctx context.Context, fn func(key string, print uint64, 
 		HeadersOnly:    true,
 	}, func(msg jetstream.Msg, _ *jetstream.MsgMetadata) error {
 		h := msg.Headers()
+		key := strings.TrimPrefix(msg.Subject(), prefix)
 		if op := h.Get("KV-Operation"); op != "" {
-			return nil // deleted or purged
+			return fn(key, 0, true) // deleted or purged
 		}
 		print, err := strconv.ParseUint(h.Get(printHeader), 16, 64)
-		fn(strings.TrimPrefix(msg.Subject(), prefix), print, err == nil && print != 0)
-		return nil
+		if err != nil {
+			return fn(key, 0, false)
+		}
+		if print == 0 {
+			print = unknownPrint // a summary without a fingerprint: the bundle is to be read
+		}
+		return fn(key, print, true)
 	})
+	if errors.Is(err, errNoPrints) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("read the fingerprints of the stored bundles: %w", err)
 	}

@@ -414,9 +414,10 @@ func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
 // establishment is rarely let go of and loaded again in the middle of the replay (only when a
 // worker's share of a pass outgrows its part of the cache). The log is read once, by the first
 // pass, which writes the records of the others to temporary files (Config.SpillDir) that they
-// read instead, or, where the files cannot be kept, by every pass. The bucket is read once,
-// before the passes, for the fingerprints of what it holds: an establishment whose stored bundle
-// is the one replayed costs no read of its own. Memory also holds the list of the log's establishments
+// read instead, or, where the files cannot be kept, by every pass. Before the passes, the
+// fingerprints of what the bucket holds are read from the bundles' headers, or from the bundles
+// where a bundle has none: an establishment whose stored bundle is the one replayed costs no read
+// of its own. Memory also holds the list of the log's establishments
 // meanwhile: a slug and a fingerprint each.
 func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	// The position first: every establishment with a record up to it is among the slugs.
@@ -829,18 +830,19 @@ type storedPrint struct {
 	knownAnnounced bool
 }
 
-// storedPrints reads every bundle of kv once, in the bucket's order, and returns the
-// fingerprint of each one's summary at the index of its establishment in slugs (sorted): 0 where
-// none is stored, unknownPrint where its summary has no fingerprint. It counts in tally, unless nil, the bundles of
-// establishments absent from slugs. One read of the bucket in its order costs far less than a read
-// per establishment, each of which loads a block of the store's files: the reconciliation of an
-// establishment whose stored bundle is the replayed one reads nothing more.
+// storedPrints returns the fingerprint of the summary of every bundle of kv at the index of its
+// establishment in slugs (sorted): 0 where none is stored, unknownPrint where its summary has no
+// fingerprint. It counts in tally, unless nil, the bundles of establishments absent from slugs.
+// It reads the fingerprints from the bundles' headers (headerPrints), or, where a bundle has
+// none, every bundle once, in the bucket's order. One read of the bucket in its order costs far
+// less than a read per establishment, each of which loads a block of the store's files: the
+// reconciliation of an establishment whose stored bundle is the replayed one reads nothing more.
 func (p *Projector) storedPrints(ctx context.Context, kv Bucket, slugs []string, tally *reconciled) ([]uint64, error) {
 	if pb, ok := kv.(printedBucket); ok {
 		var absent reconciled
-		prints, complete, err := headerPrints(ctx, pb, slugs, &absent)
-		if err != nil || complete {
-			if tally != nil {
+		prints, err := headerPrints(ctx, pb, slugs, &absent)
+		if !errors.Is(err, errNoPrints) {
+			if err == nil && tally != nil {
 				tally.addAbsent(&absent)
 			}
 			return prints, err
@@ -895,28 +897,33 @@ func (p *Projector) storedPrints(ctx context.Context, kv Bucket, slugs []string,
 	}
 }
 
-// headerPrints returns what storedPrints does from the fingerprints in the bundles' headers, and
-// whether every stored bundle had one. It notes in absent the bundles of establishments absent
-// from slugs.
-func headerPrints(ctx context.Context, kv printedBucket, slugs []string, absent *reconciled) ([]uint64, bool, error) {
+// headerPrints returns what storedPrints does from the fingerprints in the bundles' headers, or
+// errNoPrints at the first bundle of an establishment of slugs stored without one. It notes in
+// absent the bundles of establishments absent from slugs.
+func headerPrints(ctx context.Context, kv printedBucket, slugs []string, absent *reconciled) ([]uint64, error) {
 	prints := make([]uint64, len(slugs))
-	complete := true
-	err := kv.prints(ctx, func(key string, print uint64, known bool) {
+	err := kv.prints(ctx, func(key string, print uint64, known bool) error {
 		slug, valid := dockey.SlugOf(key)
 		if !valid {
-			return
+			return nil
 		}
 		i, found := slices.BinarySearch(slugs, slug)
 		switch {
 		case !found:
-			absent.noteAbsent(slug)
-		case known:
-			prints[i] = print
+			if print != 0 || !known { // stored, not deleted
+				absent.noteAbsent(slug)
+			}
+		case !known:
+			return errNoPrints
 		default:
-			complete = false
+			prints[i] = print // 0 once deleted
 		}
+		return nil
 	})
-	return prints, complete, err
+	if err != nil {
+		return nil, err
+	}
+	return prints, nil
 }
 
 // unknownPrint stands for the fingerprint of a stored bundle whose summary has none, or that cannot

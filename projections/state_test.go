@@ -38,13 +38,13 @@ func (c *countingLog) Before(ctx context.Context, slug string, from, before uint
 
 // countingBucket is a bucket of bundles counting the reads of one bundle.
 type countingBucket struct {
-	jetstream.KeyValue
+	*Bundles
 	gets atomic.Int32
 }
 
 func (c *countingBucket) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
 	c.gets.Add(1)
-	return c.KeyValue.Get(ctx, key)
+	return c.Bundles.Get(ctx, key)
 }
 
 func (c *countingLog) ReplayPart(ctx context.Context, from, to uint64, keep func(string) bool, fn func(events.Record) error, other func(string, uint64, []byte) error, unreadable func(uint64, error)) error {
@@ -174,7 +174,7 @@ func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	log = &countingLog{Store: n.store}
-	counted := &countingBucket{KeyValue: replayKV}
+	counted := &countingBucket{Bundles: replayKV}
 	replayState := n.freshState(t)
 	again = startProjectorWith(t, Config{Store: log, KV: counted, State: replayState, Workers: 2, CacheSize: 2, ReplayAll: true})
 	again.waitFor(t, more)
