@@ -421,6 +421,7 @@ func (p *Projector) resumeFrom(ctx context.Context) (uint64, bool, error) {
 // meanwhile: a slug and a fingerprint each.
 func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	// The position first: every establishment with a record up to it is among the slugs.
+	start := time.Now()
 	last, err := p.cfg.Store.LastStreamSequence(ctx)
 	if err != nil {
 		return 0, err
@@ -429,6 +430,7 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	listed := time.Since(start)
 	// A replay interrupted is started again at the next start, not resumed from an older
 	// checkpoint.
 	if err := p.retry(ctx, "remove the checkpoint", func() error {
@@ -451,6 +453,7 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 	}); err != nil {
 		return 0, err
 	}
+	printed := time.Since(start)
 	// The announcements of every establishment, when the notifier tells them in one read: its
 	// answer for each of the log's establishments, the reconciliation then asking it nothing.
 	var announced []int64
@@ -466,6 +469,9 @@ func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
 			return 0, err
 		}
 	}
+	p.logger.Debug("projections: the replay read what it reconciles with", "establishments", len(slugs),
+		"log_listed", listed.Round(time.Millisecond), "bucket_read", (printed - listed).Round(time.Millisecond),
+		"announcements_read", (time.Since(start) - printed).Round(time.Millisecond))
 	// The fingerprints of the bundles of the bucket replaced, if any, read while the first pass
 	// replays: only its reconciliation needs them.
 	var floors []uint64
