@@ -79,7 +79,7 @@ func Value(e *domain.Establishment, revision int64) ([]byte, error) {
 // compresses every document, which costs far more than rendering it: FitsIn avoids that. files is
 // the projector's Config.FilesURL, under which the documents give uploaded files their URLs.
 func EncodedSize(e *domain.Establishment, files string) (int, error) {
-	b := renderAll(withFileURLs(e, files)).bundle(math.MaxInt64)
+	b := renderAll(withFileURLs(e, files), nil).bundle(math.MaxInt64)
 	compress(&b)
 	data, err := EncodeBundle(&b)
 	return len(data), err
@@ -91,7 +91,7 @@ func EncodedSize(e *domain.Establishment, files string) (int, error) {
 // alone (a gzip coding is never much larger than what it codes), and compresses only when that
 // bound is over the limit, which only very large establishments approach.
 func FitsIn(e *domain.Establishment, files string, limit int) (fits bool, size int, err error) {
-	bound, err := sizeBound(renderAll(withFileURLs(e, files)).bundle(math.MaxInt64))
+	bound, err := sizeBound(renderAll(withFileURLs(e, files), nil).bundle(math.MaxInt64))
 	if err != nil || bound <= limit {
 		return err == nil, 0, err
 	}

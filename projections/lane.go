@@ -37,6 +37,8 @@ type lane struct {
 	// states of the replay it reads back (see load). It grows only when the cache lets go of
 	// establishments in the middle of a pass, which the passes are sized to make rare.
 	saved map[string]struct{}
+	// scratch is where the lane's replays encode the documents they summarize.
+	scratch docScratch
 }
 
 func newLane(p *Projector, size int) *lane {
@@ -110,7 +112,7 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 		}
 		for _, rec := range recs {
 			if l.replay != 0 {
-				t.replay(l.p.logger, l.p.cfg.FilesURL, rec)
+				t.replay(l.p.logger, l.p.cfg.FilesURL, rec, &l.scratch)
 			} else {
 				t.apply(l.p.logger, rec)
 			}

@@ -76,12 +76,13 @@ func (t *tracked) apply(logger *slog.Logger, rec events.Record) {
 // It decides as project does, from the summaries of the documents rather than the documents: the
 // replay of a whole log renders every record and keeps only summaries, so that stamping each
 // document with a revision, then hashing it, would be most of its work.
-func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record) {
+func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record, scratch *docScratch) {
 	t.apply(logger, rec)
 	if !t.agg.Created {
 		return
 	}
-	if s, write := nextSummary(t.stored, t.render(files), int64(rec.Sequence), t.seq); write {
+	scratch.reset() // the rendering summarized last is dead: nextSummary keeps no byte of it
+	if s, write := nextSummary(t.stored, t.render(files, scratch), int64(rec.Sequence), t.seq); write {
 		t.stored = s
 		if len(rec.Events) > 0 {
 			t.changed = rec.Events[0].Time
@@ -96,10 +97,13 @@ func (t *tracked) project(floor uint64, files string) (u update, ok bool) {
 	if !t.agg.Created {
 		return update{}, false
 	}
-	u = next(t.stored, t.render(files), int64(floor))
+	u = next(t.stored, t.render(files, nil), int64(floor))
 	u.bundle.Sequence = t.seq
 	return u, true
 }
 
-// render renders t's aggregate, giving uploaded files their URLs under files.
-func (t *tracked) render(files string) rendering { return render(withFileURLs(t.agg, files)) }
+// render renders t's aggregate, giving uploaded files their URLs under files, its documents
+// encoded into scratch unless nil.
+func (t *tracked) render(files string, scratch *docScratch) rendering {
+	return render(withFileURLs(t.agg, files), scratch)
+}

@@ -647,7 +647,7 @@ func (p *Projector) replayRecord(ctx context.Context, l *lane, rec events.Record
 	if err != nil || t == nil || rec.Sequence <= t.seq {
 		return err
 	}
-	t.replay(p.logger, p.cfg.FilesURL, rec)
+	t.replay(p.logger, p.cfg.FilesURL, rec, &l.scratch)
 	return nil
 }
 
@@ -998,7 +998,7 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (b
 		// What the replay would have stored is stored: nothing to render.
 		return false, p.reannounce(ctx, t, s.lastAnnounced())
 	}
-	u := next(stored, t.render(p.cfg.FilesURL), replayed.revision)
+	u := next(stored, t.render(p.cfg.FilesURL, nil), replayed.revision)
 	u.bundle.Sequence = replayed.sequence // the record a projection one at a time last stored
 	if !u.write {
 		return false, p.reannounce(ctx, t, s.lastAnnounced())

@@ -80,7 +80,7 @@ func ReadCheckpoint(ctx context.Context, kv StateStore) (Checkpoint, bool, error
 // replaced bucket stored since is Settle's.
 func (p *Projector) replace(ctx context.Context, t *tracked, floor uint64) (bool, error) {
 	replayed := t.stored
-	c := t.render(p.cfg.FilesURL)
+	c := t.render(p.cfg.FilesURL, nil)
 	u := update{bundle: c.bundle(replayed.revision)}
 	if floor != 0 && floor != replayed.fingerprint() {
 		prev, err := p.summaryIn(ctx, p.cfg.Replaces, string(t.agg.Slug))
@@ -209,7 +209,7 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 			t.apply(p.logger, rec)
 		}
 	}
-	u := next(prev, t.render(p.cfg.FilesURL), cur.revision)
+	u := next(prev, t.render(p.cfg.FilesURL, nil), cur.revision)
 	if u.bundle.Revision <= cur.revision {
 		return false, nil
 	}

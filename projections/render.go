@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 
@@ -27,7 +28,7 @@ func MenuResource(slug string) string { return ResourceMenus + "/" + slug }
 // public, so that editing it changes no document, raises no revision and announces nothing, and
 // its activation publishes every document at once, with one revision.
 func Render(e *domain.Establishment, revision int64) dockey.Bundle {
-	return render(e).bundle(revision)
+	return render(e, nil).bundle(revision)
 }
 
 // rendering is the public content of one establishment, rendered, without its revision: every
@@ -47,33 +48,34 @@ type variantTemplates struct {
 	all, fr, en template
 }
 
-// render renders the public content of e: every document when it is active, none otherwise.
-func render(e *domain.Establishment) rendering {
+// render renders the public content of e: every document when it is active, none otherwise. The
+// documents are encoded into s, unless nil (see docScratch).
+func render(e *domain.Establishment, s *docScratch) rendering {
 	if e.Status != domain.StatusActive {
 		return rendering{access: accessOf(e, activeMenus(e))}
 	}
-	return renderAll(e)
+	return renderAll(e, s)
 }
 
 // renderAll renders every document of e, whatever its status: what its bundle holds once it is
 // active, and what the write side measures before accepting a change.
-func renderAll(e *domain.Establishment) rendering {
+func renderAll(e *domain.Establishment, s *docScratch) rendering {
 	menus := activeMenus(e)
 	c := rendering{
 		access:        accessOf(e, menus),
 		public:        true,
-		establishment: newTemplate(headWithLanguage, establishmentDoc(e)),
-		hours:         newTemplate(headRevision, hoursDoc(e)),
+		establishment: s.template(headWithLanguage, establishmentDoc(e)),
+		hours:         s.template(headRevision, hoursDoc(e)),
 	}
 	for _, v := range allVariants {
-		setVariant(&c.menus, v, newTemplate(headRevision, menuListDoc(e, menus, v)))
+		setVariant(&c.menus, v, s.template(headRevision, menuListDoc(e, menus, v)))
 	}
 	if len(menus) > 0 {
 		c.details = make(map[string]variantTemplates, len(menus))
 		for _, m := range menus {
 			var vt variantTemplates
 			for _, v := range allVariants {
-				setVariant(&vt, v, newTemplate(headRevision, menuDetailDoc(m, v)))
+				setVariant(&vt, v, s.template(headRevision, menuDetailDoc(m, v)))
 			}
 			c.details[string(m.Slug)] = vt
 		}
@@ -129,12 +131,48 @@ type template struct {
 	tail []byte // from the comma that follows the revision to the closing brace
 }
 
-// newTemplate encodes v, a struct holding the fields that follow content_revision in order, and
-// returns the template of the document it makes.
-func newTemplate(head string, v any) template {
-	body := encodeJSON(v)
+// docScratch is where a replay encodes the documents of a rendering it only summarizes: one
+// buffer, reused from one rendering to the next. A replay renders every record of the log to
+// decide whether its documents changed, then drops the rendering (nextSummary keeps digests, no
+// bytes); encoding each document into a slice of its own made that the largest part of the
+// replay's garbage, a few gigabytes at a hundred thousand establishments. A docScratch serves one
+// goroutine, and the templates of a rendering made with it hold until its next reset.
+type docScratch struct {
+	buf bytes.Buffer
+	enc *gojson.Encoder
+}
+
+// reset makes the buffer free for the next rendering: the templates of the previous ones are
+// dead.
+func (s *docScratch) reset() {
+	if s != nil {
+		s.buf.Reset()
+	}
+}
+
+// template encodes v, a struct holding the fields that follow content_revision in order, and
+// returns the template of the document it makes: its bytes in s, or in a slice of their own when
+// s is nil.
+func (s *docScratch) template(head string, v any) template {
+	if s == nil {
+		return newTemplate(head, encodeJSON(v))
+	}
+	if s.enc == nil {
+		s.enc = gojson.NewEncoder(&s.buf)
+	}
+	start := s.buf.Len()
+	if err := s.enc.EncodeWithOption(v, gojson.DisableHTMLEscape()); err != nil {
+		panic(fmt.Sprintf("projections: encode %T: %v", v, err))
+	}
+	b := s.buf.Bytes()
+	end := len(b) - 1 // the encoder's newline left out
+	return newTemplate(head, b[start:end:end])
+}
+
+// newTemplate returns the template of the document whose encoding is body, which it takes.
+func newTemplate(head string, body []byte) template {
 	if len(body) < 2 || body[0] != '{' || body[1] == '}' {
-		panic(fmt.Sprintf("projections: document %T does not encode to a non-empty object", v))
+		panic(fmt.Sprintf("projections: document %.40q is not a non-empty object", body))
 	}
 	body[0] = ',' // the tail follows the revision: the encoding's own bytes, its brace replaced
 	return template{head: head, tail: body}

@@ -209,7 +209,7 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 
 func TestRevisionNeverGoesBack(t *testing.T) {
 	e := fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22"))
-	c := render(e)
+	c := render(e, nil)
 	stored := c.bundle(100) // stored by an earlier projector, ahead of the log
 
 	t.Run("same content at a higher stored revision is kept", func(t *testing.T) {
@@ -221,7 +221,7 @@ func TestRevisionNeverGoesBack(t *testing.T) {
 	t.Run("changed content above a higher stored revision", func(t *testing.T) {
 		changed := *e
 		changed.Identity.Name = "Autre nom"
-		u := next(summarize(&stored), render(&changed), 7)
+		u := next(summarize(&stored), render(&changed, nil), 7)
 		if !u.write || u.bundle.Revision != 101 {
 			t.Errorf("got write %v revision %d, want a write at 101", u.write, u.bundle.Revision)
 		}
@@ -230,7 +230,7 @@ func TestRevisionNeverGoesBack(t *testing.T) {
 	t.Run("changed content below the sequence", func(t *testing.T) {
 		changed := *e
 		changed.Identity.Name = "Autre nom"
-		u := next(summarize(&stored), render(&changed), 250)
+		u := next(summarize(&stored), render(&changed, nil), 250)
 		if !u.write || u.bundle.Revision != 250 {
 			t.Errorf("got write %v revision %d, want a write at 250", u.write, u.bundle.Revision)
 		}
@@ -286,7 +286,7 @@ func TestChangedResourcesOfAppearingMenu(t *testing.T) {
 	e := establishment(t)
 	before := Render(e, 1)
 	e.MenuTypes = append(e.MenuTypes, menuType("nouveau", domain.SourceUploaded, domain.MenuVersion{ID: "v1"}))
-	after := render(e).bundle(1)
+	after := render(e, nil).bundle(1)
 	if diff := cmp.Diff([]string{"menus", "menus/nouveau"}, changedResources(&before, &after)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

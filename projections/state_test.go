@@ -455,7 +455,7 @@ func TestDraftsAreNeverAnnounced(t *testing.T) {
 		}
 	}
 
-	withDocs := renderAll(fixture(t, "testdata/draft/snapshot.json", date(t, "2026-03-10"))).bundle(int64(seq))
+	withDocs := renderAll(fixture(t, "testdata/draft/snapshot.json", date(t, "2026-03-10")), nil).bundle(int64(seq))
 	withDocs.Sequence = seq
 	compress(&withDocs)
 	value, err := EncodeBundle(&withDocs)

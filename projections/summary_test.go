@@ -212,7 +212,7 @@ func TestNextSummaryDecidesAsNext(t *testing.T) {
 		draft := *e
 		draft.Status = domain.StatusDraft
 		for _, v := range []*domain.Establishment{e, &other, &later, &fewer, &draft} {
-			renderings = append(renderings, render(v))
+			renderings = append(renderings, render(v, nil))
 		}
 	}
 	prevs := []*summary{nil}
@@ -255,11 +255,40 @@ func TestNextSummaryDecidesAsNext(t *testing.T) {
 // is updated: render, then decide against the summary of the previous bundle.
 func BenchmarkReplayDecisionDemo(b *testing.B) {
 	e := fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22"))
-	prev := render(e).summaryAt(7, 7)
+	prev := render(e, nil).summaryAt(7, 7)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, write := nextSummary(prev, render(e), 9, 9); write {
+		if _, write := nextSummary(prev, render(e, nil), 9, 9); write {
 			b.Fatal("the same documents written again")
 		}
+	}
+}
+
+// TestScratchRenderingsAreTheSame checks that a rendering whose documents are encoded into a
+// reused docScratch, as a replay's are, stamps the bytes and summarizes as one encoded without:
+// one scratch for every fixture and its variations in turn, reset between them as a replay resets
+// it, and grown from empty.
+func TestScratchRenderingsAreTheSame(t *testing.T) {
+	t.Parallel()
+	var scratch docScratch
+	for _, f := range fixtures(t) {
+		later := *f.e
+		later.Today = later.Today.AddDays(1)
+		draft := *f.e
+		draft.Status = domain.StatusDraft
+		for _, e := range []*domain.Establishment{f.e, &later, &draft, f.e} {
+			scratch.reset()
+			got := render(e, &scratch)
+			want := render(e, nil)
+			if diff := cmp.Diff(want.summaryAt(7, 9), got.summaryAt(7, 9), cmp.AllowUnexported(summary{}, docSummary{})); diff != "" {
+				t.Fatalf("%s: summary from the scratch (-without +with):\n%s", f.name, diff)
+			}
+			if diff := cmp.Diff(want.bundle(7), got.bundle(7)); diff != "" {
+				t.Fatalf("%s: bundle from the scratch (-without +with):\n%s", f.name, diff)
+			}
+		}
+	}
+	if scratch.buf.Cap() == 0 {
+		t.Fatal("nothing was encoded into the scratch")
 	}
 }

@@ -237,7 +237,7 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		// A projector that rendered the log again (another renderer, another base URL of the
 		// files) raised the revision of what it stored anew: the same content at that revision
 		// is the bucket the log makes.
-		ahead := last.render(cfg.FilesURL).bundle(got.Revision)
+		ahead := last.render(cfg.FilesURL, nil).bundle(got.Revision)
 		ahead.Sequence = want.Sequence
 		want = &ahead
 	}
