@@ -134,16 +134,19 @@ type template struct {
 // docScratch is where a replay encodes the documents of a rendering it only summarizes: one
 // buffer, reused from one rendering to the next. A replay renders every record of the log to
 // decide whether its documents changed, then drops the rendering (nextSummary keeps digests, no
-// bytes); encoding each document into a slice of its own made that the largest part of the
+// bytes); encoding each document into a slice of its own would make that the largest part of the
 // replay's garbage, a few gigabytes at a hundred thousand establishments. A docScratch serves one
 // goroutine, and the templates of a rendering made with it hold until its next reset.
+//
+// The buffer is only ever written: unread, it never slides its bytes down when it grows, so the
+// templates made before a growth keep theirs in the array they were written to.
 type docScratch struct {
 	buf bytes.Buffer
 	enc *gojson.Encoder
 }
 
-// reset makes the buffer free for the next rendering: the templates of the previous ones are
-// dead.
+// reset makes the whole buffer free for the next rendering; the caller holds no template of the
+// earlier ones.
 func (s *docScratch) reset() {
 	if s != nil {
 		s.buf.Reset()

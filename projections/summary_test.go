@@ -265,9 +265,9 @@ func BenchmarkReplayDecisionDemo(b *testing.B) {
 }
 
 // TestScratchRenderingsAreTheSame checks that a rendering whose documents are encoded into a
-// reused docScratch, as a replay's are, stamps the bytes and summarizes as one encoded without:
-// one scratch for every fixture and its variations in turn, reset between them as a replay resets
-// it, and grown from empty.
+// reused docScratch, as a replay's are, stamps the bytes and summarizes as one encoded without,
+// and that its summary keeps nothing of the scratch: one scratch for every fixture and its
+// variations in turn, reset between them as a replay resets it, and grown from empty.
 func TestScratchRenderingsAreTheSame(t *testing.T) {
 	t.Parallel()
 	var scratch docScratch
@@ -285,6 +285,16 @@ func TestScratchRenderingsAreTheSame(t *testing.T) {
 			}
 			if diff := cmp.Diff(want.bundle(7), got.bundle(7)); diff != "" {
 				t.Fatalf("%s: bundle from the scratch (-without +with):\n%s", f.name, diff)
+			}
+			// The summary a replay keeps holds nothing of the scratch: overwriting every byte
+			// of it, as the next renderings do, leaves the summary as it was.
+			kept := got.summaryAt(7, 9)
+			b := scratch.buf.Bytes()
+			for i := range b {
+				b[i] = 'x'
+			}
+			if diff := cmp.Diff(want.summaryAt(7, 9), kept, cmp.AllowUnexported(summary{}, docSummary{})); diff != "" {
+				t.Fatalf("%s: the summary changed with the scratch (-before +after):\n%s", f.name, diff)
 			}
 		}
 	}
