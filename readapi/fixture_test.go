@@ -109,6 +109,12 @@ func testBundle(slug string, rev int64) dockey.Bundle {
 	return b
 }
 
+// decodeServed decodes the bundle stored under the key of slug, as a mirror's decoder does.
+func decodeServed(slug string, value []byte) (*served, error) {
+	var d decoder
+	return d.decode(slug, value)
+}
+
 func mustEntry(tb testing.TB, b dockey.Bundle) *served {
 	tb.Helper()
 	e, err := newServed(&b)

@@ -95,12 +95,6 @@ func (e *served) keyMatches(key string) bool {
 // errInvalidBundle marks a bundle the mirror refuses to serve.
 var errInvalidBundle = errors.New("readapi: invalid bundle")
 
-// decodeServed decodes the bundle stored under the key of slug.
-func decodeServed(slug string, value []byte) (*served, error) {
-	var d decoder
-	return d.decode(slug, value)
-}
-
 // decoder decodes bundles one after the other, reusing its buffer: the bundle is decoded without
 // copies (dockey.DecodeShared), its bodies and plain strings sharing value, its gzip codings and
 // entity tags the buffer, until newServed moves every byte the entry keeps into arrays of its
