@@ -78,18 +78,16 @@ func (w *walker) end() bool {
 // written into scratch. Escapes of code points (\u) are left to Decode, which maps lone
 // surrogates as encoding/json does.
 func (w *walker) str() (string, bool) {
-	if !w.next('"') {
+	w.space()
+	if w.i >= len(w.data) || w.data[w.i] != '"' {
 		return "", false
 	}
-	start := w.i
-	w.i--
+	start := w.i + 1
 	w.skipString()
-	if w.i > len(w.data) || w.i <= start {
+	if w.i > len(w.data) { // no closing quote
 		return "", false
 	}
-	w.i-- // at the closing quote
-	s := w.data[start:w.i]
-	w.i++
+	s := w.data[start : w.i-1]
 	if bytes.IndexByte(s, '\\') >= 0 {
 		out := w.take(len(s))[:0]
 		for i := 0; i < len(s); i++ {
