@@ -37,6 +37,10 @@ func FuzzEncode(f *testing.F) {
 	f.Add("c", "café", "t\u2028\"x\\", `{ "k" : [ 1, 2 ], "h": "<b>&</b>" }`, int64(0), 3)
 	f.Add("idem_ab.cd", "a\x7fb", "type\x01\ttab", `"text"`, int64(-1), 1)
 	f.Add("c", "e", "t", `null`, int64(5), 1)
+	// Compact but not JSON: Encode must refuse them as json.Compact does.
+	for _, p := range []string{`{"a":1,}`, `[1,]`, `01`, `"\u12"`, `{"a"1}`, `nul`, "\"\x01\"", `{}{}`} {
+		f.Add("c", "e", "t", p, int64(5), 1)
+	}
 	f.Fuzz(func(t *testing.T, id, slug, typ, payload string, sec int64, schema int) {
 		r := events.Record{CommandID: id, Establishment: slug, Events: []events.Envelope{{
 			ID: id + "/0", Type: typ, Establishment: slug, Time: time.Unix(sec, 0).UTC(),
