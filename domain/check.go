@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -88,20 +89,40 @@ func checkSlug(field string, s Slug, fe *fieldErrors) {
 	}
 }
 
-// knownZones holds the time zone names found valid: loading a zone reads the time zone
-// database, too slow for every event of a replay. Only names of the database enter it, so it
-// stays as small as the database.
-var knownZones sync.Map
+// zones holds the time zones loaded by name: loading one reads the time zone database, too slow
+// for every event of a replay or every command. Only names LoadLocation accepts enter it, and at
+// most maxZones of them (the database has about 600; "Europe//Paris" would be another name of
+// one). A *time.Location is safe for concurrent use.
+var (
+	zones     sync.Map // name → *time.Location
+	zoneCount atomic.Int32
+)
+
+const maxZones = 4096
+
+// loadZone is time.LoadLocation for the names an establishment may have: "" and "Local", which
+// LoadLocation reads as UTC and as the host's zone, are not zones of the database.
+func loadZone(name string) (*time.Location, bool) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), true
+	}
+	if name == "" || name == "Local" {
+		return nil, false
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, false
+	}
+	if zoneCount.Add(1) <= maxZones {
+		zones.Store(name, loc)
+	}
+	return loc, true
+}
 
 func checkTimeZone(field, tz string, fe *fieldErrors) {
-	if _, ok := knownZones.Load(tz); ok {
-		return
-	}
-	if _, err := time.LoadLocation(tz); err != nil || tz == "" || tz == "Local" {
+	if _, ok := loadZone(tz); !ok {
 		fe.add(field, "unknown IANA time zone %q", tz)
-		return
 	}
-	knownZones.Store(tz, struct{}{})
 }
 
 func checkWeekday(field string, d Weekday, fe *fieldErrors) {

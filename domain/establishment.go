@@ -125,14 +125,13 @@ func (mt *MenuType) versionIndex(id Slug) int {
 
 // Location returns the establishment's time zone, falling back to DefaultTimeZone.
 func (e *Establishment) Location() *time.Location {
-	if loc, err := time.LoadLocation(e.TimeZone); err == nil && e.TimeZone != "" {
+	if loc, ok := loadZone(e.TimeZone); ok {
 		return loc
 	}
-	loc, err := time.LoadLocation(DefaultTimeZone)
-	if err != nil {
-		return time.UTC
+	if loc, ok := loadZone(DefaultTimeZone); ok {
+		return loc
 	}
-	return loc
+	return time.UTC
 }
 
 // LocalDate returns the establishment's calendar date at instant now.

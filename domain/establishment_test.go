@@ -452,3 +452,32 @@ func TestAPIKey(t *testing.T) {
 		t.Errorf("Hash(\"\"): got %s, want %s", got, want)
 	}
 }
+
+// TestLocation checks the zone an establishment's dates are taken in: its own when the time zone
+// database knows it, DefaultTimeZone otherwise (never the host's zone), the same zone however
+// often it is asked for.
+func TestLocation(t *testing.T) {
+	instant := time.Date(2026, 7, 1, 21, 30, 0, 0, time.UTC)
+	for _, tc := range []struct{ zone, want string }{
+		{"America/New_York", "America/New_York"},
+		{"Asia/Tokyo", "Asia/Tokyo"},
+		{"UTC", "UTC"},
+		{domain.DefaultTimeZone, domain.DefaultTimeZone},
+		{"", domain.DefaultTimeZone},
+		{"Local", domain.DefaultTimeZone},
+		{"Nowhere/Else", domain.DefaultTimeZone},
+		{"../etc/passwd", domain.DefaultTimeZone},
+	} {
+		want, err := time.LoadLocation(tc.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the second time from the cache
+			e := domain.Establishment{TimeZone: tc.zone}
+			got := e.Location()
+			if got.String() != tc.want || !instant.In(got).Equal(instant.In(want)) || instant.In(got).Format(time.DateTime) != instant.In(want).Format(time.DateTime) {
+				t.Errorf("Location(%q) = %v, at %v reads %v; want %s, %v", tc.zone, got, instant, instant.In(got), tc.want, instant.In(want))
+			}
+		}
+	}
+}

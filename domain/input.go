@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"time"
 )
 
 // EstablishmentInput is the import format: one JSON document holding the whole content of one
@@ -178,7 +177,7 @@ func (s EstablishmentInput) validate() (validated, error) {
 	if c.timeZone == "" {
 		c.timeZone = DefaultTimeZone
 	}
-	if _, err := time.LoadLocation(c.timeZone); err != nil || c.timeZone == "Local" {
+	if _, ok := loadZone(c.timeZone); !ok {
 		fe.add("timezone", "unknown IANA time zone %q", s.TimeZone)
 	}
 	if s.Settings != nil {
