@@ -40,6 +40,7 @@ func TestCompactEntryHoldsTheBundleInOneArray(t *testing.T) {
 		b.Hours = dockey.Document{Body: []byte(body), ETag: `"large"`, Gzip: gzipOf(body)}
 		return b
 	}
+	cases["equal documents"] = func() dockey.Bundle { return withEqualDocuments(testBundle(alice, 7)) }
 	for name, bundle := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -133,6 +134,43 @@ func TestCompactEntryHoldsTheBundleInOneArray(t *testing.T) {
 }
 
 // eachBytes calls fn with every byte slice and string of e that compact moves.
+// withEqualDocuments makes the French menus and the English lunch menu of b the same documents
+// as their "all" variants, as they are for an establishment with no English text, say. They are
+// copies: equal bytes in arrays of their own, as a decoder gives them.
+func withEqualDocuments(b dockey.Bundle) dockey.Bundle {
+	same := func(d dockey.Document) dockey.Document {
+		return dockey.Document{Body: bytes.Clone(d.Body), ETag: strings.Clone(d.ETag), Gzip: bytes.Clone(d.Gzip)}
+	}
+	b.Menus.FR = same(b.Menus.All)
+	lunch := b.MenuDetails["lunch"]
+	lunch.EN = same(lunch.All)
+	b.MenuDetails["lunch"] = lunch
+	return b
+}
+
+// TestCompactHoldsEqualDocumentsOnce checks that documents equal to others of their bundle share
+// the bytes of the first instead of a copy of their own.
+func TestCompactHoldsEqualDocumentsOnce(t *testing.T) {
+	t.Parallel()
+	e := mustEntry(t, withEqualDocuments(testBundle(alice, 7)))
+	shared := func(name string, a, b *document) {
+		t.Helper()
+		if unsafe.SliceData(a.body) != unsafe.SliceData(b.body) || unsafe.SliceData(a.gzip) != unsafe.SliceData(b.gzip) ||
+			unsafe.StringData(a.etag) != unsafe.StringData(b.etag) || unsafe.StringData(a.gzipLength[0]) != unsafe.StringData(b.gzipLength[0]) {
+			t.Errorf("%s: equal documents hold copies of their own", name)
+		}
+	}
+	shared("menus fr", &e.menus.all, &e.menus.fr)
+	shared("lunch en", &e.menuDetails["lunch"].all, &e.menuDetails["lunch"].en)
+	if unsafe.SliceData(e.menus.all.body) == unsafe.SliceData(e.menus.en.body) {
+		t.Error("menus en: a different document shares the bytes of another")
+	}
+	plain := mustEntry(t, testBundle(alice, 7))
+	if saved := plain.size - e.size; saved < len(e.menus.fr.body)+len(e.menus.fr.gzip) {
+		t.Errorf("held %d bytes, %d without equal documents: want at least the %d of the equal ones saved", e.size, plain.size, len(e.menus.fr.body)+len(e.menus.fr.gzip))
+	}
+}
+
 func eachBytes(e *served, fn func([]byte)) {
 	str := func(s string) {
 		if s != "" {
