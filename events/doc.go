@@ -13,8 +13,10 @@
 //
 // Events are opaque to this package: a type string, a schema version and a JSON payload. The
 // domain package gives them meaning; events does not import it, nor any other package of this
-// module. It imports the standard library, nats.go and nats.go's jetstream package, and no
-// jetstream type appears in its API: callers pass a *nats.Conn.
+// module. It imports the standard library, nats.go, its jetstream package and orbit.go's
+// jetstreamext (batched direct gets), and goccy/go-json to read and check records faster than
+// encoding/json (its answers fuzzed against encoding/json's); no jetstream type appears in its
+// API: callers pass a *nats.Conn.
 //
 // # Invariants
 //
