@@ -92,7 +92,8 @@ func checkSlug(field string, s Slug, fe *fieldErrors) {
 // zones holds the time zones loaded by name: loading one reads the time zone database, too slow
 // for every event of a replay or every command. Only names LoadLocation accepts enter it, and at
 // most maxZones of them (the database has about 600; "Europe//Paris" would be another name of
-// one). A *time.Location is safe for concurrent use.
+// one). A *time.Location is safe for concurrent use. A zone kept is the database's as the
+// process first read it: an update of the host's database is seen after a restart.
 var (
 	zones     sync.Map // name → *time.Location
 	zoneCount atomic.Int32
@@ -113,8 +114,12 @@ func loadZone(name string) (*time.Location, bool) {
 	if err != nil {
 		return nil, false
 	}
-	if zoneCount.Add(1) <= maxZones {
-		zones.Store(name, loc)
+	if zoneCount.Load() < maxZones {
+		actual, loaded := zones.LoadOrStore(name, loc)
+		if !loaded {
+			zoneCount.Add(1)
+		}
+		loc = actual.(*time.Location)
 	}
 	return loc, true
 }

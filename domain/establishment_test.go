@@ -472,9 +472,15 @@ func TestLocation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range 2 { // the second time from the cache
+		var first *time.Location
+		for i := range 2 { // the second time from the cache
 			e := domain.Establishment{TimeZone: tc.zone}
 			got := e.Location()
+			if i == 0 {
+				first = got
+			} else if got != first {
+				t.Errorf("Location(%q): the zone is loaded again instead of kept", tc.zone)
+			}
 			if got.String() != tc.want || !instant.In(got).Equal(instant.In(want)) || instant.In(got).Format(time.DateTime) != instant.In(want).Format(time.DateTime) {
 				t.Errorf("Location(%q) = %v, at %v reads %v; want %s, %v", tc.zone, got, instant, instant.In(got), tc.want, instant.In(want))
 			}
