@@ -1,7 +1,6 @@
 package readapi
 
 import (
-	"bytes"
 	"cmp"
 	"slices"
 	"unsafe"
@@ -143,24 +142,23 @@ func (c *compactor) header(p *[]string) {
 // fit, and returns the bytes the allocator holds for both. A piece equal to one before it is not
 // copied again but shares its copy: a menu without English text is the same document in "all"
 // and "fr", body, coding and tags (about a quarter of the document bytes of varied
-// establishments).
+// establishments); equal header values (lengths, say) share theirs too.
 func (c *compactor) place() int {
 	slices.SortStableFunc(c.pieces, func(a, b piece) int { return cmp.Compare(len(b.src), len(a.src)) })
-	// same[i] is the index of the first piece equal to piece i, or -1. Equal pieces have equal
-	// lengths, so they are neighbours once sorted.
+	// same[i] is the index of the first piece equal to piece i, or -1. The keys of firstOf share
+	// the pieces' bytes, which nothing writes while place runs.
 	same := make([]int, len(c.pieces))
+	firstOf := make(map[string]int, len(c.pieces))
 	total := 0
 	for i, p := range c.pieces {
+		key := unsafe.String(unsafe.SliceData(p.src), len(p.src))
+		if j, ok := firstOf[key]; ok {
+			same[i] = j
+			continue
+		}
 		same[i] = -1
-		for j := i - 1; j >= 0 && len(c.pieces[j].src) == len(p.src); j-- {
-			if same[j] < 0 && bytes.Equal(c.pieces[j].src, p.src) {
-				same[i] = j
-				break
-			}
-		}
-		if same[i] < 0 {
-			total += len(p.src)
-		}
+		firstOf[key] = i
+		total += len(p.src)
 	}
 	room := unroundedBelow(total)
 	inFirst, inSecond := 0, 0

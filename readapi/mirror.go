@@ -663,8 +663,9 @@ type MirrorStats struct {
 	// carry as documents.
 	DocumentBytes int64 `json:"document_bytes"`
 	// HeldBytes is the size of the arrays the bundles are held in: the documents, their
-	// entity tags and header values, and their locations. A document equal to another of its
-	// bundle is held once, so it may be less than DocumentBytes.
+	// entity tags and header values, and their locations. Equal pieces of one bundle (a
+	// document the same in two languages, equal header values) are held once, so it may be less
+	// than DocumentBytes.
 	HeldBytes int64 `json:"held_bytes"`
 	// Bucket names the generation of the bucket served.
 	Bucket string `json:"bucket"`

@@ -214,8 +214,27 @@ func TestMirrorEmptyBucket(t *testing.T) {
 	waitRevision(t, m, alice, 1)
 }
 
+// TestShardOfSpreadsSlugs checks that slugs of one pattern, as generated or imported names are,
+// fall evenly over every shard of the mirror's index: the copy an added establishment costs is
+// its shard, so no shard may hold many times its share.
+func TestShardOfSpreadsSlugs(t *testing.T) {
+	t.Parallel()
+	const n = 64 * indexShards
+	counts := make([]int, indexShards)
+	for i := range n {
+		counts[shardOf("restaurant-"+strconv.Itoa(i))]++
+	}
+	// Each count is about Poisson with mean 64: below 25 or above 115 is beyond 5 standard
+	// deviations.
+	for shard, c := range counts {
+		if c < 25 || c > 115 {
+			t.Fatalf("shard %d holds %d of %d slugs, want about %d", shard, c, n, n/indexShards)
+		}
+	}
+}
+
 // TestMirrorIndexesEstablishmentsAcrossShards loads establishments before and after catch-up,
-// spread over most shards of the index, and finds each at its revision.
+// spread over many shards of the index, and finds each at its revision.
 func TestMirrorIndexesEstablishmentsAcrossShards(t *testing.T) {
 	t.Parallel()
 	kv, _ := newBucket(t)
@@ -477,7 +496,7 @@ func TestMirrorStatsFollowTheBundlesHeld(t *testing.T) {
 		if got.Establishments != int64(len(bundles)) || got.DocumentBytes != docs {
 			t.Errorf("stats: got %+v, want %d establishments and %d document bytes", got, len(bundles), docs)
 		}
-		if got.HeldBytes < got.DocumentBytes { // no document of these bundles equals another
+		if got.HeldBytes < got.DocumentBytes { // no piece of these bundles' documents equals another
 			t.Errorf("stats: %d bytes held for %d document bytes", got.HeldBytes, got.DocumentBytes)
 		}
 	}
