@@ -114,14 +114,17 @@ func loadZone(name string) (*time.Location, bool) {
 	if err != nil {
 		return nil, false
 	}
-	if zoneCount.Load() < maxZones {
-		actual, loaded := zones.LoadOrStore(name, loc)
-		if !loaded {
-			zoneCount.Add(1)
-		}
-		loc = actual.(*time.Location)
+	// A place is taken before the zone is stored and given back unless it was, so that the count
+	// never passes maxZones, however many load at once.
+	if zoneCount.Add(1) > maxZones {
+		zoneCount.Add(-1)
+		return loc, true
 	}
-	return loc, true
+	actual, loaded := zones.LoadOrStore(name, loc)
+	if loaded {
+		zoneCount.Add(-1)
+	}
+	return actual.(*time.Location), true
 }
 
 func checkTimeZone(field, tz string, fe *fieldErrors) {
