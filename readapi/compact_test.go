@@ -182,6 +182,9 @@ func TestCompactHoldsEqualDocumentsOnce(t *testing.T) {
 	if held != distinct {
 		t.Errorf("%d bytes held for %d distinct bytes", held, distinct)
 	}
+	if e.size > allocated(distinct) {
+		t.Errorf("size %d, more than one array of the %d distinct bytes takes (%d)", e.size, distinct, allocated(distinct))
+	}
 }
 
 // eachBytes calls fn with every byte slice and string of e that compact moves.

@@ -659,8 +659,8 @@ func (v *view) swap(s *slot, e *served) {
 type MirrorStats struct {
 	// Establishments counts the bundles held, initial values still loading included.
 	Establishments int64 `json:"establishments"`
-	// DocumentBytes is the size of every body and gzip coding held: what the bucket's bundles
-	// carry as documents.
+	// DocumentBytes is the size of every body and gzip coding the bundles held carry, each
+	// counted whether or not it equals another.
 	DocumentBytes int64 `json:"document_bytes"`
 	// HeldBytes is the size of the arrays the bundles are held in: the documents, their
 	// entity tags and header values, and their locations. Equal pieces of one bundle (a

@@ -33,7 +33,7 @@ type served struct {
 	menus         variants
 	menuDetails   map[string]*variants // by menu type slug
 
-	size int // bytes of the array compact moved the entry's bytes into
+	size int // bytes of the arrays compact moved the entry's bytes into, equal pieces once
 }
 
 // redirect holds the Location values of /r/menus for one menu type; nil means no file covers
