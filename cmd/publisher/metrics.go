@@ -139,7 +139,8 @@ func (m *Main) addMirrorMetrics() {
 		f          func() float64
 	}{
 		{"mirror_establishments", "Establishments the read API holds in memory.", func() float64 { return float64(mirror.Stats().Establishments) }},
-		{"mirror_document_bytes", "Bytes of the documents the read API holds (identity and gzip).", func() float64 { return float64(mirror.Stats().DocumentBytes) }},
+		{"mirror_document_bytes", "Bytes of the documents the bundles the read API holds carry (identity and gzip).", func() float64 { return float64(mirror.Stats().DocumentBytes) }},
+		{"mirror_held_bytes", "Bytes of the arrays the read API holds its bundles in; equal documents of a bundle are held once.", func() float64 { return float64(mirror.Stats().HeldBytes) }},
 		{"mirror_bucket_revision", "Revision of the documents bucket up to which the mirror has applied every write.", func() float64 { return float64(mirror.Applied()) }},
 		{"mirror_behind_seconds", "How long the mirror has been behind the documents bucket; 0 when it is not.", func() float64 {
 			if m.mirrorLag == nil {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,11 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	}
 	if metrics["publisher_projector_position"] == "" || metrics["publisher_projector_position"] != metrics["publisher_log_last_sequence"] {
 		t.Errorf("projector position %q, log's last sequence %q: want them equal", metrics["publisher_projector_position"], metrics["publisher_log_last_sequence"])
+	}
+	for _, name := range []string{"publisher_mirror_document_bytes", "publisher_mirror_held_bytes"} {
+		if v, err := strconv.ParseFloat(metrics[name], 64); err != nil || v <= 0 {
+			t.Errorf("%s = %q, want the bytes of the demo establishment's bundle", name, metrics[name])
+		}
 	}
 	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes", "publisher_webhook_endpoints", "publisher_clock_passes_total", `publisher_read_api_request_duration_seconds_count{route="establishment"}`} {
 		if metrics[name] == "" {
