@@ -27,7 +27,7 @@ import (
 
 // held is what the service's status says its mirror and its Go runtime hold.
 type held struct {
-	establishments, documentBytes, heapLive, goTotal int64
+	establishments, documentBytes, heldBytes, heapLive, goTotal int64
 }
 
 func (s *service) held(ctx context.Context) (held, error) {
@@ -40,7 +40,7 @@ func (s *service) held(ctx context.Context) (held, error) {
 	num := func(m map[string]any, k string) int64 { f, _ := m[k].(float64); return int64(f) }
 	h := held{
 		establishments: num(mirror, "establishments"), documentBytes: num(mirror, "document_bytes"),
-		heapLive: num(memory, "heap_live_bytes"), goTotal: num(memory, "go_total_bytes"),
+		heldBytes: num(mirror, "held_bytes"), heapLive: num(memory, "heap_live_bytes"), goTotal: num(memory, "go_total_bytes"),
 	}
 	if h.documentBytes == 0 {
 		return h, errors.New("the status reports no mirror")
@@ -60,9 +60,9 @@ type apiResult struct {
 var gcLine = regexp.MustCompile(`->(\d+) MB, \d+ MB goal`)
 
 // apiOnly runs the api role alone against the service's NATS server, with the soft memory limit
-// a deployment sizes from the documents it serves, and measures its memory once it serves them
-// all.
-func (s *service) apiOnly(ctx context.Context, documentBytes int64) (apiResult, error) {
+// memLimit (bytes), as a deployment sizes it from what it serves, and measures its memory once it
+// serves every document.
+func (s *service) apiOnly(ctx context.Context, memLimit int64) (apiResult, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return apiResult{}, err
@@ -75,7 +75,7 @@ func (s *service) apiOnly(ctx context.Context, documentBytes int64) (apiResult, 
 		return apiResult{}, err
 	}
 	defer logFile.Close()
-	res := apiResult{memLimit: strconv.FormatInt((documentBytes*6/5+200<<20)>>20, 10) + "MiB"}
+	res := apiResult{memLimit: strconv.FormatInt(memLimit>>20, 10) + "MiB"}
 	cmd := exec.Command(s.bin, "serve", "--roles", "api", "--nats-url", s.natsURL, "--nats-nkey", s.seed(),
 		"--http", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", filepath.Join(filepath.Dir(s.dir), "api-only"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
