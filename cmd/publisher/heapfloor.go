@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -98,12 +100,22 @@ func floorPercent(live, floor uint64, base int) int {
 	return int((floor*100 - live*100 + live - 1) / live)
 }
 
-// currentGCPercent is the collector's percentage now: GOGC's, or 100.
+// gogcPercent reads the GOGC environment variable as the runtime does at start: "off" is -1 (no
+// collection but at GOMEMLIMIT), a number is itself, anything else 100. It is read from the
+// environment rather than from the runtime, where a floor already running would have changed it.
+func gogcPercent(gogc string) int {
+	if gogc == "off" {
+		return -1
+	}
+	if p, err := strconv.ParseInt(gogc, 10, 32); err == nil && !strings.HasPrefix(gogc, "+") {
+		return max(int(p), -1)
+	}
+	return 100
+}
+
+// currentGCPercent is the collector's percentage now.
 func currentGCPercent() int {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 100
-	}
 	return int(int64(s[0].Value.Uint64()))
 }

@@ -87,6 +87,14 @@ func TestHeapFloorHoldsTheGoal(t *testing.T) {
 	}
 }
 
+func TestGOGCPercent(t *testing.T) {
+	for gogc, want := range map[string]int{"": 100, "100": 100, "50": 50, "off": -1, "-5": -1, "x": 100, "1e3": 100, "+5": 100} {
+		if got := gogcPercent(gogc); got != want {
+			t.Errorf("gogcPercent(%q) = %d, want %d", gogc, got, want)
+		}
+	}
+}
+
 func TestHeapFloorOff(t *testing.T) {
 	base := currentGCPercent()
 	startHeapFloor(0, base)()

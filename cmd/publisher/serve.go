@@ -221,7 +221,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	if cfg.HeapFloor < 0 {
 		return fmt.Errorf("--heap-floor-bytes %d: want 0 or more", cfg.HeapFloor)
 	}
-	defer startHeapFloor(uint64(cfg.HeapFloor), currentGCPercent())()
+	defer startHeapFloor(uint64(cfg.HeapFloor), gogcPercent(getenv("GOGC")))()
 	m := &Main{Config: cfg, Logger: logger}
 	if err := m.Open(ctx); err != nil {
 		return err
