@@ -106,24 +106,31 @@ type compactor struct {
 	headers []string // capacity fixed beforehand: its elements' addresses must not move
 }
 
-// piece is a run of bytes to move and the function that points its owner at the moved copy.
+// piece is a run of bytes to move and where the moved copy goes back: a byte slice or a string.
+// It holds no function, so that gathering the pieces of an entry allocates nothing per piece.
 type piece struct {
-	src []byte
-	set func([]byte)
+	src   []byte
+	bytes *[]byte
+	str   *string
+}
+
+func (p piece) set(b []byte) {
+	if p.bytes != nil {
+		*p.bytes = b
+	} else {
+		*p.str = unsafe.String(unsafe.SliceData(b), len(b))
+	}
 }
 
 func (c *compactor) bytes(p *[]byte) {
 	if len(*p) > 0 {
-		c.pieces = append(c.pieces, piece{src: *p, set: func(b []byte) { *p = b }})
+		c.pieces = append(c.pieces, piece{src: *p, bytes: p})
 	}
 }
 
 func (c *compactor) str(p *string) {
 	if s := *p; s != "" {
-		c.pieces = append(c.pieces, piece{
-			src: unsafe.Slice(unsafe.StringData(s), len(s)),
-			set: func(b []byte) { *p = unsafe.String(unsafe.SliceData(b), len(b)) },
-		})
+		c.pieces = append(c.pieces, piece{src: unsafe.Slice(unsafe.StringData(s), len(s)), str: p})
 	}
 }
 
@@ -144,59 +151,84 @@ func (c *compactor) header(p *[]string) {
 // and "fr", body, coding and tags (about a quarter of the document bytes of varied
 // establishments); equal header values (lengths, say) share theirs too.
 func (c *compactor) place() int {
-	slices.SortStableFunc(c.pieces, func(a, b piece) int { return cmp.Compare(len(b.src), len(a.src)) })
-	// same[i] is the index of the first piece equal to piece i, or -1. The keys of firstOf share
-	// the pieces' bytes, which nothing writes while place runs.
-	same := make([]int, len(c.pieces))
-	firstOf := make(map[string]int, len(c.pieces))
+	// The pieces are visited in the order of their lengths, longest first, through their indexes:
+	// sorting the pieces themselves would move pointers, each move a write barrier while the
+	// collector runs, as it does all along a mirror's first load.
+	n := len(c.pieces)
+	at := make([]placing, n)
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(i, j int32) int { return cmp.Compare(len(c.pieces[j].src), len(c.pieces[i].src)) })
+	// A piece equal to one met before it shares that one's copy. The keys of firstOf share the
+	// pieces' bytes, which nothing writes while place runs.
+	firstOf := make(map[string]int32, n)
 	total := 0
-	for i, p := range c.pieces {
-		key := unsafe.String(unsafe.SliceData(p.src), len(p.src))
+	for _, i := range order {
+		src := c.pieces[i].src
+		key := unsafe.String(unsafe.SliceData(src), len(src))
 		if j, ok := firstOf[key]; ok {
-			same[i] = j
+			at[i].same = j
 			continue
 		}
-		same[i] = -1
+		at[i].same = -1
 		firstOf[key] = i
-		total += len(p.src)
+		total += len(src)
 	}
 	room := unroundedBelow(total)
 	inFirst, inSecond := 0, 0
-	first := make([]bool, len(c.pieces))
-	for i, p := range c.pieces {
+	for _, i := range order {
+		size := len(c.pieces[i].src)
 		switch {
-		case same[i] >= 0:
-		case inFirst+len(p.src) <= room:
-			first[i] = true
-			inFirst += len(p.src)
+		case at[i].same >= 0:
+		case inFirst+size <= room:
+			at[i].first = true
+			inFirst += size
 		default:
-			inSecond += len(p.src)
+			inSecond += size
 		}
 	}
 	if allocated(inFirst)+allocated(inSecond) > allocated(total) {
 		// A piece larger than the room left the first array short: one array costs less.
-		for i := range first {
-			first[i] = true
+		for i := range at {
+			at[i].first = true
 		}
 		inFirst, inSecond = total, 0
 	}
 	a, b := make([]byte, 0, inFirst), make([]byte, 0, inSecond)
-	moved := make([][]byte, len(c.pieces))
-	for i, p := range c.pieces {
-		if j := same[i]; j >= 0 {
-			moved[i] = moved[j]
-		} else {
-			arr := &b
-			if first[i] {
-				arr = &a
-			}
-			start := len(*arr)
-			*arr = append(*arr, p.src...)
-			moved[i] = (*arr)[start:len(*arr):len(*arr)]
+	for _, i := range order {
+		if at[i].same >= 0 {
+			continue
 		}
-		p.set(moved[i])
+		arr := &b
+		if at[i].first {
+			arr = &a
+		}
+		at[i].offset = len(*arr)
+		*arr = append(*arr, c.pieces[i].src...)
+	}
+	for i, p := range c.pieces {
+		copyOf := at[i]
+		if copyOf.same >= 0 {
+			copyOf = at[copyOf.same]
+		}
+		arr := b
+		if copyOf.first {
+			arr = a
+		}
+		end := copyOf.offset + len(p.src)
+		p.set(arr[copyOf.offset:end:end])
 	}
 	return allocated(inFirst) + allocated(inSecond)
+}
+
+// placing is where place puts a piece: in the first array or the second at offset, or, when same
+// is not -1, where the equal piece of that index is.
+type placing struct {
+	same   int32
+	first  bool
+	offset int
 }
 
 // sizeClasses are the sizes the Go allocator gives small objects, up to maxSmall bytes; larger
