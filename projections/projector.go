@@ -108,6 +108,9 @@ type Config struct {
 	ReplayAll bool
 	// Logger receives skipped events and retried writes; nil discards them.
 	Logger *slog.Logger
+	// Now is the clock against which the age of a change is measured for ReannounceWithin; nil
+	// is time.Now.
+	Now func() time.Time
 	// Notifier, optional, is called after each stored rise of a revision, by several workers
 	// at once: it must be safe for concurrent use, as KV must.
 	Notifier Notifier
@@ -260,6 +263,9 @@ func New(cfg Config) (*Projector, error) {
 	cfg.CacheSize = max(cfg.CacheSize, cfg.Workers) // one establishment per worker at least
 	if cfg.CheckpointEvery == 0 {
 		cfg.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Projector{
 		cfg:      cfg,
@@ -1097,7 +1103,7 @@ func (p *Projector) notify(ctx context.Context, c Change) error {
 // (-1 asks the notifier), is older.
 func (p *Projector) reannounce(ctx context.Context, t *tracked, last int64) error {
 	n, ok := p.cfg.Notifier.(AnnouncedNotifier)
-	if !ok || t.stored == nil || t.stored.access.Status != dockey.StatusActive || time.Since(t.changed) > ReannounceWithin {
+	if !ok || t.stored == nil || t.stored.access.Status != dockey.StatusActive || p.cfg.Now().Sub(t.changed) > ReannounceWithin {
 		return nil // nothing to announce, or nothing public
 	}
 	s := t.stored

@@ -136,6 +136,9 @@ type running struct {
 func startProjectorWith(t *testing.T, cfg Config) *running {
 	t.Helper()
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	if cfg.Now == nil {
+		cfg.Now = testNow
+	}
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -427,6 +427,42 @@ func TestStateIsReadOnlyForItsLog(t *testing.T) {
 	}
 }
 
+// A change older than ReannounceWithin on the projector's clock is not checked at a start: its
+// announcement, lost, is not made again, while a start on a clock within the window makes it.
+func TestOldChangesAreNotAnnouncedAgain(t *testing.T) {
+	const cave = "cave-a-vins"
+	// afterLoss stores cave's import with the notifier down, then starts again on the clock now
+	// and returns what that start announced and the revision stored.
+	afterLoss := func(now func() time.Time) ([]Change, int64) {
+		n := newNATSEnv(t)
+		state := n.freshState(t)
+		down := &announcer{}
+		down.down.Store(true)
+		p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: down})
+		n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+		deadline := time.Now().Add(testTimeout)
+		for down.calls.Load() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("no announcement tried")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		_ = p.stop(t)
+		stored, _, _ := entry(t, n.kv, cave)
+		a := &announcer{}
+		p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, Now: now})
+		p.waitFor(t, stored.Sequence)
+		_ = p.stop(t)
+		return a.take(), stored.Revision
+	}
+	if got, _ := afterLoss(func() time.Time { return eventTime.Add(ReannounceWithin + time.Hour) }); len(got) != 0 {
+		t.Errorf("a change older than ReannounceWithin was announced again: %+v", got)
+	}
+	if got, rev := afterLoss(testNow); len(got) != 1 || got[0].Revision != rev {
+		t.Errorf("within ReannounceWithin: announcements %+v, want the lost one of revision %d", got, rev)
+	}
+}
+
 // A draft is never announced: not when stored, not by a start that checks announcements, whether
 // it resumes or replays, not when a replay finds it stored with documents, as a renderer that
 // rendered drafts stored it.
@@ -434,17 +470,11 @@ func TestDraftsAreNeverAnnounced(t *testing.T) {
 	n := newNATSEnv(t)
 	state := n.freshState(t)
 	const draft = "cave-a-vins"
-	// Recent records: a start checks the announcements of changes younger than ReannounceWithin.
-	recent := func(evs ...domain.Event) []events.Envelope {
-		envs := envelopes(t, evs...)
-		for i := range envs {
-			envs[i].Time = time.Now()
-		}
-		return envs
-	}
+	// The records are recent on the projectors' clock (testNow): a start checks the announcements
+	// of changes younger than ReannounceWithin.
 	snap := readSnapshot(t, "testdata/draft/snapshot.json")
-	n.appendEnvelopes(t, draft, recent(importEvents(t, domain.New(draft), snap)...))
-	seq := n.appendEnvelopes(t, draft, recent(domain.DayStarted{Date: date(t, "2026-03-10")}))
+	n.append(t, draft, importEvents(t, domain.New(draft), snap)...)
+	seq := n.append(t, draft, domain.DayStarted{Date: date(t, "2026-03-10")})
 	for _, replay := range []bool{false, false, true} {
 		a := &announcer{}
 		p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, ReplayAll: replay})
