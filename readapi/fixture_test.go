@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -43,12 +45,12 @@ func keyHash(key string) string {
 // testDoc returns a document whose body names the slug, resource and revision, so that every
 // document of the fixtures is distinct and tells which revision it belongs to.
 //
-// Bodies are padded to a realistic size and carry their gzip coding, as stored bundles do.
+// Bodies are padded to a realistic size and carry their entity tag and gzip coding as the
+// projector makes them.
 func testDoc(slug, resource string, rev int64) dockey.Document {
 	body := fmt.Sprintf(`{"content_revision":%d,"slug":%q,"resource":%q,"text":%q}`, rev, slug, resource,
 		strings.Repeat("Velouté de potimarron, crème crue et noisettes. ", 8))
-	sum := sha256.Sum256([]byte(body))
-	return dockey.Document{Body: json.RawMessage(body), ETag: `"` + hex.EncodeToString(sum[:8]) + `"`, Gzip: gzipOf(body)}
+	return dockey.Document{Body: json.RawMessage(body), ETag: fmt.Sprintf(`"%016x"`, xxhash.Sum64String(body)), Gzip: gzipOf(body)}
 }
 
 func gzipOf(body string) []byte {

@@ -1,9 +1,15 @@
 package dockey
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -28,6 +34,19 @@ const sampleBundle = `{"slug":"chez-alice","content_revision":7,"log_sequence":5
 	`"hours":{"body":{},"etag":"\"00000000000000bb\""},` +
 	`"menus":{"all":{"body":[],"etag":"\"1\""},"fr":{"body":[],"etag":"\"2\""},"en":{"body":[],"etag":"\"3\""}},` +
 	`"menu_details":{"midi":{"all":{"body":{"a":"b"},"etag":"\"4\""},"fr":{"body":{},"etag":"\"5\""},"en":{"body":{},"etag":"\"6\""}}}}`
+
+// taggedBundle is a bundle whose bodies carry their own entity tags, as the projector writes them.
+var taggedBundle = func() string {
+	tag := func(body string) string { return fmt.Sprintf(`"\"%016x\""`, xxhash.Sum64String(body)) }
+	const est, hours, menus = `{"slug":"chez-alice","name":"Chez \u00e9 \"Alice\""}`, `{"business_hours":[]}`, `[{"slug":"midi"}]`
+	return `{"slug":"chez-alice","content_revision":7,"log_sequence":5,"status":"active","public_api_enabled":true,` +
+		`"key_hash":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","menu_redirect_enabled":true,` +
+		`"redirects":{"midi":{"fr":"https://x/a.pdf"}},` +
+		`"establishment":{"body":` + est + `,"etag":` + tag(est) + `,"gzip":"H4sIAAAAAAAA/w=="},` +
+		`"hours":{"body":` + hours + `,"etag":` + tag(hours) + `},` +
+		`"menus":{"all":{"body":` + menus + `,"etag":` + tag(menus) + `},"fr":{"body":` + menus + `,"etag":` + tag(menus) + `},"en":{"body":null,"etag":""}},` +
+		`"menu_details":{"midi":{"all":{"body":{},"etag":` + tag(`{}`) + `}}}}`
+}()
 
 // FuzzDecode checks Decode against encoding/json: the same values accepted, decoded the same,
 // into a whole Bundle and into a subset of its fields.
@@ -79,11 +98,17 @@ func TestDecodeLeavesNothingOfARefusedValue(t *testing.T) {
 	}
 }
 
-// FuzzDecodeShared checks DecodeShared against encoding/json as FuzzDecode checks Decode, with a
-// scratch buffer carried from one value to the next as a reader carries it.
+// FuzzDecodeShared checks DecodeShared against encoding/json on any value, carrying the buffer
+// from one call to the next as a mirror does: the same values accepted, decoded the same, but for
+// the one value the walk takes that encoding/json refuses, a body that is not JSON and carries its
+// own entity tag.
 func FuzzDecodeShared(f *testing.F) {
 	f.Add([]byte(sampleBundle))
+	f.Add([]byte(taggedBundle))
 	for _, s := range []string{
+		"{\"slug\":\"a\tb\"}", `{"content_revision":+1}`, `{"content_revision":01}`, `{"log_sequence":-0}`,
+		`{"public_api_enabled":tru}`, `{"hours":{"body":{"a":1},"etag":"\"0000000000000000\""}}`,
+		`{"hours":{"body":{"a":},"etag":"\"0000000000000000\""}}`, `{"menus":{"fr":{"body":[1,,2]}}}`, `{"hours":{"body":tru}}`,
 		`{}`, `null`, `{"slug":"a","slug":"b"}`, `{"Slug":"a"}`, `{"slug":"a\u0062"}`, `{"slug":null}`,
 		`{"content_revision":1e3}`, `{"content_revision":-0}`, `{"content_revision":1.0}`, `{"log_sequence":-1}`,
 		`{"public_api_enabled":null}`, `{"redirects":{}}`, `{"redirects":null}`, `{"redirects":{"a":{},"a":{"fr":"x"}}}`,
@@ -106,17 +131,105 @@ func FuzzDecodeShared(f *testing.F) {
 		wantErr := json.Unmarshal(value, &want)
 		var gotErr error
 		scratch, gotErr = DecodeShared(value, &got, scratch)
-		if (wantErr == nil) != (gotErr == nil) {
-			t.Fatalf("DecodeShared(%q): error %v, encoding/json: %v", value, gotErr, wantErr)
+		checkShared(t, value, &got, gotErr, &want, wantErr)
+	})
+}
+
+// FuzzDecodeSharedTagged gives the bodies of a value their own entity tags, so that the walk,
+// not the fallback to Decode, decides, and checks it as FuzzDecodeShared does. A value whose
+// bodies are JSON, framed without spaces, and whose strings have no \u escapes, the walk must
+// take: its bodies then share the value's bytes.
+func FuzzDecodeSharedTagged(f *testing.F) {
+	f.Add("chez-alice", int64(7), []byte(`{"slug":"chez-alice","n":[1,2.5e3,-0.1,true,null]}`), []byte(`[]`), []byte("H4sIAAAAAAAA/w=="))
+	f.Add("x", int64(-1), []byte(`"a\"}"`), []byte(`null`), []byte(""))
+	f.Add("é", int64(0), []byte(`{"a":"}`), []byte(`{}}`), []byte("QQ=="))
+	f.Add("a<b", int64(1), []byte(` {}`), []byte(`[1,]`), []byte("!!"))
+	f.Add("a", int64(1), []byte(`{"a":[{"b":"]"}]}`), []byte(`1e5`), []byte("QUJD"))
+	var scratch []byte
+	f.Fuzz(func(t *testing.T, slug string, rev int64, est, hours, gzip []byte) {
+		quote := func(s string) string {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(s)
+			return strings.TrimSuffix(buf.String(), "\n")
 		}
-		if wantErr == nil && !reflect.DeepEqual(got, want) {
-			t.Fatalf("DecodeShared(%q):\n got %+v\nwant %+v", value, got, want)
+		tag := func(body []byte) string { return quote(fmt.Sprintf(`"%016x"`, xxhash.Sum64(body))) }
+		value := []byte(fmt.Sprintf(`{"slug":%s,"content_revision":%d,"establishment":{"body":%s,"etag":%s,"gzip":%s},"hours":{"etag":%s,"body":%s}}`,
+			quote(slug), rev, est, tag(est), quote(string(gzip)), tag(hours), hours))
+		var want, got Bundle
+		wantErr := json.Unmarshal(value, &want)
+		var gotErr error
+		scratch, gotErr = DecodeShared(value, &got, scratch)
+		checkShared(t, value, &got, gotErr, &want, wantErr)
+		framed := func(b []byte) bool { return json.Valid(b) && len(bytes.TrimSpace(b)) == len(b) }
+		if wantErr == nil && framed(est) && framed(hours) && !bytes.Contains([]byte(quote(slug)), []byte(`\u`)) {
+			if within := func(p []byte) bool {
+				at, start := uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(unsafe.Pointer(unsafe.SliceData(value)))
+				return at >= start && at+uintptr(len(p)) <= start+uintptr(len(value))
+			}; !within(got.Establishment.Body) || !within(got.Hours.Body) {
+				t.Fatalf("DecodeShared(%q): a tagged value of JSON bodies was not walked", value)
+			}
 		}
 	})
 }
 
-// FuzzValid checks goccy's Valid, on which DecodeShared relies before it walks a value, against
-// encoding/json's.
+// checkShared fails t unless DecodeShared's outcome on value (got, gotErr) is encoding/json's
+// (want, wantErr), or accepts a body that is not JSON but carries its own tag.
+func checkShared(t *testing.T, value []byte, got *Bundle, gotErr error, want *Bundle, wantErr error) {
+	t.Helper()
+	switch {
+	case gotErr != nil && wantErr == nil:
+		t.Fatalf("DecodeShared(%q): error %v, encoding/json none", value, gotErr)
+	case gotErr == nil && wantErr != nil:
+		selfTagged := false
+		eachDoc(got, func(d *Document) {
+			selfTagged = selfTagged || !json.Valid(d.Body) && Tagged(d.Body, d.ETag)
+		})
+		if !selfTagged {
+			t.Fatalf("DecodeShared(%q): accepted, encoding/json: %v", value, wantErr)
+		}
+	case gotErr == nil && !reflect.DeepEqual(got, want):
+		t.Fatalf("DecodeShared(%q):\n got %+v\nwant %+v", value, got, want)
+	}
+}
+
+// eachDoc calls fn with every document of b.
+func eachDoc(b *Bundle, fn func(*Document)) {
+	variants := func(v *Variants) { fn(&v.All); fn(&v.FR); fn(&v.EN) }
+	fn(&b.Establishment)
+	fn(&b.Hours)
+	variants(&b.Menus)
+	for _, v := range b.MenuDetails {
+		variants(&v)
+	}
+}
+
+func TestTagged(t *testing.T) {
+	body := []byte(`{"slug":"chez-alice"}`)
+	tag := fmt.Sprintf(`"%016x"`, xxhash.Sum64(body))
+	for _, tc := range []struct {
+		body []byte
+		etag string
+		want bool
+	}{
+		{body, tag, true},
+		{body, strings.ToUpper(tag), tag == strings.ToUpper(tag)},
+		{body, tag[1:17], false},
+		{body, "W/" + tag, false},
+		{body, `"` + strings.Repeat("0", 16) + `"`, false},
+		{append(body, ' '), tag, false},
+		{nil, fmt.Sprintf(`"%016x"`, xxhash.Sum64(nil)), true},
+		{body, `"` + strings.Repeat("g", 16) + `"`, false},
+	} {
+		if got := Tagged(tc.body, tc.etag); got != tc.want {
+			t.Errorf("Tagged(%q, %s) = %t, want %t", tc.body, tc.etag, got, tc.want)
+		}
+	}
+}
+
+// FuzzValid checks goccy's Valid, on which events.Encode relies before it copies a payload as it
+// is, against encoding/json's.
 func FuzzValid(f *testing.F) {
 	for _, s := range []string{
 		sampleBundle, `{}`, `[]`, `01`, `+1`, `-`, `1e`, `"\u12"`, "\"\x01\"", "\"\xff\"", "\ufeff{}", "{}\x00",
@@ -129,4 +242,16 @@ func FuzzValid(f *testing.F) {
 			t.Fatalf("Valid(%q): goccy %v, encoding/json %v", value, got, want)
 		}
 	})
+}
+
+func TestTaggedBundleIsWalked(t *testing.T) {
+	value := []byte(taggedBundle)
+	var b Bundle
+	if _, err := DecodeShared(value, &b, nil); err != nil {
+		t.Fatal(err)
+	}
+	at, start := uintptr(unsafe.Pointer(unsafe.SliceData(b.Establishment.Body))), uintptr(unsafe.Pointer(unsafe.SliceData(value)))
+	if at < start || at >= start+uintptr(len(value)) {
+		t.Fatalf("the tagged bundle was not walked")
+	}
 }

@@ -10,13 +10,16 @@
 // default would rewrite "&", "<" and ">" inside the bodies, and the served bytes would no longer be
 // the rendered bytes their ETag was computed from.
 //
-// It imports nothing of this module.
+// It imports nothing of this module, and of others only xxhash (the entity tags) and goccy/go-json
+// (decoding).
 package dockey
 
 import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // Bucket is the name of the KV bucket of the live bundles, in its first generation (see
@@ -109,6 +112,28 @@ type Document struct {
 	// Gzip is Body compressed with gzip, computed once when the bundle is written; empty when the
 	// writer did not compress. Its strong entity tag is GzipETag(ETag).
 	Gzip []byte `json:"gzip,omitempty"`
+}
+
+// Tagged reports whether etag is the entity tag of body as the projector computes it: the 64-bit
+// xxhash of body as 16 lower-case hex digits, in double quotes.
+func Tagged(body []byte, etag string) bool {
+	if len(etag) != 18 || etag[0] != '"' || etag[17] != '"' {
+		return false
+	}
+	var h uint64
+	for i := 1; i <= 16; i++ {
+		c := etag[i]
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		default:
+			return false
+		}
+		h = h<<4 | uint64(c)
+	}
+	return h == xxhash.Sum64(body)
 }
 
 // GzipETag returns the entity tag of the gzip coding of a document whose tag is etag: a strong
