@@ -90,7 +90,7 @@ type Config struct {
 	// WebhookRootCAs, when set, replaces the system roots for receivers' certificates (tests).
 	WebhookRootCAs *x509.CertPool
 
-	// HeapFloor is the heap size below which the garbage collector does not run (see
+	// HeapFloor is the heap goal the garbage collector's goal is kept at while less is live (see
 	// heapFloor); 0: GOGC alone. It is the process's setting, applied by serve, not by Main.
 	HeapFloor int64
 }
@@ -126,7 +126,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.FileCacheBytes, "file-cache-bytes", readapi.DefaultFileCacheBytes, "memory the read API keeps uploaded files in, to serve them without asking NATS (negative: none)")
 	fs.DurationVar(&c.FileGrace, "file-grace", app.DefaultFileGrace, "how long an uploaded file nothing refers to is kept before a collection removes it")
 	fs.DurationVar(&c.FileCollectEvery, "file-collect-interval", 6*time.Hour, "how often the admin role removes uploaded files nothing refers to (0: only when asked)")
-	fs.Int64Var(&c.HeapFloor, "heap-floor-bytes", DefaultHeapFloor, "the Go heap may grow to this size before a garbage collection: GOGC is raised while the live heap is smaller (0: GOGC alone; GOMEMLIMIT still bounds the heap)")
+	fs.Int64Var(&c.HeapFloor, "heap-floor-bytes", DefaultHeapFloor, "while the Go heap is small, GOGC is raised so that the heap may grow to about this size between collections (0: GOGC alone; GOMEMLIMIT still bounds the heap)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.DuplicateTTL, "dedupe-window", time.Hour, "how long a command id is remembered for idempotent retries")
 	fs.DurationVar(&c.WaitLimit, "wait-limit", admin.DefaultWaitLimit, "longest ?wait=true waits for a change to be served before answering 202")
@@ -218,10 +218,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	if err != nil {
 		return err
 	}
-	if cfg.HeapFloor < 0 {
-		return fmt.Errorf("--heap-floor-bytes %d: want 0 or more", cfg.HeapFloor)
+	if cfg.HeapFloor < 0 || cfg.HeapFloor > MaxHeapFloor {
+		return fmt.Errorf("--heap-floor-bytes %d: want 0 to %d", cfg.HeapFloor, int64(MaxHeapFloor))
 	}
-	defer startHeapFloor(uint64(cfg.HeapFloor), gogcPercent(getenv("GOGC")))()
+	defer startHeapFloor(uint64(cfg.HeapFloor), processGCPercent)()
 	m := &Main{Config: cfg, Logger: logger}
 	if err := m.Open(ctx); err != nil {
 		return err
