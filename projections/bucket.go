@@ -136,8 +136,9 @@ func sizeBound(b dockey.Bundle) (int, error) {
 // byte as rendered, so that what a reader decodes is what was rendered and what its entity tag
 // covers. The encoding is written by hand: it is on the path of every stored change, and
 // encoding/json would scan each body twice more (validity, compaction) for nothing, Render making
-// compact JSON. A body that is not JSON makes a value every reader refuses to decode. An empty
-// body is written null.
+// compact JSON; the projector checks that every body is JSON before it stores a bundle, and a
+// reader takes a body whose entity tag is its own as it is (dockey.DecodeShared). An empty body is
+// written null.
 func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
 	// The size is summed without eachDocument, which writes the menu details back: encoding b
 	// must not write to it.

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
@@ -1055,6 +1057,13 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 // Config.MaxValueSize: the establishment keeps its previous bundle until a later change fits.
 func (p *Projector) store(ctx context.Context, u update) (bool, error) {
 	b := &u.bundle
+	if name, ok := allJSON(b); !ok {
+		// Render writes JSON; this is the one check of it, here rather than at every read
+		// node's every start (dockey.DecodeShared takes a body whose tag is its own as it is).
+		p.logger.Error("rendered document is not JSON, previous bundle kept", "slug", b.Slug,
+			"revision", b.Revision, "document", name)
+		return false, nil
+	}
 	compress(b)
 	value, err := EncodeBundle(b)
 	if err != nil {
@@ -1085,6 +1094,43 @@ func (p *Projector) store(ctx context.Context, u update) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// allJSON reports whether every body of b is JSON, and otherwise names a document that is not.
+// Bodies equal to one already checked (a menu the same in two languages) are not checked again.
+func allJSON(b *dockey.Bundle) (string, bool) {
+	var bad *dockey.Document
+	var checked [][]byte
+	eachDocument(b, func(d *dockey.Document) {
+		if bad != nil || len(d.Body) == 0 || slices.ContainsFunc(checked, func(c []byte) bool { return bytes.Equal(c, d.Body) }) {
+			return
+		}
+		if !validJSON(d.Body) {
+			bad = d
+		}
+		checked = append(checked, d.Body)
+	})
+	if bad == nil {
+		return "", true
+	}
+	name := ""
+	resourceDocs(b, func(n string, d *dockey.Document) {
+		if bytes.Equal(d.Body, bad.Body) && name == "" {
+			name = n
+		}
+	})
+	return name, false
+}
+
+// validJSON is goccy's Valid, fuzzed against encoding/json's (FuzzValid in projections/dockey); a
+// panic in it reads as invalid.
+func validJSON(body []byte) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return gojson.Valid(body)
 }
 
 // notify tells the notifier about c, retrying until it succeeds or ctx ends: a revision stored

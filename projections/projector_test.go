@@ -814,3 +814,29 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// A rendered document that is not JSON is not stored: readers take a body whose tag is its own
+// without parsing it, so the projector is where a body is checked.
+func TestDocumentsThatAreNotJSONAreNotStored(t *testing.T) {
+	n := newNATSEnv(t)
+	p, err := New(Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 3)
+	bad := b
+	bad.Hours.Body = []byte(`{"business_hours":[`)
+	bad.Hours.ETag = ETag(bad.Hours.Body)
+	if stored, err := p.store(testContext(t), update{bundle: bad, write: true}); stored || err != nil {
+		t.Fatalf("store of a bundle whose hours are not JSON: stored %t, error %v; want neither", stored, err)
+	}
+	if _, err := n.kv.Get(testContext(t), dockey.Key(bad.Slug)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("after it: get %v, want ErrKeyNotFound", err)
+	}
+	if name, ok := allJSON(&bad); ok || name != ResourceHours {
+		t.Errorf("allJSON: %q, %t; want %q, false", name, ok, ResourceHours)
+	}
+	if stored, err := p.store(testContext(t), update{bundle: b, write: true}); !stored || err != nil {
+		t.Fatalf("store of the rendered bundle: stored %t, error %v", stored, err)
+	}
+}

@@ -125,7 +125,8 @@ func (d *decoder) decode(slug string, value []byte) (*served, error) {
 
 // newServed validates b and builds its entry. Everything that could make a response wrong is
 // checked here, once, so that a request never meets a malformed value: a bundle that fails is
-// skipped whole and the previous one stays in service.
+// skipped whole and the previous one stays in service. That a body is JSON, the projector checks
+// before it stores it; the decoding has checked that its entity tag is its own, or parsed it.
 func newServed(b *dockey.Bundle) (*served, error) {
 	var errs []error
 	fail := func(format string, args ...any) {

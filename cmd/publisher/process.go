@@ -243,6 +243,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 				Workers:      c.ProjectorWorkers,
 				SpillDir:     c.DataDir,
 				FilesURL:     m.PublicURL(),
+				Now:          m.Config.Now, // the clock that dates the records
 			})
 		}
 		if err := m.startProjector(ctx, runCtx, js, newProjector); err != nil {

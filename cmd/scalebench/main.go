@@ -318,7 +318,7 @@ func run(ctx context.Context, o options) error {
 	}
 	quiet := hooks.waitHooks(ctx, hooked, time.Now().Add(window+10*time.Second), window+10*time.Second)
 	rebuildRate := float64(rb.rendered) / max(rb.rendering.Seconds(), 1e-9)
-	r.add("rebuild while serving: %d establishments rendered into the next generation in %s: %.0f/s, %.2f of the projector's replay alone above; verified in %s; switched with projection paused %s; %d establishments announced and %d webhook deliveries (the documents unchanged: none expected); %s in all; peak RSS of the rebuild %s, of the service since its restart (holding both generations while the rebuild ran) %s",
+	r.add("rebuild while serving: %d establishments rendered into the next generation in %s: %.0f/s, %.2f of the projector's second replay alone above; verified in %s; switched with projection paused %s; %d establishments announced and %d webhook deliveries (the documents unchanged: none expected); %s in all; peak RSS of the rebuild %s, of the service since its restart (holding both generations while the rebuild ran) %s",
 		rb.rendered, rb.rendering.Round(time.Millisecond), rebuildRate, rebuildRate/replayRate, rb.verification.Round(time.Millisecond),
 		rb.paused, rb.announced, quiet.total, rb.took.Round(time.Millisecond), bytesText(rb.peak), bytesText(readHWM(svc.cmd.Process.Pid)))
 	svc.stop()

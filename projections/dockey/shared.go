@@ -19,14 +19,14 @@ import (
 //
 // It walks the form EncodeBundle writes, checking the JSON grammar as it goes: the members of
 // Bundle under their own names, once each, strings without \u escapes or control characters,
-// integers without sign, fraction, exponent or leading zero, and null only as a body, in any
+// integers without plus sign, fraction, exponent or leading zero, and null only as a body, in any
 // order and spacing. A body is taken as the bytes that frame it, unparsed, when its entity tag is
-// its own (Tagged): the projector renders valid JSON and tags it so, and reading the bodies (nine
-// tenths of a bundle) twice, once to validate them and once to frame them, was a sixth of a read
-// node's start. Anything else, a value in another form, a body whose tag is another's or an
-// invalid value, is decoded by Decode, whose answer stands. FuzzDecodeShared checks that what the
-// walk accepts, it decodes as encoding/json does, but for a body that is not JSON and carries its
-// own tag, which only a writer that tagged it on purpose makes.
+// its own (Tagged): the projector checks that every body it stores is JSON and tags it so, and
+// reading the bodies (nine tenths of a bundle) twice, once to validate them and once to frame
+// them, was a sixth of a read node's start. Anything else, a value in another form, a body whose
+// tag is another's or an invalid value, is decoded by Decode, whose answer stands.
+// FuzzDecodeShared checks that what the walk accepts, it decodes as encoding/json does, but for a
+// body that is not JSON and carries its own tag, which the projector does not store.
 func DecodeShared(value []byte, b *Bundle, scratch []byte) ([]byte, error) {
 	*b = Bundle{}
 	w := walker{data: value, scratch: scratch[:0]}
