@@ -618,3 +618,13 @@ func TestFitsInAgreesWithEncodedSize(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkAllJSONDemo(b *testing.B) {
+	bundle := Render(fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22")), 42)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := allJSON(&bundle); !ok {
+			b.Fatal("the demo's documents are not JSON")
+		}
+	}
+}
