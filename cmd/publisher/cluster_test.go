@@ -288,6 +288,55 @@ func TestProjectorLeaseLostAndTakenOver(t *testing.T) {
 	}
 }
 
+// slowUpdates answers each Update of its bucket delay late, as a server short of CPU does.
+type slowUpdates struct {
+	jetstream.KeyValue
+	delay time.Duration
+}
+
+func (s slowUpdates) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return s.KeyValue.Update(ctx, key, value, last)
+}
+
+// TestLeaseKeptWhileRenewalsAreSlow: a holder whose renewals are answered later than it renews,
+// but well within half the lease, keeps its lease; one whose renewals are never answered gives
+// it up at half the lease.
+func TestLeaseKeptWhileRenewalsAreSlow(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	js, err := jetstream.New(natstest.Connect(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := openLeases(t.Context(), js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := func(name string, delay, runFor time.Duration) error {
+		l, other, err := tryLease(t.Context(), leases, name, "holder")
+		if err != nil || l == nil {
+			t.Fatalf("take %s: %v (held by %q)", name, err, other)
+		}
+		l.kv = slowUpdates{KeyValue: leases, delay: delay}
+		ctx, cancel := context.WithTimeout(t.Context(), runFor)
+		defer cancel()
+		return l.keep(ctx)
+	}
+	// Answers 1.5 s late, every renewal 0.5 s past the renewal period, for longer than half the
+	// lease.
+	if err := keep("slow", leaseRenew*3/2, leaseTTL/2+2*time.Second); err != nil {
+		t.Errorf("renewals answered late: %v, want the lease kept", err)
+	}
+	if err := keep("silent", leaseTTL, leaseTTL); !errors.Is(err, errLeaseLost) {
+		t.Errorf("renewals never answered: %v, want errLeaseLost", err)
+	}
+}
+
 // TestNodeLossUnderLoad: on a three-node cluster, streams and buckets at three replicas, the NATS
 // server leading the event log is killed while two read nodes are read without pause and
 // writes go on through the admin API: no read fails, no read node serves a revision older than

@@ -121,13 +121,16 @@ func (l *lease) keep(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		// Given up before an attempt that could end past half the lease: the other half is left
-		// for the work to stop before another process may take it.
-		if time.Since(last)+leaseRenew > leaseTTL/2 {
+		// No attempt may end past half the lease: the other half is left for the work to stop
+		// before another process may take it. Until then, an attempt takes as long as the server
+		// does: a server slow to answer (a node short of CPU or memory) does not make a holder
+		// give up a lease it still holds.
+		left := leaseTTL/2 - time.Since(last)
+		if left < leaseRenew/10 {
 			return fmt.Errorf("%w: not renewed for %s: %v", errLeaseLost, time.Since(last).Round(time.Millisecond), l.lastErr)
 		}
 		sent := time.Now()
-		rctx, cancel := context.WithTimeout(ctx, leaseRenew)
+		rctx, cancel := context.WithTimeout(ctx, left)
 		rev, err := l.kv.Update(rctx, l.name, []byte(l.holder), l.rev)
 		if err != nil && (errors.Is(err, jetstream.ErrKeyExists) || hasCode(err, jetstream.JSErrCodeStreamWrongLastSequence)) {
 			// A renewal whose answer was lost may have been applied: the lease is still ours if

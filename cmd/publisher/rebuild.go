@@ -183,7 +183,7 @@ func (r *rebuilder) lock(ctx context.Context) (context.Context, func(), error) {
 	return ctx, func() { stopKeeping(); <-kept; cancel(nil) }, nil
 }
 
-func (r *rebuilder) run(ctx context.Context) error {
+func (r *rebuilder) run(ctx context.Context) (err error) {
 	g, rev, err := r.open(ctx)
 	if err != nil {
 		return err
@@ -193,6 +193,12 @@ func (r *rebuilder) run(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	defer func() {
+		// A step cut short by the loss of the lease says "context canceled": name the loss.
+		if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+	}()
 	if g, rev, err = readGenerations(ctx, r.gens); err != nil { // as it stands under the lock
 		return err
 	}
