@@ -19,10 +19,10 @@
 // once every record before it is stored.
 //
 // It imports the standard library, domain, events, projections/dockey, the nats.go jetstream
-// package (only for the bucket), xxhash, goccy/go-json (encoding the documents, and checking them
-// before a store) and klauspost/compress. Rendering never reads the time of day: the calendar
-// enters as domain.DayStarted events. The runner reads the clock to date its checkpoints and, on
-// Config.Now, to bound how old a change may be to be announced again.
+// package (only for the bucket), xxhash, goccy/go-json (encoding the documents) and
+// klauspost/compress. Rendering never reads the time of day: the calendar enters as
+// domain.DayStarted events. The runner reads the clock to date its checkpoints and, on Config.Now,
+// to bound how old a change may be to be announced again.
 //
 // # Invariants
 //

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
-	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
@@ -1105,7 +1104,7 @@ func allJSON(b *dockey.Bundle) (string, bool) {
 		if bad != nil || len(d.Body) == 0 || slices.ContainsFunc(checked, func(c []byte) bool { return bytes.Equal(c, d.Body) }) {
 			return
 		}
-		if !validJSON(d.Body) {
+		if !events.ValidJSON(d.Body) {
 			bad = d
 		}
 		checked = append(checked, d.Body)
@@ -1120,17 +1119,6 @@ func allJSON(b *dockey.Bundle) (string, bool) {
 		}
 	})
 	return name, false
-}
-
-// validJSON is goccy's Valid, fuzzed against encoding/json's (FuzzValid in projections/dockey); a
-// panic in it reads as invalid.
-func validJSON(body []byte) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	return gojson.Valid(body)
 }
 
 // notify tells the notifier about c, retrying until it succeeds or ctx ends: a revision stored

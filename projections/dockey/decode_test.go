@@ -239,8 +239,8 @@ func TestTagged(t *testing.T) {
 	}
 }
 
-// FuzzValid checks goccy's Valid, on which events.Encode relies before it copies a payload as it
-// is, against encoding/json's.
+// FuzzValid checks goccy's Valid, on which events.ValidJSON relies (Encode before it copies a
+// payload as it is, the projector before it stores a document), against encoding/json's.
 func FuzzValid(f *testing.F) {
 	for _, s := range []string{
 		sampleBundle, `{}`, `[]`, `01`, `+1`, `-`, `1e`, `"\u12"`, "\"\x01\"", "\"\xff\"", "\ufeff{}", "{}\x00",
