@@ -18,10 +18,6 @@ import (
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
-// ErrWatchStopped is returned by Mirror.Run when the KV watcher ends while its context is still
-// live, for instance because the NATS connection was closed.
-var ErrWatchStopped = errors.New("readapi: kv watcher stopped")
-
 // documentSource is what the handlers need from the mirror: the current entry of a slug, or nil.
 type documentSource interface {
 	lookup(slug string) *served
@@ -235,8 +231,9 @@ func decodeAhead(ctx context.Context, in <-chan jetstream.KeyValueEntry, workers
 }
 
 // Run watches the bucket and applies every bundle to the mirror until ctx is done, then returns
-// nil. It returns an error when the watch cannot start and ErrWatchStopped when the watcher ends
-// on its own. Run may be called once.
+// nil. It returns an error when the watch cannot start. A watch that ends on its own (the
+// connection closed, the server gone) is started again every second from the revision after the
+// last one applied, while what the mirror holds goes on being served. Run may be called once.
 func (m *Mirror) Run(ctx context.Context) error {
 	if !m.running.CompareAndSwap(false, true) {
 		return errors.New("readapi: mirror is already running")
@@ -261,21 +258,32 @@ func (m *Mirror) Run(ctx context.Context) error {
 	}()
 	failures, nextFailures := 0, 0
 	// Once ctx is done, Run reads on until the watch's channel closes, which it does once the
-	// watcher has closed its own.
-	curUpdates := cur.updates // nil once the generation served is gone
+	// watcher has closed its own; without a watch (it ended, or the generation served is gone),
+	// it returns at once.
+	curUpdates := cur.updates // nil while there is no watch of the generation served
 	for {
 		var nextUpdates <-chan delivery
 		if next != nil {
 			nextUpdates = next.updates
 		}
+		var done <-chan struct{}
+		if curUpdates == nil {
+			done = ctx.Done()
+		}
 		select {
+		case <-done:
+			return nil
 		case d, ok := <-curUpdates:
 			if !ok {
 				if ctx.Err() != nil {
 					return nil
 				}
 				if next == nil || !m.gone(ctx, cur.v.kv) {
-					return ErrWatchStopped
+					// Reads never stop: what the mirror holds is served while it watches again.
+					m.logger.Warn("bundle mirror: the watch ended; serving what it holds while it watches again", "bucket", cur.v.kv.Bucket())
+					curUpdates = nil
+					m.Rewatch()
+					continue
 				}
 				// The generation served was removed after a switch this node has yet to make:
 				// what it holds is served until then.

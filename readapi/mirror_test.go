@@ -390,24 +390,44 @@ func TestMirrorRun(t *testing.T) {
 			t.Error("second Run: got nil, want an error")
 		}
 	})
+	// Reads never stop: a watch that ends on its own leaves the mirror serving what it holds and
+	// watching again, until its context ends.
 	t.Run("connection closed", func(t *testing.T) {
 		t.Parallel()
 		kv, nc := newBucket(t)
-		m, err := NewMirror(kv, discardLogger())
+		putBundle(t, kv, testBundle(alice, 1))
+		logger, logs := newTestLogger()
+		m, err := NewMirror(kv, logger)
 		if err != nil {
 			t.Fatal(err)
 		}
+		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
-		go func() { done <- m.Run(t.Context()) }()
+		go func() { done <- m.Run(ctx) }()
 		waitReady(t, m)
 		nc.Close()
+		for deadline := time.Now().Add(waitTimeout); !strings.Contains(logs.String(), "watch ended"); {
+			if time.Now().After(deadline) {
+				t.Fatalf("the end of the watch was not noticed:\n%s", logs)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		select {
 		case err := <-done:
-			if !errors.Is(err, ErrWatchStopped) {
-				t.Errorf("Run: got %v, want ErrWatchStopped", err)
+			t.Fatalf("Run returned %v after the connection closed, want it to go on", err)
+		default:
+		}
+		if e := m.lookup(alice); e == nil || e.revision != 1 {
+			t.Errorf("after the connection closed: got %v, want alice at revision 1 still served", e)
+		}
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run after its context ended: got %v, want nil", err)
 			}
 		case <-waitCtx(t).Done():
-			t.Fatal("Run did not return after the connection closed")
+			t.Fatal("Run did not return after its context ended")
 		}
 	})
 }
