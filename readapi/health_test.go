@@ -36,6 +36,22 @@ func TestReadyz(t *testing.T) {
 	}
 }
 
+// TestReadyzSaysWhatIsDegraded: reads go on while another part of the process fails, so /readyz
+// stays 200 and names what is degraded.
+func TestReadyzSaysWhatIsDegraded(t *testing.T) {
+	t.Parallel()
+	ready := make(chan struct{})
+	close(ready)
+	var parts []string
+	h := newServer(fixtureSource(t), ready, Config{Logger: discardLogger(), Degraded: func() []string { return parts }}).Handler()
+	checkAnswer(t, serve(t, h, http.MethodGet, "/readyz", nil), http.MethodGet, answer{status: http.StatusOK, body: bodyStatusOK})
+	parts = []string{"projector: lease lost", `storage: "full"`}
+	checkAnswer(t, serve(t, h, http.MethodGet, "/readyz", nil), http.MethodGet, answer{status: http.StatusOK,
+		body: `{"status":"degraded","degraded":["projector: lease lost","storage: \"full\""]}`})
+	checkAnswer(t, serve(t, h, http.MethodHead, "/readyz", nil), http.MethodHead, answer{status: http.StatusOK,
+		body: `{"status":"degraded","degraded":["projector: lease lost","storage: \"full\""]}`})
+}
+
 // TestProbesAreNotCounted sends probes from an address whose quotas allow one request each.
 func TestProbesAreNotCounted(t *testing.T) {
 	t.Parallel()

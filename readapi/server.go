@@ -53,6 +53,10 @@ type Config struct {
 	// answers 503 while that is more than MaxLag (0: never).
 	Behind func() time.Duration
 	MaxLag time.Duration
+	// Degraded, when set, names what of the process is degraded (a role failing, storage
+	// refusing writes), one line each; /readyz still answers 200, since reads go on, and lists
+	// them.
+	Degraded func() []string
 
 	// Files, optional, holds the uploaded files served under /files/; without it every file is
 	// unknown.
@@ -128,6 +132,7 @@ type Server struct {
 	metrics       *Metrics // nil without metrics
 	behind        func() time.Duration
 	maxLag        time.Duration
+	degraded      func() []string
 }
 
 // New returns a server for cfg.
@@ -151,6 +156,7 @@ func newServer(source documentSource, ready <-chan struct{}, cfg Config) *Server
 		metrics:   cfg.Metrics,
 		behind:    cfg.Behind,
 		maxLag:    cfg.MaxLag,
+		degraded:  cfg.Degraded,
 	}
 	if s.now == nil {
 		s.now = time.Now
