@@ -31,6 +31,7 @@ const (
 	notReady
 	preconditionFailed
 	unavailable
+	tooManyConnections
 )
 
 // fixedAnswer is a status with a constant JSON body: the answer of a failure, or of a probe.
@@ -55,6 +56,7 @@ var errorAnswers = [...]fixedAnswer{
 	notReady:           newFixedAnswer(http.StatusServiceUnavailable, `{"error":"Not ready"}`),
 	preconditionFailed: newFixedAnswer(http.StatusPreconditionFailed, `{"error":"Precondition failed"}`),
 	unavailable:        newFixedAnswer(http.StatusServiceUnavailable, `{"error":"Service unavailable"}`),
+	tooManyConnections: newFixedAnswer(http.StatusTooManyRequests, `{"error":"Too many connections"}`),
 }
 
 // writeError answers r with the failure f. Error answers are not to be stored by any cache: a 404

@@ -44,6 +44,9 @@ type Config struct {
 	// TrustedProxies lists the peers whose X-Forwarded-For header names the client. Empty, the
 	// connection's peer is always the client.
 	TrustedProxies []netip.Prefix
+	// ProxiedClientRequests is how many requests one client behind a trusted proxy may have in
+	// flight at once, answered 429 past it: DefaultProxiedClientRequests when zero.
+	ProxiedClientRequests int
 
 	// AccessLog writes one line per request to Logger: at Info, at Debug for the probes.
 	AccessLog bool
@@ -122,6 +125,7 @@ type Server struct {
 	now     func() time.Time
 	epoch   time.Time // the limiters' time zero
 	trusted []netip.Prefix
+	proxied inflight // requests in flight per client behind a trusted proxy
 
 	ipQuota       *policy  // per client address on the API; nil when off
 	keyQuota      *policy  // per key on the API; nil when off
@@ -152,6 +156,7 @@ func newServer(source documentSource, ready <-chan struct{}, cfg Config) *Server
 		logger:    cfg.Logger,
 		now:       cfg.Now,
 		trusted:   slices.Clone(cfg.TrustedProxies),
+		proxied:   inflight{limit: cmp.Or(cfg.ProxiedClientRequests, DefaultProxiedClientRequests), n: make(map[netip.Prefix]int)},
 		accessLog: cfg.AccessLog,
 		metrics:   cfg.Metrics,
 		behind:    cfg.Behind,
@@ -230,6 +235,9 @@ func (s *Server) routes() http.Handler {
 		middleware = append(middleware, s.logRequests)
 	}
 	middleware = append(middleware, s.recoverPanics, s.escapedSlashNotFound)
+	if len(s.trusted) > 0 {
+		middleware = append(middleware, s.limitProxiedClients)
+	}
 	return chain(router, middleware...)
 }
 
@@ -316,7 +324,7 @@ const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 10 * time.Second
 	writeTimeout      = 30 * time.Second
-	idleTimeout       = 2 * time.Minute
+	idleTimeout       = 30 * time.Second
 	maxHeaderBytes    = 32 << 10
 )
 

@@ -320,8 +320,9 @@ func TestErrorBodies(t *testing.T) {
 		notReady:           `{"error":"Not ready"}`,
 		preconditionFailed: `{"error":"Precondition failed"}`,
 		unavailable:        `{"error":"Service unavailable"}`,
+		tooManyConnections: `{"error":"Too many connections"}`,
 	}
-	wantStatus := map[failure]int{notFound: 404, unauthorized: 401, methodNotAllowed: 405, rateLimited: 429, internalError: 500, notReady: 503, preconditionFailed: 412, unavailable: 503}
+	wantStatus := map[failure]int{notFound: 404, unauthorized: 401, methodNotAllowed: 405, rateLimited: 429, internalError: 500, notReady: 503, preconditionFailed: 412, unavailable: 503, tooManyConnections: 429}
 	if got, want := len(errorAnswers), len(want); got != want {
 		t.Fatalf("error answers: got %d, want %d", got, want)
 	}
