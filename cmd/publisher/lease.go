@@ -74,8 +74,15 @@ func (m *Main) awaitLease(ctx context.Context, kv jetstream.KeyValue, name, hold
 	said := false
 	l, err := waitLease(ctx, kv, name, holder, leasePoll, func(other string, err error) {
 		if err != nil {
+			// The lease cannot even be read or written (NATS away, its storage full): the role is
+			// degraded until it can.
+			m.health.fail(name, fmt.Errorf("lease not taken: %w", err))
 			m.Logger.Debug("lease: not taken", "role", name, "err", err)
-		} else if !said {
+			return
+		}
+		// Another process runs the role: standing by is this process's part, not a fault.
+		m.health.recovered(name)
+		if !said {
 			m.Logger.Info("standing by: another process runs the role", "role", name, "holder", other)
 			said = true
 		}

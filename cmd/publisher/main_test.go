@@ -33,6 +33,11 @@ var testSecretKeys = webhook.NewMasterKey()
 // Quotas are off unless an option sets them: the tests poll the read API in loops.
 func openMain(tb testing.TB, dir, today string, options ...func(*Config)) *Main {
 	tb.Helper()
+	return startMain(tb, testMain(dir, today, options...))
+}
+
+// testMain is the Main openMain starts, for a test to change before it starts it with startMain.
+func testMain(dir, today string, options ...func(*Config)) *Main {
 	m := &Main{Config: Config{
 		DataDir:      dir,
 		NATSListen:   "127.0.0.1:-1",
@@ -49,6 +54,12 @@ func openMain(tb testing.TB, dir, today string, options ...func(*Config)) *Main 
 	for _, o := range options {
 		o(&m.Config)
 	}
+	return m
+}
+
+// startMain opens m, and closes it when the test ends.
+func startMain(tb testing.TB, m *Main) *Main {
+	tb.Helper()
 	if err := m.Open(context.Background()); err != nil {
 		tb.Fatalf("open: %v", err)
 	}

@@ -68,6 +68,29 @@ func (m *Main) openMetrics() {
 		g, _ := m.Generations.state()
 		return float64(g.current())
 	})
+	m.addConnectionMetrics(reg)
+}
+
+// addConnectionMetrics exports each listener's connections: open, refused and closed to make
+// room since the start.
+func (m *Main) addConnectionMetrics(reg *prometheus.Registry) {
+	open := prometheus.NewDesc("publisher_connections_open", "Connections open, by listener.", []string{"listener"}, nil)
+	refused := prometheus.NewDesc("publisher_connections_refused_total", "Connections answered and closed at once, over a limit, by listener.", []string{"listener"}, nil)
+	evicted := prometheus.NewDesc("publisher_connections_evicted_total", "Connections waiting for a request closed to make room for a new one, by listener.", []string{"listener"}, nil)
+	reg.MustRegister(collectorFunc{
+		describe: func(ch chan<- *prometheus.Desc) { ch <- open; ch <- refused; ch <- evicted },
+		collect: func(ch chan<- prometheus.Metric) {
+			for _, l := range append([]*listening{m.reads}, m.listeners...) {
+				if l == nil {
+					continue
+				}
+				st := l.ln.Stats()
+				ch <- prometheus.MustNewConstMetric(open, prometheus.GaugeValue, float64(st.Open), l.name)
+				ch <- prometheus.MustNewConstMetric(refused, prometheus.CounterValue, float64(st.Refused), l.name)
+				ch <- prometheus.MustNewConstMetric(evicted, prometheus.CounterValue, float64(st.Evicted), l.name)
+			}
+		},
+	})
 }
 
 // adminObserver counts the admin API's answers by route and status, or is nil without metrics.
@@ -205,7 +228,7 @@ func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 func (m *Main) serveMetrics(addr string) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.metrics, promhttp.HandlerOpts{ErrorLog: nil}))
-	url, err := m.listen(addr, mux)
+	url, err := m.listen(addr, listenerMetrics, "metrics", mux)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

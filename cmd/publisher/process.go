@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -64,11 +63,15 @@ type Main struct {
 	Signals     *events.Signals
 	Webhooks    *webhook.Dispatcher // nil unless the webhook or admin role runs
 
-	conns   []*nats.Conn // the roles' own connections
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	servers []*http.Server
-	apiLn   net.Listener // the read API's listener, bound before the roles start
+	conns  []*nats.Conn // the roles' own connections
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the roles' loops
+	// budget shares the process's file descriptors between its listeners; reads is the read
+	// API's listener, closed last, listeners the others.
+	budget    connBudget
+	reads     *listening
+	listeners []*listening
+	apiLn     net.Listener // the read API's listener, bound before the roles start
 	// starting answers on apiLn until the read API is ready; waiting is what the process waits
 	// for meanwhile, nil when nothing.
 	starting  *startingHandler
@@ -78,8 +81,9 @@ type Main struct {
 	// projector is the projector this process runs, nil while it runs none.
 	projector atomic.Pointer[projections.Projector]
 	// bound holds the buckets bucketNamed bound, by name.
-	bound sync.Map
-	errc  chan error
+	bound  sync.Map
+	errc   chan error
+	health health
 }
 
 // Projector returns the projector this process runs, nil when it runs none (another process holds
@@ -115,6 +119,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if c.MetricsAddr != "" {
 		m.metrics = prometheus.NewRegistry()
 	}
+	m.budget = newConnBudget(openFileLimit(), c.MaxConns, c.MaxConnsPerClient)
+	m.Logger.Debug("connections", "open_file_limit", m.budget.fdLimit, "reserved", m.budget.reserve,
+		"read_api", m.budget.api, "admin_api", m.budget.admin, "metrics", m.budget.metrics, "per_client", m.budget.perClient)
 	if err := m.connect(); err != nil {
 		return err
 	}
@@ -130,7 +137,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 		m.HTTPURL = "http://" + m.apiLn.Addr().String()
 		m.starting = &startingHandler{m: m}
-		m.serve(m.apiLn, m.starting)
+		m.serve(m.apiLn, listenerAPI, "read api", m.starting)
 	}
 	if m.NATS == nil {
 		if err := awaitConnection(ctx, m, m.Conn); err != nil {
@@ -346,10 +353,13 @@ func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStrea
 
 // projectGenerations runs the projector of the current generation while this process holds the
 // lease l (nil: it waits for it), first when not nil, and starts again on the generation current
-// after a switch.
+// after a switch. A projector that fails or loses its lease stops; the process stands by, as when
+// another holds the lease, and projects again once it takes the lease again: it never ends the
+// process, whose read API goes on serving what is projected.
 func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue, holder string, l *lease, first *projections.Projector,
 	newProjector func(context.Context, int) (*projections.Projector, error)) error {
 	var grace switchGraceClock
+	pause := restartPause
 	for {
 		if l == nil {
 			if err := m.awaitNoSwitch(ctx, &grace); err != nil {
@@ -378,11 +388,16 @@ func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue
 				return newProjector(ctx, g.current())
 			}); err != nil {
 				l.release(ctx)
-				return err
+				l = nil
+				if !m.projectorFailed(ctx, err, &pause) {
+					return nil
+				}
+				continue
 			}
 		}
 		first = nil
 		m.projector.Store(p)
+		started := time.Now()
 		// The projector stops when a rebuild asks for the switch, or when another generation
 		// became current.
 		pctx, stop := context.WithCancel(ctx)
@@ -403,7 +418,9 @@ func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue
 				}
 			}
 		}()
+		healthy := time.AfterFunc(healthyAfter, func() { m.health.recovered(roleProjector) })
 		err := runLeased(pctx, l, p.Run)
+		healthy.Stop()
 		stop()
 		l = nil
 		m.projector.CompareAndSwap(p, nil)
@@ -414,8 +431,29 @@ func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue
 			m.Logger.Info("projector stopped: the documents switch generations", "role", roleProjector, "generation", g.current())
 			continue
 		}
-		return err
+		if err == nil {
+			err = errors.New("stopped")
+		}
+		if time.Since(started) >= healthyAfter {
+			pause = restartPause
+		}
+		if !m.projectorFailed(ctx, err, &pause) {
+			return nil
+		}
 	}
+}
+
+// projectorFailed reports the projector's failure, degraded until it projects again, and waits
+// *pause before it stands by for its lease again, doubling *pause up to restartMaxPause; false
+// when ctx ended meanwhile.
+func (m *Main) projectorFailed(ctx context.Context, err error, pause *time.Duration) bool {
+	m.health.fail(roleProjector, err)
+	m.Logger.Error("projector stopped; standing by to take its lease again", "role", roleProjector, "err", err, "in", *pause)
+	if sleepCtx(ctx, *pause) != nil {
+		return false
+	}
+	*pause = min(2**pause, restartMaxPause)
+	return true
 }
 
 // switchGraceClock measures, by this process's clock, how long ago it first saw the switch a
@@ -738,9 +776,9 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	m.run(runCtx, "mirror lag", lag.run)
 	srv, err := readapi.New(readapi.Config{
 		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI), Metrics: metrics,
-		Behind: lag.behind, MaxLag: c.ReadyMaxLag,
+		Behind: lag.behind, MaxLag: c.ReadyMaxLag, Degraded: m.Degraded,
 		KeyQuota: c.KeyQuota, IPQuota: c.IPQuota, RedirectQuota: c.RedirectQuota, Window: c.QuotaWindow,
-		TrustedProxies: c.TrustedProxies, AccessLog: c.AccessLog,
+		TrustedProxies: c.TrustedProxies, ProxiedClientRequests: m.budget.perClient, AccessLog: c.AccessLog,
 		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes,
 	})
 	if err != nil {
@@ -773,7 +811,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	url, err := m.listen(m.Config.AdminAddr, api.Handler())
+	url, err := m.listen(m.Config.AdminAddr, listenerAdmin, "admin api", api.Handler())
 	if err != nil {
 		return fmt.Errorf("admin api: %w", err)
 	}
@@ -802,6 +840,9 @@ func (m *Main) adminToken() (string, error) {
 
 func (m *Main) status(ctx context.Context) map[string]any {
 	out := map[string]any{"roles": rolesOf(m.Config)}
+	if d := m.health.snapshot(); len(d) > 0 {
+		out["degraded"] = d
+	}
 	p := m.Projector()
 	if p != nil {
 		out["projected_sequence"] = p.Position()
@@ -839,29 +880,6 @@ func (m *Main) status(ctx context.Context) map[string]any {
 		}
 	}
 	return out
-}
-
-// listen serves h on addr and returns its base URL.
-func (m *Main) listen(addr string, h http.Handler) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	m.serve(ln, h)
-	return "http://" + ln.Addr().String(), nil
-}
-
-// serve serves h on ln until Close.
-func (m *Main) serve(ln net.Listener, h http.Handler) {
-	srv := readapi.NewHTTPServer(ln.Addr().String(), h)
-	m.servers = append(m.servers, srv)
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.errc <- fmt.Errorf("http %s: %w", ln.Addr(), err)
-		}
-	}()
 }
 
 // PublicURL is the base URL of the read API as its clients reach it: --public-url, else --http as
@@ -915,33 +933,48 @@ func (m *Main) collectFiles(ctx context.Context) error {
 	}
 }
 
-// run starts a role's loop; its failure is reported on Err.
+// run starts a loop of the process under supervise: a failure is logged, reported degraded and
+// started again, never the end of the process.
 func (m *Main) run(ctx context.Context, name string, fn func(context.Context) error) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		if err := fn(ctx); err != nil && ctx.Err() == nil {
-			m.errc <- fmt.Errorf("%s: %w", name, err)
-		}
+		m.supervise(ctx, name, fn)
 	}()
 }
 
-// Err reports the first failure of a role.
+// Err reports the failure of a listener, which the process cannot go on without.
 func (m *Main) Err() <-chan error { return m.errc }
 
-// Close stops the listeners (letting requests in flight finish), the roles, the NATS
-// connection and the embedded server, in that order. Acknowledged events are on disk already.
-func (m *Main) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, s := range m.servers {
-		_ = s.Shutdown(ctx)
-	}
+// Degraded names what of the process is degraded, a line each; empty when nothing is.
+func (m *Main) Degraded() []string { return m.health.report() }
 
+// Close stops the admin and metrics listeners, the roles, the read API, the NATS connections and
+// the embedded server, in that order: reads are answered until the end. No step waits unbounded:
+// requests in flight get shutdownGrace, then are told to stop; roles get rolesStopWait.
+// Acknowledged events are on disk already.
+func (m *Main) Close() {
+	var wg sync.WaitGroup
+	for _, l := range m.listeners {
+		wg.Go(l.shutdown)
+	}
+	wg.Wait()
 	if m.cancel != nil {
 		m.cancel()
 	}
-	m.wg.Wait()
+	stopped := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(rolesStopWait):
+		m.Logger.Error("roles still running after being asked to stop; closing without them", "waited", rolesStopWait)
+	}
+	if m.reads != nil {
+		m.reads.shutdown()
+	}
 	if m.Webhooks != nil {
 		m.Webhooks.Close()
 	}

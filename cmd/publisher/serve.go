@@ -39,8 +39,8 @@ type Config struct {
 	NATSAuth   natsAuth // credentials and TLS for NATSURL
 	SyncAlways bool
 	Replicas   int
-	HTTPAddr   string
-	AdminAddr  string
+	HTTPAddr       string
+	AdminAddr      string
 	// MetricsAddr is the listener of GET /metrics (Prometheus); empty: none.
 	MetricsAddr string
 	// ReadyMaxLag is how long the read API's mirror may be behind the documents bucket before
@@ -82,6 +82,11 @@ type Config struct {
 	QuotaShareEvery time.Duration
 	TrustedProxies  []netip.Prefix
 	AccessLog       bool
+	// MaxConns caps the read API's connections below its share of the file descriptors; 0: the
+	// share. MaxConnsPerClient is what one client address may hold on each listener; 0:
+	// DefaultConnsPerClient.
+	MaxConns          int
+	MaxConnsPerClient int
 
 	WebhookWindow       time.Duration
 	WebhookTimeout      time.Duration
@@ -141,6 +146,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 		return err
 	})
 	fs.BoolVar(&c.AccessLog, "access-log", false, "log one line per read API request")
+	fs.IntVar(&c.MaxConns, "max-connections", 0, "connections the read API keeps open at most (0: what the open file limit leaves once a quarter of it, 256 to 4,096, is kept for the process)")
+	fs.IntVar(&c.MaxConnsPerClient, "max-connections-per-client", DefaultConnsPerClient, "connections one client address (an IPv6 /64) may keep open on each listener, at most a quarter of the listener's; a trusted proxy's count only in the total")
 	fs.DurationVar(&c.WebhookWindow, "webhook-window", 30*time.Second, "changes of one establishment within this window make one webhook delivery")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 10*time.Second, "time limit of one webhook delivery attempt")
 	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "allow webhook receivers on loopback and private addresses (local use only)")

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestLostProjectorLeaseInOneProcess: the projector of a process running every role loses its
+// lease to another holder. The process stays up, its reads keep answering, it reports the
+// projector standing by, and once the lease can be taken again it projects what was written
+// meanwhile.
+func TestLostProjectorLeaseInOneProcess(t *testing.T) {
+	logs := &syncBuffer{}
+	m := testMain(t.TempDir(), "2026-11-22", func(c *Config) { c.WaitLimit = time.Second })
+	m.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	startMain(t, m)
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
+	eventually(t, "demo served", func() bool { return m.get(t, est, key).status == http.StatusOK })
+
+	js, err := jetstream.New(m.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := js.KeyValue(t.Context(), LeasesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another holder takes the lease from under the projector.
+	if err := leases.Purge(t.Context(), roleProjector); err != nil {
+		t.Fatal(err)
+	}
+	otherRev, err := leases.Create(t.Context(), roleProjector, []byte("another-process"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other holder renews its lease, as a live process does, until it goes away.
+	renewing, stopRenewing := context.WithCancel(t.Context())
+	renewed := make(chan uint64)
+	go func() {
+		rev := otherRev
+		defer func() { renewed <- rev }()
+		for sleepCtx(renewing, leaseRenew) == nil {
+			if r, err := leases.Update(t.Context(), roleProjector, []byte("another-process"), rev); err == nil {
+				rev = r
+			}
+		}
+	}()
+	eventually(t, "projector stopped", func() bool { return m.Projector() == nil })
+	eventually(t, "standing by said", func() bool { return strings.Contains(logs.String(), "standing by") })
+
+	// The process goes on: reads answer from memory, writes are accepted (the change waits for
+	// a projector: 202, not served yet).
+	for range 20 {
+		if r := m.get(t, est, key); r.status != http.StatusOK {
+			t.Fatalf("read while the projector stands by: got %d %s", r.status, r.body)
+		}
+	}
+	renamed := bytes.Replace(demo, []byte(`"name": "Chez Marcel"`), []byte(`"name": "Chez Marcel et fils"`), 1)
+	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", renamed); r.status != http.StatusAccepted {
+		t.Fatalf("write while the projector stands by: got %d %s, want 202 (accepted, not served)", r.status, r.body)
+	}
+	if r := m.get(t, est, key); r.status != http.StatusOK || bytes.Contains(r.body, []byte("et fils")) {
+		t.Fatalf("read while the projector stands by: got %d %s, want the documents as they were", r.status, r.body)
+	}
+	select {
+	case err := <-m.Err():
+		t.Fatalf("the process stopped: %v", err)
+	default:
+	}
+
+	// The other holder goes away: the projector takes the lease again and projects the change.
+	stopRenewing()
+	if err := leases.Delete(t.Context(), roleProjector, jetstream.LastRevision(<-renewed)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(leaseTTL + 10*time.Second)
+	for !bytes.Contains(m.get(t, est, key).body, []byte("Chez Marcel et fils")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the change written while standing by was not projected once the lease was free:\n%s", logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m.Projector() == nil {
+		t.Error("projecting again, but Projector() is nil")
+	}
+}
+
+// Environment of the child process of TestConnectionFloodLeavesTheServiceUp.
+const (
+	floodChildEnv   = "PUBLISHER_TEST_FLOOD_CHILD"
+	floodDirEnv     = "PUBLISHER_TEST_FLOOD_DIR"
+	floodFDLimitEnv = "PUBLISHER_TEST_FLOOD_FDS"
+)
+
+// TestFloodChild is the child process of TestConnectionFloodLeavesTheServiceUp: the whole
+// service, on an embedded NATS, with its open file limit set low, until it is killed. Without its
+// environment it does nothing.
+func TestFloodChild(t *testing.T) {
+	if os.Getenv(floodChildEnv) != "1" {
+		return
+	}
+	fds, err := strconv.ParseUint(os.Getenv(floodFDLimitEnv), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: fds, Max: fds}); err != nil {
+		t.Fatal(err)
+	}
+	err = run(context.Background(), []string{"serve", "--demo", "--today", "2026-11-22",
+		"--data-dir", os.Getenv(floodDirEnv), "--http", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--nats-listen", "127.0.0.1:-1",
+		"--admin-token", testAdminToken, "--quota-ip", "-1", "--quota-key", "-1", "--clock-interval", "1h"},
+		os.Stdout, os.Stderr, noEnv)
+	t.Fatalf("serve ended: %v", err)
+}
+
+// TestConnectionFloodLeavesTheServiceUp runs the service in a process whose open file limit is
+// low, and floods its read API with idle connections, from one address and then from many: reads
+// from another address are answered, the admin API too, and the process stays up.
+func TestConnectionFloodLeavesTheServiceUp(t *testing.T) {
+	childFDs, flood := uint64(1024), 2000
+	if parent := openFileLimit(); parent < 5000 {
+		// This process needs twice the flood in descriptors: scale it to what it may open.
+		childFDs, flood = parent/5, int(parent/5)*2
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFloodChild$", "-test.count=1", "-test.timeout=5m")
+	cmd.Env = append(os.Environ(), floodChildEnv+"=1", floodDirEnv+"="+t.TempDir(), floodFDLimitEnv+"="+strconv.FormatUint(childFDs, 10))
+	stdout := &syncBuffer{}
+	cmd.Stdout = stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	logs := &syncBuffer{}
+	urls := make(chan [2]string, 1)
+	go func() {
+		s := bufio.NewScanner(stderr)
+		for s.Scan() {
+			line := s.Text()
+			logs.Write([]byte(line + "\n"))
+			if strings.Contains(line, "publisher started") {
+				urls <- [2]string{logField(line, "read_api"), logField(line, "admin_api")}
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	var readAPI, adminAPI string
+	select {
+	case u := <-urls:
+		readAPI, adminAPI = u[0], u[1]
+	case err := <-exited:
+		t.Fatalf("the service exited at start: %v\n%s", err, logs)
+	case <-time.After(time.Minute):
+		t.Fatalf("the service did not start within a minute:\n%s", logs)
+	}
+	var key string
+	eventually(t, "the demo's key printed", func() bool {
+		key = demoKey(stdout.String())
+		return key != ""
+	})
+	host := strings.TrimPrefix(readAPI, "http://")
+
+	check := func(phase string) {
+		t.Helper()
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		var slowest time.Duration
+		for range 20 {
+			req, _ := http.NewRequest(http.MethodGet, readAPI+est, nil)
+			req.Header.Set("X-Api-Key", key)
+			start := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("%s: a read from another address: %v\n%s", phase, err, logs)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			slowest = max(slowest, time.Since(start))
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s: a read from another address: got %d, want 200", phase, resp.StatusCode)
+			}
+		}
+		r := do(t, http.MethodGet, adminAPI+"/admin/v1/status", nil, "Authorization", "Bearer "+testAdminToken)
+		if r.status != http.StatusOK {
+			t.Fatalf("%s: the admin API: got %d %s, want 200", phase, r.status, r.body)
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("%s: the service exited: %v\n%s", phase, err, logs)
+		default:
+		}
+		t.Logf("%s: 20 reads answered 200, the slowest in %s; the admin API answered", phase, slowest.Round(time.Microsecond))
+	}
+
+	// One address holds as many idle connections as it can.
+	held := holdConnections(t, host, []string{"127.0.0.76"}, flood)
+	check(fmt.Sprintf("%d connections from one address (%d held open)", flood, held))
+	if !strings.Contains(logs.String(), "connections refused") || !strings.Contains(logs.String(), "client=127.0.0.76/32") {
+		t.Errorf("the refusals of the flooding address were not logged:\n%s", logs)
+	}
+	if n := strings.Count(logs.String(), "connections refused"); n > 2 {
+		t.Errorf("the refusals were logged %d times, want once per address per minute", n)
+	}
+
+	// Many addresses, each within its share, more than the listener holds.
+	var many []string
+	for i := 1; i <= 20; i++ {
+		many = append(many, fmt.Sprintf("127.0.1.%d", i))
+	}
+	held = holdConnections(t, host, many, flood)
+	check(fmt.Sprintf("%d more connections from %d addresses (%d held open)", flood, len(many), held))
+}
+
+// holdConnections opens n connections to addr from the addresses from, in turn, and keeps them
+// open and idle until the test ends; it returns how many the server still holds open.
+func holdConnections(tb testing.TB, addr string, from []string, n int) int {
+	tb.Helper()
+	conns := make([]net.Conn, 0, n)
+	for i := range n {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from[i%len(from)])}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			continue // refused by a server that could not accept it: counted below
+		}
+		conns = append(conns, c)
+	}
+	tb.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	// A connection the server refused or closed reads its answer or its end at once.
+	open := 0
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); errors.Is(err, os.ErrDeadlineExceeded) {
+			open++
+		}
+	}
+	return open
+}
+
+// logField returns the value of key in a text log line.
+func logField(line, key string) string {
+	_, rest, ok := strings.Cut(line, " "+key+"=")
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, " ")
+	return strings.Trim(v, `"`)
+}
+
+// demoKey finds the API key the demo prints.
+func demoKey(out string) string {
+	i := strings.Index(out, "pk_")
+	if i < 0 {
+		return ""
+	}
+	end := i
+	for end < len(out) && (out[end] == '_' || 'a' <= out[end] && out[end] <= 'z' || 'A' <= out[end] && out[end] <= 'Z' || '0' <= out[end] && out[end] <= '9' || out[end] == '-') {
+		end++
+	}
+	return out[i:end]
+}
