@@ -365,11 +365,13 @@ func (m *Mirror) Run(ctx context.Context) error {
 				failures = 0
 				cur.end()
 				cur, curUpdates = nw, nw.updates
-			} else if bucketGone(err) {
+			} else if bucketGone(err) && next != nil {
+				// Removed after a switch to the next generation, which this node has yet to make.
 				m.logger.Error("bundle mirror: the bucket is gone; serving what it holds", "err", err)
 			} else {
-				// The server may not serve JetStream yet: again in a second, the current watch
-				// kept meanwhile.
+				// The server may not serve JetStream yet, or be loading its streams again (a
+				// restart, room made on its volume): again in a second, what is held served
+				// meanwhile.
 				if failures++; failures%30 == 1 {
 					m.logger.Warn("bundle mirror: watch not restarted yet, trying every second", "err", err)
 				}
