@@ -101,6 +101,9 @@ func waitLease(ctx context.Context, kv jetstream.KeyValue, name, holder string, 
 		if l != nil {
 			return l, nil
 		}
+		if other == holder && dropOwnLease(ctx, kv, name, holder) {
+			continue
+		}
 		if notTaken != nil {
 			notTaken(other, err)
 		}
@@ -112,6 +115,17 @@ func waitLease(ctx context.Context, kv jetstream.KeyValue, name, holder string, 
 		case <-t.C:
 		}
 	}
+}
+
+// dropOwnLease removes a lease that still names holder, which waits for it: a lease its holder
+// gave up when its renewals failed (its server short of room, or slow), and that no work runs
+// under any more. Waiting for it to expire would stop the role for its whole term for nothing.
+func dropOwnLease(ctx context.Context, kv jetstream.KeyValue, name, holder string) bool {
+	e, err := kv.Get(ctx, name)
+	if err != nil || string(e.Value()) != holder {
+		return false
+	}
+	return kv.Delete(ctx, name, jetstream.LastRevision(e.Revision())) == nil
 }
 
 // keep renews l until ctx ends, and returns errLeaseLost once it could not for longer than the

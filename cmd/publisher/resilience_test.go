@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/events/natstest"
 )
 
 // TestLostProjectorLeaseInOneProcess: the projector of a process running every role loses its
@@ -287,4 +289,38 @@ func demoKey(out string) string {
 		end++
 	}
 	return out[i:end]
+}
+
+// TestOwnLeftLeaseIsTakenAtOnce: a lease that still names the process waiting for it (given up
+// when its renewals failed, no work running under it) is taken at once, not after it expires;
+// one naming another process is not.
+func TestOwnLeftLeaseIsTakenAtOnce(t *testing.T) {
+	nc := natstest.Connect(t, natstest.Start(t))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := openLeases(t.Context(), js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leases.Create(t.Context(), roleProjector, []byte("this-process")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), leaseTTL/2)
+	defer cancel()
+	l, err := waitLease(ctx, leases, roleProjector, "this-process", leasePoll, nil)
+	if err != nil || l == nil {
+		t.Fatalf("a lease left by this process: %v, want it taken before it expires", err)
+	}
+	l.release(t.Context())
+
+	if _, err := leases.Create(t.Context(), roleProjector, []byte("another-process")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 2*leasePoll)
+	defer cancel()
+	if l, err := waitLease(ctx, leases, roleProjector, "this-process", leasePoll, nil); l != nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("another process's lease: got %v, %v, want it left alone", l, err)
+	}
 }
