@@ -1,6 +1,11 @@
 package events
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 var (
 	// ErrConflict reports that the establishment's subject has moved past the expected last
@@ -23,4 +28,25 @@ var (
 	// ErrRecordTooLarge reports a record larger than the NATS connection's maximum payload:
 	// Append refuses it before sending, and nothing is stored.
 	ErrRecordTooLarge = errors.New("events: record too large")
+
+	// ErrStorageFull reports a write JetStream refused for lack of storage: its store is at its
+	// limit, or the account's. Nothing was stored; the write may succeed once room is made.
+	ErrStorageFull = errors.New("events: no storage left")
 )
+
+// JetStream's refusals for lack of storage: past the server's store limit, past the account's,
+// and a write refused while the server is past its limits.
+const (
+	codeStorageExceeded          jetstream.ErrorCode = 10047
+	codeAccountResourcesExceeded jetstream.ErrorCode = 10002
+	codeInsufficientResources    jetstream.ErrorCode = 10023
+)
+
+// storageFull marks err with ErrStorageFull when JetStream refused the write for lack of
+// storage, and returns it as it is otherwise.
+func storageFull(err error) error {
+	if hasCode(err, codeStorageExceeded, codeAccountResourcesExceeded, codeInsufficientResources) {
+		return fmt.Errorf("%w: %w", ErrStorageFull, err)
+	}
+	return err
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/webhook"
 )
 
@@ -68,7 +69,27 @@ func (m *Main) openMetrics() {
 		g, _ := m.Generations.state()
 		return float64(g.current())
 	})
+	m.addStorageMetrics(gauge)
 	m.addConnectionMetrics(reg)
+}
+
+// addStorageMetrics exports the storage guard's last reading: what a full disk looks like before
+// it refuses writes.
+func (m *Main) addStorageMetrics(gauge func(name, help string, f func() float64)) {
+	st := func(f func(capacity.Status) uint64) func() float64 {
+		return func() float64 { return float64(f(m.storage.Status())) }
+	}
+	gauge("storage_used_bytes", "Bytes JetStream stores (the embedded server's, or the account's).", st(func(s capacity.Status) uint64 { return s.Used }))
+	gauge("storage_limit_bytes", "JetStream's limit of stored bytes; 0 when not known.", st(func(s capacity.Status) uint64 { return s.Limit }))
+	gauge("storage_volume_free_bytes", "Free bytes of the embedded server's data volume; 0 when not known.", st(func(s capacity.Status) uint64 { return s.VolumeFree }))
+	gauge("storage_volume_size_bytes", "Size of the embedded server's data volume; 0 when not known.", st(func(s capacity.Status) uint64 { return s.VolumeSize }))
+	gauge("storage_reserve_bytes", "Bytes kept for the service's own writes: content writes are refused once less is left.", st(func(s capacity.Status) uint64 { return s.Reserve }))
+	gauge("storage_writes_refused", "1 while content writes are refused for lack of storage.", func() float64 {
+		if _, full := m.storage.Full(); full {
+			return 1
+		}
+		return 0
+	})
 }
 
 // addConnectionMetrics exports each listener's connections: open, refused and closed to make

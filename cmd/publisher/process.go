@@ -24,6 +24,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/clock"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
@@ -59,15 +60,19 @@ type Main struct {
 	// of an external NATS.
 	natsUser    nats.Option
 	natsOptions []nats.Option
-	ClockRole   *clock.Clock // nil unless the clock role runs
-	Signals     *events.Signals
-	Webhooks    *webhook.Dispatcher // nil unless the webhook or admin role runs
+	natsOpts    *server.Options // the embedded server's, nil with an external NATS
+	// jetStreamRestarted are called once the embedded server's JetStream started again.
+	jetStreamRestarted []func()
+	ClockRole          *clock.Clock // nil unless the clock role runs
+	Signals            *events.Signals
+	Webhooks           *webhook.Dispatcher // nil unless the webhook or admin role runs
 
 	conns  []*nats.Conn // the roles' own connections
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the roles' loops
 	// budget shares the process's file descriptors between its listeners; reads is the read
 	// API's listener, closed last, listeners the others.
+	storage   *capacity.Guard // the room the stores have left
 	budget    connBudget
 	reads     *listening
 	listeners []*listening
@@ -143,6 +148,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err := awaitConnection(ctx, m, m.Conn); err != nil {
 			return err
 		}
+	}
+	if err := m.openStorageGuard(ctx, js); err != nil {
+		return err
 	}
 	m.Store, err = provision(ctx, m, "the event log", func(ctx context.Context) (*events.Store, error) {
 		return events.Open(ctx, m.Conn, events.Config{Replicas: c.Replicas, Duplicates: c.DuplicateTTL})
@@ -298,6 +306,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// The storage guard's periodic readings start once every part is wired: what it calls on
+	// the roles after starting JetStream again is complete then.
+	m.run(runCtx, "storage guard", m.storage.Run)
 	// Deliveries start last: after a stop, the windows that fell due meanwhile all close at
 	// once, and the read API's mirror should not wait behind them.
 	if c.has(roleWebhook) {
@@ -530,6 +541,7 @@ func (m *Main) openCommands() error {
 		Log: m.Store, Snapshots: m.Snapshots, Clock: m.Clock.Today, Logger: m.Logger,
 		CacheSize: m.Config.CacheSize, SnapshotEvery: m.Config.SnapshotEach,
 		PublicURL: m.PublicURL(), FileGrace: m.Config.FileGrace, Now: m.Config.Now,
+		Room: m.storage.Full,
 	}
 	if m.Files != nil {
 		cfg.Files = m.Files
@@ -629,7 +641,10 @@ func (m *Main) connect() error {
 		NoSigs:     true,
 		NoLog:      c.LogLevel != "debug",
 		MaxPayload: 8 << 20,
+		// An explicit limit: see embeddedMaxStore.
+		JetStreamMaxStore: embeddedMaxStore(c),
 	}
+	m.natsOpts = opts.Clone() // what a reload of its limits starts from
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("embedded nats: %w", err)
@@ -686,7 +701,10 @@ func (m *Main) dial(name string) (*nats.Conn, error) {
 // went with the server.
 func (m *Main) onReconnect(nc *nats.Conn, f func()) {
 	if m.NATS != nil {
-		return // the embedded server never goes away
+		// The embedded server never goes away, but its JetStream may start again when its
+		// volume has room again (see maintainEmbedded): the watches then start again at once.
+		m.jetStreamRestarted = append(m.jetStreamRestarted, f)
+		return
 	}
 	nc.SetReconnectHandler(func(nc *nats.Conn) {
 		m.Logger.Info("nats reconnected", "connection", nc.Opts.Name, "url", nc.ConnectedUrlRedacted())
@@ -869,6 +887,23 @@ func (m *Main) status(ctx context.Context) map[string]any {
 		out["mirror_behind_seconds"] = m.mirrorLag.behind().Seconds()
 	}
 	out["memory"] = memoryStatus()
+	if m.storage != nil {
+		st := m.storage.Status()
+		storage := map[string]any{"used_bytes": st.Used, "reserve_bytes": st.Reserve, "writes_refused": st.Full}
+		if st.Limit > 0 {
+			storage["limit_bytes"] = st.Limit
+		}
+		if st.VolumeSize > 0 {
+			storage["volume_free_bytes"], storage["volume_size_bytes"] = st.VolumeFree, st.VolumeSize
+		}
+		if st.Full {
+			storage["reason"] = st.Reason
+		}
+		if st.Err != nil {
+			storage["error"] = st.Err.Error()
+		}
+		out["storage"] = storage
+	}
 	if m.ClockRole != nil {
 		out["clock"] = m.ClockRole.Status()
 	}

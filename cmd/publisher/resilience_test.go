@@ -4,16 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -104,6 +109,145 @@ func TestLostProjectorLeaseInOneProcess(t *testing.T) {
 	}
 	if m.Projector() == nil {
 		t.Error("projecting again, but Projector() is nil")
+	}
+}
+
+// noisePNG returns a real PNG of about n bytes whose pixels are random, so that it does not
+// compress.
+func noisePNG(tb testing.TB, n int) []byte {
+	tb.Helper()
+	side := int(math.Sqrt(float64(n) / 4))
+	img := image.NewNRGBA(image.Rect(0, 0, side, side))
+	if _, err := rand.Read(img.Pix); err != nil {
+		tb.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		tb.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestStorageShortRefusesWritesAndRecovers fills a small store with uploads and imports: writes
+// are refused with 507 and a message saying what is full, before the store itself runs out;
+// reads answer 200 throughout; the process stays up; once room is made (unreferenced files
+// collected), writes are accepted again without a restart; verify finds no difference and no
+// acknowledged write is lost.
+func TestStorageShortRefusesWritesAndRecovers(t *testing.T) {
+	var ahead atomic.Int64 // how far the write side's clock runs ahead, for files to age
+	dir := t.TempDir()
+	m := openMain(t, dir, "2026-11-22", func(c *Config) {
+		c.NATSMaxStore = 24 << 20
+		c.StorageReserve = 6 << 20
+		c.FileGrace = time.Hour
+		c.WaitLimit = 2 * time.Second
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	})
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
+	eventually(t, "demo served", func() bool { return m.get(t, est, key).status == http.StatusOK })
+
+	// Reads go on, every 10 ms, all along.
+	readsDone := make(chan []int)
+	stopReads := make(chan struct{})
+	go func() {
+		var bad []int
+		client := &http.Client{Timeout: 5 * time.Second}
+		for n := 0; ; n++ {
+			select {
+			case <-stopReads:
+				readsDone <- bad
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			req, _ := http.NewRequest(http.MethodGet, m.HTTPURL+est, nil)
+			req.Header.Set("X-Api-Key", key)
+			resp, err := client.Do(req)
+			if err != nil {
+				bad = append(bad, -1)
+				continue
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				bad = append(bad, resp.StatusCode)
+			}
+		}
+	}()
+
+	// Uploads until refused.
+	var refusal reply
+	uploaded := 0
+	for uploaded < 40 {
+		r := m.upload(t, http.MethodPost, "/admin/v1/files", "image/png", noisePNG(t, 1<<20))
+		if r.status != http.StatusCreated {
+			refusal = r
+			break
+		}
+		uploaded++
+	}
+	if refusal.status != http.StatusInsufficientStorage {
+		t.Fatalf("uploads into a 24 MiB store: after %d, got %d %s, want 507", uploaded, refusal.status, refusal.body)
+	}
+	t.Logf("%d uploads of 1 MiB accepted, then %d %s", uploaded, refusal.status, refusal.body)
+	if b := refusal.json(t); b["error"] != "Insufficient storage" || !strings.Contains(fmt.Sprint(b["details"]), "event store holds") {
+		t.Errorf("507 body: got %s, want the error and what is full", refusal.body)
+	}
+
+	// Imports: refused too, each saying so; those accepted before are kept.
+	accepted := map[string]int64{}
+	for i := range 10 {
+		slug := fmt.Sprintf("shop-%d", i)
+		doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "`+slug+`"`), 1)
+		r := m.admin(t, http.MethodPut, "/admin/v1/establishments/"+slug, doc)
+		switch r.status {
+		case http.StatusCreated:
+			accepted[slug] = int64(r.json(t)["version"].(float64))
+		case http.StatusInsufficientStorage:
+		default:
+			t.Fatalf("import of %s into a full store: got %d %s, want 507", slug, r.status, r.body)
+		}
+	}
+	if len(accepted) > 0 {
+		t.Errorf("imports accepted into a store short of room: %v", accepted)
+	}
+	ready := do(t, http.MethodGet, m.HTTPURL+"/readyz", nil)
+	if ready.status != http.StatusOK || !bytes.Contains(ready.body, []byte(`"degraded":["storage: writes refused`)) {
+		t.Errorf("/readyz while writes are refused: got %d %s, want 200 naming storage", ready.status, ready.body)
+	}
+	var verified bytes.Buffer
+	if err := run(t.Context(), []string{"verify", "--nats-url", m.NATS.ClientURL(), "--data-dir", dir, "--progress", "none"}, &verified, io.Discard, noEnv); err != nil {
+		t.Errorf("verify while writes are refused: %v\n%s", err, verified.String())
+	}
+
+	// Room is made: the files nothing refers to are collected once past their grace period.
+	ahead.Store(int64(2 * time.Hour))
+	if r := m.admin(t, http.MethodPost, "/admin/v1/files/collect", nil); r.status != http.StatusOK {
+		t.Fatalf("collect: %d %s", r.status, r.body)
+	}
+	var r reply
+	eventually(t, "writes accepted again", func() bool {
+		doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "after-room"`), 1)
+		r = m.admin(t, http.MethodPut, "/admin/v1/establishments/after-room", doc)
+		return r.status == http.StatusCreated
+	})
+	close(stopReads)
+	if bad := <-readsDone; len(bad) > 0 {
+		t.Errorf("reads not answered 200 while the store filled and emptied: %v", bad)
+	}
+	eventually(t, "storage no longer degraded", func() bool {
+		return !strings.Contains(strings.Join(m.Degraded(), "\n"), "storage")
+	})
+	select {
+	case err := <-m.Err():
+		t.Fatalf("the process stopped: %v", err)
+	default:
+	}
+	if got := m.admin(t, http.MethodGet, "/admin/v1/establishments/chez-marcel", nil); got.status != http.StatusOK {
+		t.Errorf("the establishment written before the store filled: got %d", got.status)
 	}
 }
 

@@ -25,6 +25,8 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/app", []string{"projections", "readapi", "webhook", "cmd"}, nil},
 		{"cmd/publisher/clock", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
 		{"cmd/publisher/admin", []string{"projections", "readapi", "cmd"}, []string{"cmd/publisher/app"}},
+		// The storage guard is given its readings: it knows neither NATS nor the service.
+		{"cmd/publisher/capacity", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
 		// The one binary wires every role; it links neither the benchmark nor the tests' helpers.
 		{"cmd/publisher", []string{"cmd/scalebench", "cmd/internal", "events/natstest", "readapi/openapi/openapitest"}, nil},
 		// The benchmark runs the built binary and links none of its roles.

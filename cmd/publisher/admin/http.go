@@ -441,13 +441,14 @@ var statuses = map[app.Kind]struct {
 	code int
 	text string
 }{
-	app.KindInvalid:     {http.StatusUnprocessableEntity, "Unprocessable entity"},
-	app.KindNotFound:    {http.StatusNotFound, "Not found"},
-	app.KindConflict:    {http.StatusConflict, "Conflict"},
-	app.KindTooLarge:    {http.StatusRequestEntityTooLarge, "Content too large"},
-	app.KindUnsupported: {http.StatusUnsupportedMediaType, "Unsupported media type"},
-	app.KindUnavailable: {http.StatusServiceUnavailable, "Service unavailable"},
-	app.KindInternal:    {http.StatusInternalServerError, "Internal server error"},
+	app.KindInvalid:             {http.StatusUnprocessableEntity, "Unprocessable entity"},
+	app.KindNotFound:            {http.StatusNotFound, "Not found"},
+	app.KindConflict:            {http.StatusConflict, "Conflict"},
+	app.KindTooLarge:            {http.StatusRequestEntityTooLarge, "Content too large"},
+	app.KindUnsupported:         {http.StatusUnsupportedMediaType, "Unsupported media type"},
+	app.KindUnavailable:         {http.StatusServiceUnavailable, "Service unavailable"},
+	app.KindInsufficientStorage: {http.StatusInsufficientStorage, "Insufficient storage"},
+	app.KindInternal:            {http.StatusInternalServerError, "Internal server error"},
 }
 
 // fail answers err with the status of its kind and the spec's error body.

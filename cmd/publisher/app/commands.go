@@ -69,6 +69,10 @@ type Config struct {
 	PublicURL string
 	// FileGrace is how long a stored file nothing refers to is kept; 0 is DefaultFileGrace.
 	FileGrace time.Duration
+	// Room, optional, says whether the stores are short of room, and why: the writes that grow
+	// them (user commands, uploads, webhook registrations) are then refused with ErrStorageFull,
+	// while the clock's day changes go on.
+	Room func() (reason string, full bool)
 }
 
 // Validate reports a missing dependency or a bad setting.
@@ -96,6 +100,7 @@ type Commands struct {
 	clock    Clock
 	logger   *slog.Logger
 	check    func(*domain.Establishment, bool, int) error
+	room     func() (string, bool)
 	now      func() time.Time
 	locks    locks
 	repo     *repository
@@ -111,7 +116,7 @@ func New(cfg Config) (*Commands, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Commands{log: cfg.Log, webhooks: cfg.Webhooks, clock: cfg.Clock, logger: cfg.Logger, check: cfg.CheckContent, now: cfg.Now}
+	c := &Commands{log: cfg.Log, webhooks: cfg.Webhooks, clock: cfg.Clock, logger: cfg.Logger, check: cfg.CheckContent, room: cfg.Room, now: cfg.Now}
 	if c.clock == nil {
 		c.clock = WallClock
 	}
@@ -221,6 +226,11 @@ func (c *Commands) execute(ctx context.Context, req Request, kind commandKind, d
 		for _, ev := range evs {
 			a.est.Apply(ev)
 		}
+		if kind == userCommand {
+			if err := c.roomFor(); err != nil {
+				return Result{}, err
+			}
+		}
 		if kind == userCommand && c.check != nil {
 			size := 0
 			for _, env := range envs {
@@ -314,6 +324,9 @@ func (c *Commands) envelopes(slug domain.Slug, evs []domain.Event) ([]events.Env
 // unavailable marks a failure to reach the log or a store as such, unless it is already a
 // refusal of another kind.
 func unavailable(err error) error {
+	if errors.Is(err, events.ErrStorageFull) {
+		return &storageError{reason: "the event store refused the write for lack of room: free space on its volume or raise its limit", err: err}
+	}
 	if KindOf(err) != KindInternal {
 		return err
 	}

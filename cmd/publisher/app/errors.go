@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
 )
 
 var (
@@ -24,20 +25,47 @@ var (
 
 	// ErrUnavailable means the event log or a store did not answer in time.
 	ErrUnavailable = errors.New("the event log did not answer in time")
+
+	// ErrStorageFull means the stores have too little room left for a write that grows them: it
+	// is refused before it is made, and accepted again once room is made.
+	ErrStorageFull = errors.New("insufficient storage")
 )
+
+// storageError is ErrStorageFull with what is short, in words an operator acts on.
+type storageError struct {
+	reason string
+	err    error // the store's own refusal, if any
+}
+
+func (e *storageError) Error() string        { return ErrStorageFull.Error() + ": " + e.reason }
+func (e *storageError) Is(target error) bool { return target == ErrStorageFull }
+func (e *storageError) Unwrap() error        { return e.err }
+
+// roomFor returns an ErrStorageFull when the storage has too little room for a write that grows
+// it, nil otherwise.
+func (c *Commands) roomFor() error {
+	if c.room == nil {
+		return nil
+	}
+	if reason, full := c.room(); full {
+		return &storageError{reason: reason}
+	}
+	return nil
+}
 
 // Kind is the class of a refusal, which a transport maps to its own status.
 type Kind int
 
 // The kinds of refusal.
 const (
-	KindInternal    Kind = iota // not a refusal: a fault to log
-	KindInvalid                 // bad input; FieldErrors names the fields when it can
-	KindNotFound                // the establishment, menu type, version or endpoint does not exist
-	KindConflict                // a transition that does not exist, or a race kept lost
-	KindTooLarge                // the content would not fit the stores
-	KindUnavailable             // a dependency did not answer; retrying may work
-	KindUnsupported             // content of a type that is not accepted
+	KindInternal            Kind = iota // not a refusal: a fault to log
+	KindInvalid                         // bad input; FieldErrors names the fields when it can
+	KindNotFound                        // the establishment, menu type, version or endpoint does not exist
+	KindConflict                        // a transition that does not exist, or a race kept lost
+	KindTooLarge                        // the content would not fit the stores
+	KindUnavailable                     // a dependency did not answer; retrying may work
+	KindUnsupported                     // content of a type that is not accepted
+	KindInsufficientStorage             // the stores have too little room left; retrying once room is made works
 )
 
 // kinds is the one table from this package's and domain's errors to kinds: a new sentinel is a
@@ -59,6 +87,8 @@ var kinds = []struct {
 	{domain.ErrFileTooLarge, KindTooLarge},
 	{domain.ErrUnsupportedFile, KindUnsupported},
 	{domain.ErrMalformedFile, KindInvalid},
+	{ErrStorageFull, KindInsufficientStorage},
+	{events.ErrStorageFull, KindInsufficientStorage},
 	{ErrFilesUnavailable, KindUnavailable},
 	{ErrUnavailable, KindUnavailable},
 	{context.DeadlineExceeded, KindUnavailable},

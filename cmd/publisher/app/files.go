@@ -59,6 +59,9 @@ func (c *Commands) UploadFile(ctx context.Context, data []byte) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
+	if err := c.roomFor(); err != nil {
+		return File{}, err
+	}
 	d := domain.DigestOf(data)
 	fi, created, err := c.files.PutNew(ctx, d.FileName(), typ, data)
 	if err != nil {

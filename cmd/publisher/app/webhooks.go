@@ -57,6 +57,9 @@ func (c *Commands) RegisterWebhook(ctx context.Context, req Request, url string)
 	if err != nil {
 		return WebhookResult{}, err
 	}
+	if err := c.roomFor(); err != nil {
+		return WebhookResult{}, err
+	}
 	res := Result{Slug: req.Slug, Version: st.Version}
 	ep := Endpoint{ID: endpointID(req.CommandID), URL: url, Secret: newWebhookSecret()}
 	existing, err := c.webhooks.Create(ctx, string(req.Slug), ep.ID, ep.URL, ep.Secret)
