@@ -14,7 +14,7 @@ import (
 // as a redirect to a javascript: URL or a key hash of the wrong form. An event that fails is
 // skipped by its readers, never applied.
 func CheckEvent(ev Event) error {
-	var fe fieldErrors
+	var fe FieldErrorList
 	switch ev := ev.(type) {
 	case EstablishmentCreated:
 		// Its slug is not read: the establishment is the one its record names.
@@ -67,13 +67,13 @@ func CheckEvent(ev Event) error {
 	default:
 		fe.add("type", "unknown event %T", ev)
 	}
-	return fe.err()
+	return fe.Err()
 }
 
 // keyHashLength is the length of an API key's hash: SHA-256 in lowercase hexadecimal.
 const keyHashLength = 64
 
-func checkKeyHash(h string, fe *fieldErrors) {
+func checkKeyHash(h string, fe *FieldErrorList) {
 	ok := len(h) == keyHashLength
 	for i := 0; ok && i < len(h); i++ {
 		ok = h[i] >= '0' && h[i] <= '9' || h[i] >= 'a' && h[i] <= 'f'
@@ -83,7 +83,7 @@ func checkKeyHash(h string, fe *fieldErrors) {
 	}
 }
 
-func checkSlug(field string, s Slug, fe *fieldErrors) {
+func checkSlug(field string, s Slug, fe *FieldErrorList) {
 	if _, err := ParseSlug(string(s)); err != nil {
 		fe.add(field, "%v", err)
 	}
@@ -127,19 +127,19 @@ func loadZone(name string) (*time.Location, bool) {
 	return actual.(*time.Location), true
 }
 
-func checkTimeZone(field, tz string, fe *fieldErrors) {
+func checkTimeZone(field, tz string, fe *FieldErrorList) {
 	if _, ok := loadZone(tz); !ok {
 		fe.add(field, "unknown IANA time zone %q", tz)
 	}
 }
 
-func checkWeekday(field string, d Weekday, fe *fieldErrors) {
+func checkWeekday(field string, d Weekday, fe *FieldErrorList) {
 	if d < Lundi || d > Dimanche {
 		fe.add(field, "not a day of the week")
 	}
 }
 
-func checkOptText(field string, s *string, max int, fe *fieldErrors) {
+func checkOptText(field string, s *string, max int, fe *FieldErrorList) {
 	if s != nil {
 		if err := validateText(*s, max); err != nil {
 			fe.add(field, "%v", err)
@@ -147,7 +147,7 @@ func checkOptText(field string, s *string, max int, fe *fieldErrors) {
 	}
 }
 
-func checkOptURL(field string, s *string, fe *fieldErrors) {
+func checkOptURL(field string, s *string, fe *FieldErrorList) {
 	if s != nil {
 		if err := ValidateURL(*s); err != nil {
 			fe.add(field, "%v", err)
@@ -155,7 +155,7 @@ func checkOptURL(field string, s *string, fe *fieldErrors) {
 	}
 }
 
-func checkName(field, s string, fe *fieldErrors) {
+func checkName(field, s string, fe *FieldErrorList) {
 	if blank(s) {
 		fe.add(field, "required")
 	} else if err := validateLine(s, maxName); err != nil {
@@ -163,7 +163,7 @@ func checkName(field, s string, fe *fieldErrors) {
 	}
 }
 
-func checkIdentity(id Identity, fe *fieldErrors) {
+func checkIdentity(id Identity, fe *FieldErrorList) {
 	checkName("identity.name", id.Name, fe)
 	checkOptText("identity.description", id.Description, maxDescription, fe)
 	checkOptText("identity.public_category", id.PublicCategory, maxShort, fe)
@@ -192,7 +192,7 @@ func checkIdentity(id Identity, fe *fieldErrors) {
 	}
 }
 
-func checkMenuTypeAttrs(p string, a MenuTypeAttrs, fe *fieldErrors) {
+func checkMenuTypeAttrs(p string, a MenuTypeAttrs, fe *FieldErrorList) {
 	checkSlug(p+".slug", a.Slug, fe)
 	checkName(p+".name", a.Name, fe)
 	if _, err := ParseMenuKind(string(a.Kind)); err != nil {
@@ -206,7 +206,7 @@ func checkMenuTypeAttrs(p string, a MenuTypeAttrs, fe *fieldErrors) {
 	}
 }
 
-func checkVersion(p string, v MenuVersion, fe *fieldErrors) {
+func checkVersion(p string, v MenuVersion, fe *FieldErrorList) {
 	checkSlug(p+".id", v.ID, fe)
 	if len(v.Assets) > maxAssets {
 		fe.add(p+".assets", "more than %d files", maxAssets)
@@ -280,7 +280,7 @@ func textValid(t Text, check func(string, int) error, max int) bool {
 	return !blank(t.FR) && check(t.FR, max) == nil && (t.EN == "" || check(t.EN, max) == nil)
 }
 
-func checkText(p string, t Text, check func(string, int) error, max int, fe *fieldErrors) {
+func checkText(p string, t Text, check func(string, int) error, max int, fe *FieldErrorList) {
 	if blank(t.FR) {
 		fe.add(p+".fr", "required")
 	} else if err := check(t.FR, max); err != nil {

@@ -294,7 +294,7 @@ func checkShape(data []byte, t reflect.Type) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return &FieldError{Field: "body", Reason: "unexpected data after the JSON value"}
 	}
-	return w.fe.err()
+	return w.fe.Err()
 }
 
 func syntaxError(err error) error {
@@ -316,7 +316,7 @@ type shapeField struct {
 
 type shapeWalker struct {
 	dec    *json.Decoder
-	fe     fieldErrors
+	fe     FieldErrorList
 	fields map[reflect.Type][]shapeField
 	depth  int
 }

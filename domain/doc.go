@@ -10,7 +10,9 @@
 // receiver; Apply is the only way state changes, so the aggregate is always what its log says.
 // Input is validated completely before any event exists: a command reports every bad field at
 // once (errors.Join of *FieldError, each naming the field's path in the import format), and a
-// rejected command produces no event.
+// rejected command produces no event. A rejection names at most MaxFieldErrors fields and counts
+// the others (MoreFieldErrors), up to a bound where the check stops: hostile input costs a
+// bounded answer.
 //
 // Decisions on what the specification leaves open:
 //   - Slugs (establishment, menu type, version id) are 1 to 64 characters of a-z, 0-9 and inner

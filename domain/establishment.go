@@ -283,9 +283,9 @@ func (e *Establishment) PublishMenuVersion(typ Slug, in VersionInput) ([]Event, 
 		return nil, fmt.Errorf("menu type %q: %w", typ, ErrMenuTypeNotFound)
 	}
 	mt := e.MenuTypes[i]
-	var fe fieldErrors
+	var fe FieldErrorList
 	v := in.validate("", mt.MenuTypeAttrs, &fe)
-	if err := fe.err(); err != nil {
+	if err := fe.Err(); err != nil {
 		return nil, err
 	}
 	if j := mt.versionIndex(v.ID); j >= 0 && sameJSON(mt.Versions[j], v) {
@@ -300,9 +300,9 @@ func (e *Establishment) SetMasterMenu(url *string) ([]Event, error) {
 	if err := e.mustExist(); err != nil {
 		return nil, err
 	}
-	var fe fieldErrors
+	var fe FieldErrorList
 	url = optFileRef("master_menu_url", url, &fe)
-	if err := fe.err(); err != nil {
+	if err := fe.Err(); err != nil {
 		return nil, err
 	}
 	if sameJSON(e.MasterMenuURL, url) {

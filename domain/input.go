@@ -164,7 +164,7 @@ type validated struct {
 }
 
 func (s EstablishmentInput) validate() (validated, error) {
-	var fe fieldErrors
+	var fe FieldErrorList
 	var c validated
 	var err error
 	if c.slug, err = ParseSlug(s.Slug); err != nil {
@@ -188,10 +188,10 @@ func (s EstablishmentInput) validate() (validated, error) {
 	c.specialHours = validateSpecialHours(s.SpecialHours, &fe)
 	c.masterMenu = optFileRef("master_menu_url", s.MasterMenuURL, &fe)
 	c.menuTypes = validateMenuTypes(s.MenuTypes, &fe)
-	return c, fe.err()
+	return c, fe.Err()
 }
 
-func (s EstablishmentInput) validateIdentity(fe *fieldErrors) Identity {
+func (s EstablishmentInput) validateIdentity(fe *FieldErrorList) Identity {
 	id := Identity{
 		Name:           s.Name,
 		Description:    optText("description", s.Description, maxDescription, fe),
@@ -240,7 +240,7 @@ func (s EstablishmentInput) validateIdentity(fe *fieldErrors) Identity {
 	return id
 }
 
-func validateHours(summary *string, in []OpeningRangeInput, fe *fieldErrors) Hours {
+func validateHours(summary *string, in []OpeningRangeInput, fe *FieldErrorList) Hours {
 	h := Hours{Summary: optText("business_hours_summary", summary, maxDescription, fe), Ranges: []OpeningRange{}}
 	if len(in) > maxHours {
 		fe.add("business_hours", "more than %d ranges", maxHours)
@@ -277,7 +277,7 @@ func validateHours(summary *string, in []OpeningRangeInput, fe *fieldErrors) Hou
 // checkRangeEnd checks where a range with a closing day ends: a close_time is then required,
 // and the range ends later the same day, or the next day no later than it opened (it lasts at
 // most a day).
-func checkRangeEnd(p string, r OpeningRange, hasCloseTime bool, fe *fieldErrors) {
+func checkRangeEnd(p string, r OpeningRange, hasCloseTime bool, fe *FieldErrorList) {
 	if !hasCloseTime {
 		fe.add(p+".close_time", "required with close_day")
 		return
@@ -300,7 +300,7 @@ func checkRangeEnd(p string, r OpeningRange, hasCloseTime bool, fe *fieldErrors)
 	}
 }
 
-func validateSpecialHours(in []SpecialHoursInput, fe *fieldErrors) []SpecialHours {
+func validateSpecialHours(in []SpecialHoursInput, fe *FieldErrorList) []SpecialHours {
 	out := []SpecialHours{}
 	if len(in) > maxHours {
 		fe.add("special_hours", "more than %d exceptions", maxHours)
@@ -335,7 +335,7 @@ func validateSpecialHours(in []SpecialHoursInput, fe *fieldErrors) []SpecialHour
 	return out
 }
 
-func validateMenuTypes(in []MenuTypeInput, fe *fieldErrors) []MenuType {
+func validateMenuTypes(in []MenuTypeInput, fe *FieldErrorList) []MenuType {
 	out := []MenuType{}
 	if len(in) > maxMenuTypes {
 		fe.add("menu_types", "more than %d menu types", maxMenuTypes)
@@ -357,6 +357,9 @@ func validateMenuTypes(in []MenuTypeInput, fe *fieldErrors) []MenuType {
 		}
 		ids := map[Slug]bool{}
 		for j, v := range m.Versions {
+			if fe.Full() {
+				break // counted as far as it counts: the rest is not looked at
+			}
 			vp := fmt.Sprintf("%s.versions[%d]", p, j)
 			mv := v.validate(vp+".", attrs, fe)
 			if mv.ID != "" {
@@ -372,7 +375,7 @@ func validateMenuTypes(in []MenuTypeInput, fe *fieldErrors) []MenuType {
 	return out
 }
 
-func (m MenuTypeInput) validateAttrs(p string, position int, fe *fieldErrors) MenuTypeAttrs {
+func (m MenuTypeInput) validateAttrs(p string, position int, fe *FieldErrorList) MenuTypeAttrs {
 	a := MenuTypeAttrs{Name: m.Name, Position: position}
 	var err error
 	if a.Slug, err = ParseSlug(m.Slug); err != nil {
@@ -403,7 +406,7 @@ func (m MenuTypeInput) validateAttrs(p string, position int, fe *fieldErrors) Me
 
 // validate checks a version of a menu type with attributes mt; prefix ends with a dot or is
 // empty. It returns the version in the aggregate's types.
-func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *fieldErrors) MenuVersion {
+func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *FieldErrorList) MenuVersion {
 	out := MenuVersion{Assets: []Asset{}, Sections: []Section{}}
 	var err error
 	if out.ID, err = ParseSlug(v.ID); err != nil {
@@ -417,6 +420,9 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *fieldErrors)
 		fe.add(prefix+"assets", "more than %d files", maxAssets)
 	}
 	for i, a := range v.Assets {
+		if fe.Full() {
+			break
+		}
 		p := fmt.Sprintf("%sassets[%d]", prefix, i)
 		var as Asset
 		if as.LanguageScope, err = ParseLanguageScope(a.LanguageScope); err != nil {
@@ -429,6 +435,9 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *fieldErrors)
 			fe.add(p+".urls", "more than %d pages", maxPages)
 		}
 		for k, u := range a.URLs {
+			if fe.Full() {
+				break
+			}
 			if err := ValidateFileRef(u); err != nil {
 				fe.add(fmt.Sprintf("%s.urls[%d]", p, k), "%v", err)
 			}
@@ -447,6 +456,9 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *fieldErrors)
 	}
 	itemIDs := map[int64]bool{}
 	for i, s := range v.Sections {
+		if fe.Full() {
+			break
+		}
 		p := fmt.Sprintf("%ssections[%d]", prefix, i)
 		sec := Section{Items: []Item{}}
 		if s.Name == nil {
@@ -463,6 +475,9 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *fieldErrors)
 			fe.add(p+".items", "more than %d items", maxItems)
 		}
 		for j, it := range s.Items {
+			if fe.Full() {
+				break
+			}
 			ip := fmt.Sprintf("%s.items[%d]", p, j)
 			item := it.validate(ip, fe)
 			if it.ID != nil {
@@ -479,7 +494,7 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *fieldErrors)
 	return out
 }
 
-func (it ItemInput) validate(p string, fe *fieldErrors) Item {
+func (it ItemInput) validate(p string, fe *FieldErrorList) Item {
 	item := Item{GlutenFree: it.GlutenFree, Vegetarian: it.Vegetarian, Vegan: it.Vegan, ChefRecommendation: it.ChefRecommendation}
 	switch {
 	case it.ID == nil:
@@ -523,7 +538,7 @@ func (it ItemInput) validate(p string, fe *fieldErrors) Item {
 
 // validate checks a translatable text with check (validateLine for a name, validateText for a
 // longer text). A blank English text is no translation: readers get the French one.
-func (t TextInput) validate(p string, check func(string, int) error, max int, fe *fieldErrors) Text {
+func (t TextInput) validate(p string, check func(string, int) error, max int, fe *FieldErrorList) Text {
 	var out Text
 	if t.FR == nil || blank(*t.FR) {
 		fe.add(p+".fr", "required")
@@ -542,7 +557,7 @@ func (t TextInput) validate(p string, check func(string, int) error, max int, fe
 	return out
 }
 
-func optText(field string, s *string, max int, fe *fieldErrors) *string {
+func optText(field string, s *string, max int, fe *FieldErrorList) *string {
 	if s == nil {
 		return nil
 	}
@@ -552,17 +567,17 @@ func optText(field string, s *string, max int, fe *fieldErrors) *string {
 	return s
 }
 
-func optURL(field string, s *string, fe *fieldErrors) *string {
+func optURL(field string, s *string, fe *FieldErrorList) *string {
 	return optChecked(field, s, ValidateURL, fe)
 }
 
 // optFileRef is optURL for a reference to a menu file: a URL or the digest of an uploaded file.
-func optFileRef(field string, s *string, fe *fieldErrors) *string {
+func optFileRef(field string, s *string, fe *FieldErrorList) *string {
 	return optChecked(field, s, ValidateFileRef, fe)
 }
 
 // optChecked returns s, noting in fe why check refuses it, when it is set.
-func optChecked(field string, s *string, check func(string) error, fe *fieldErrors) *string {
+func optChecked(field string, s *string, check func(string) error, fe *FieldErrorList) *string {
 	if s == nil {
 		return nil
 	}
@@ -572,7 +587,7 @@ func optChecked(field string, s *string, check func(string) error, fe *fieldErro
 	return s
 }
 
-func optClock(field string, s *string, fe *fieldErrors) *ClockTime {
+func optClock(field string, s *string, fe *FieldErrorList) *ClockTime {
 	if s == nil {
 		return nil
 	}
@@ -583,7 +598,7 @@ func optClock(field string, s *string, fe *fieldErrors) *ClockTime {
 	return &c
 }
 
-func optDate(field string, s *string, fe *fieldErrors) *LocalDate {
+func optDate(field string, s *string, fe *FieldErrorList) *LocalDate {
 	if s == nil {
 		return nil
 	}
