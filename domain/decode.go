@@ -276,7 +276,9 @@ var (
 // checkShape walks the JSON value in data against the Go type t the way encoding/json would
 // decode it, and reports every unknown or duplicate field and every value of the wrong type with
 // its full path. Values whose type decodes itself (json.Unmarshaler, interfaces) are left to
-// encoding/json. A syntax error or trailing data stops the walk and is reported alone.
+// encoding/json. A syntax error or trailing data stops the walk and is reported alone. The walk
+// also stops once its list of errors is full: what it found is reported, with how many it left
+// out.
 func checkShape(data []byte, t reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -288,7 +290,10 @@ func checkShape(data []byte, t reflect.Type) error {
 	if err != nil {
 		return syntaxError(err)
 	}
-	if err := w.value(tok, t, ""); err != nil {
+	switch err := w.value(tok, t); {
+	case errors.Is(err, errEnough):
+		return w.fe.Err()
+	case err != nil:
 		return syntaxError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -319,6 +324,13 @@ type shapeWalker struct {
 	fe     FieldErrorList
 	fields map[reflect.Type][]shapeField
 	depth  int
+	at     []pathStep // where the walk is, from the top
+}
+
+// pathStep is one step of the walk's path: a member of an object, or an element of an array.
+type pathStep struct {
+	key   string
+	index int // -1 for a member
 }
 
 // maxShapeDepth bounds the recursion of the walk, as encoding/json bounds its own.
@@ -326,9 +338,14 @@ const maxShapeDepth = 10000
 
 var errTooDeep = errors.New("exceeded max depth")
 
-// value checks the value that starts with tok against t. It returns only syntax errors; shape
-// errors are collected in w.fe.
-func (w *shapeWalker) value(tok json.Token, t reflect.Type, path string) error {
+// errEnough stops the walk when its list of errors is full.
+var errEnough = errors.New("enough errors")
+
+// value checks the value that starts with tok, at w.at, against t. It returns only syntax errors,
+// and errEnough; shape errors are collected in w.fe. The path of a value is written out only for
+// an error that is kept: writing it for every element of a hostile array would cost more memory
+// than the array.
+func (w *shapeWalker) value(tok json.Token, t reflect.Type) error {
 	if tok == nil {
 		return nil // null leaves a Go value as it is, and sets a pointer, slice or map to nil
 	}
@@ -346,84 +363,102 @@ func (w *shapeWalker) value(tok json.Token, t reflect.Type, path string) error {
 	case reflect.PointerTo(t).Implements(textUnmarshalerType):
 		s, ok := tok.(string)
 		if !ok {
-			w.wrongType(path, tok, "string")
+			w.wrongType(tok, "string")
 			return w.skip(tok)
 		}
 		u := reflect.New(t).Interface().(encoding.TextUnmarshaler)
 		if err := u.UnmarshalText([]byte(s)); err != nil {
-			w.fe.add(fieldPath(path), "%v", err)
+			w.fail("%v", err)
 		}
 		return nil
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		return w.object(tok, path, func(key string) (reflect.Type, string, bool) {
+		return w.object(tok, func(key string) (reflect.Type, string, bool) {
 			f, ok := w.lookup(t, key)
 			return f.typ, f.name, ok && !f.quoted
 		})
 	case reflect.Map:
-		return w.object(tok, path, func(key string) (reflect.Type, string, bool) { return t.Elem(), key, true })
+		return w.object(tok, func(key string) (reflect.Type, string, bool) { return t.Elem(), key, true })
 	case reflect.Slice, reflect.Array:
 		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
 			return w.skip(tok) // []byte is a base64 string
 		}
 		if tok != json.Delim('[') {
-			w.wrongType(path, tok, "array")
+			w.wrongType(tok, "array")
 			return w.skip(tok)
 		}
-		for i := 0; w.dec.More(); i++ {
-			vt, err := w.dec.Token()
-			if err != nil {
-				return err
-			}
-			if err := w.value(vt, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-		_, err := w.dec.Token()
-		return err
+		return w.array(t.Elem())
 	case reflect.String:
 		if _, ok := tok.(string); !ok {
-			w.wrongType(path, tok, "string")
+			w.wrongType(tok, "string")
 		}
 	case reflect.Bool:
 		if _, ok := tok.(bool); !ok {
-			w.wrongType(path, tok, "boolean")
+			w.wrongType(tok, "boolean")
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, ok := tok.(json.Number)
 		if !ok {
-			w.wrongType(path, tok, "integer")
+			w.wrongType(tok, "integer")
 		} else if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
-			w.fe.add(fieldPath(path), "%s is not an integer of %d bits", n, t.Bits())
+			w.fail("%s is not an integer of %d bits", n, t.Bits())
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		n, ok := tok.(json.Number)
 		if !ok {
-			w.wrongType(path, tok, "integer")
+			w.wrongType(tok, "integer")
 		} else if _, err := strconv.ParseUint(string(n), 10, t.Bits()); err != nil {
-			w.fe.add(fieldPath(path), "%s is not a non-negative integer of %d bits", n, t.Bits())
+			w.fail("%s is not a non-negative integer of %d bits", n, t.Bits())
 		}
 	case reflect.Float32, reflect.Float64:
 		n, ok := tok.(json.Number)
 		if !ok {
-			w.wrongType(path, tok, "number")
+			w.wrongType(tok, "number")
 		} else if _, err := strconv.ParseFloat(string(n), t.Bits()); err != nil {
-			w.fe.add(fieldPath(path), "%s is out of range", n)
+			w.fail("%s is out of range", n)
 		}
 	}
 	return w.skip(tok)
 }
 
+// array checks the elements of the JSON array whose '[' was read against elem, and reads its ']'.
+func (w *shapeWalker) array(elem reflect.Type) error {
+	top := len(w.at)
+	w.at = append(w.at, pathStep{})
+	defer func() { w.at = w.at[:top] }()
+	for i := 0; w.dec.More(); i++ {
+		if w.fe.Full() {
+			return errEnough
+		}
+		vt, err := w.dec.Token()
+		if err != nil {
+			return err
+		}
+		w.at[top].index = i
+		if err := w.value(vt, elem); err != nil {
+			return err
+		}
+	}
+	_, err := w.dec.Token()
+	return err
+}
+
 // object checks a JSON object whose member types field gives; field returns false for a member
 // that is not known, or whose check is left to encoding/json with a nil type.
-func (w *shapeWalker) object(tok json.Token, path string, field func(key string) (reflect.Type, string, bool)) error {
+func (w *shapeWalker) object(tok json.Token, field func(key string) (reflect.Type, string, bool)) error {
 	if tok != json.Delim('{') {
-		w.wrongType(path, tok, "object")
+		w.wrongType(tok, "object")
 		return w.skip(tok)
 	}
-	seen := map[string]bool{}
+	top := len(w.at)
+	w.at = append(w.at, pathStep{index: -1})
+	defer func() { w.at = w.at[:top] }()
+	var seen map[string]bool // made for the first member: an empty object costs nothing
 	for w.dec.More() {
+		if w.fe.Full() {
+			return errEnough
+		}
 		kt, err := w.dec.Token()
 		if err != nil {
 			return err
@@ -433,19 +468,19 @@ func (w *shapeWalker) object(tok json.Token, path string, field func(key string)
 		if err != nil {
 			return err
 		}
-		p := key
-		if path != "" {
-			p = path + "." + key
+		w.at[top].key = key
+		if seen == nil {
+			seen = map[string]bool{}
 		}
 		t, name, ok := field(key)
 		switch {
 		case t == nil:
-			w.fe.add(p, "unknown field")
+			w.fail("unknown field")
 		case seen[name]:
-			w.fe.add(p, "duplicate field")
+			w.fail("duplicate field")
 		case ok:
 			seen[name] = true
-			if err := w.value(vt, t, p); err != nil {
+			if err := w.value(vt, t); err != nil {
 				return err
 			}
 			continue
@@ -480,7 +515,11 @@ func (w *shapeWalker) skip(tok json.Token) error {
 	return nil
 }
 
-func (w *shapeWalker) wrongType(path string, tok json.Token, want string) {
+func (w *shapeWalker) wrongType(tok json.Token, want string) {
+	if !w.fe.Naming() {
+		w.fe.add("", "") // counted only: no arguments to format
+		return
+	}
 	got := "object"
 	switch tok.(type) {
 	case string:
@@ -493,14 +532,36 @@ func (w *shapeWalker) wrongType(path string, tok json.Token, want string) {
 	if tok == json.Delim('[') {
 		got = "array"
 	}
-	w.fe.add(fieldPath(path), "wrong type: got JSON %s, want %s", got, want)
+	w.fail("wrong type: got JSON %s, want %s", got, want)
 }
 
-func fieldPath(path string) string {
-	if path == "" {
+// fail adds an error at the walk's place. The place is written out only when the error is kept.
+func (w *shapeWalker) fail(format string, args ...any) {
+	if !w.fe.Naming() {
+		w.fe.add("", "")
+		return
+	}
+	w.fe.add(w.path(), format, args...)
+}
+
+// path writes out w.at in the notation of the import format: "menu_types[0].versions[1].id", or
+// "body" for the top.
+func (w *shapeWalker) path() string {
+	if len(w.at) == 0 {
 		return "body"
 	}
-	return path
+	var b strings.Builder
+	for _, s := range w.at {
+		switch {
+		case s.index >= 0:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case b.Len() > 0:
+			b.WriteString("." + s.key)
+		default:
+			b.WriteString(s.key)
+		}
+	}
+	return b.String()
 }
 
 // lookup finds the member key of struct t by its exact name. encoding/json would also take a

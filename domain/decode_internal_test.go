@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -53,4 +54,25 @@ func FuzzDecodeStrictFastPath(f *testing.F) {
 			t.Fatalf("fast path decoded %+v, walk decoded %+v", fast, slow)
 		}
 	})
+}
+
+// Once its list names no more errors, the walk allocates no path and no error for the elements
+// it only counts: they cost what reading right elements costs. Once the list is full, the walk
+// reads no further.
+func TestShapeWalkCountsWithoutAllocating(t *testing.T) {
+	type target struct {
+		Wrong []struct{} `json:"wrong"`
+		Right []int      `json:"right"`
+	}
+	allocs := func(field string, n int) float64 {
+		body := []byte(`{"` + field + `":[` + strings.Repeat("1,", n-1) + `1]}`)
+		return testing.AllocsPerRun(3, func() { _ = checkShape(body, reflect.TypeFor[target]()) })
+	}
+	read, counted := allocs("right", 9_000), allocs("wrong", 9_000)
+	if extra, want := counted-read, float64(10*MaxFieldErrors); extra > want {
+		t.Errorf("got %.0f more allocations for 9,000 wrong elements than for 9,000 right ones, want at most %.0f, those of the %d errors named", extra, want, MaxFieldErrors)
+	}
+	if full, beyond := allocs("wrong", 20_000), allocs("wrong", 1_000_000); beyond > full*1.05 {
+		t.Errorf("got %.0f allocations for 1,000,000 wrong elements, want about as many as for 20,000 (%.0f)", beyond, full)
+	}
 }

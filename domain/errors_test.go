@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -83,6 +84,66 @@ func TestMoreFieldErrorsText(t *testing.T) {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// hoursOfNumbers is the base document with business_hours an array of n numbers, where objects
+// belong: each element is a wrong type.
+func hoursOfNumbers(tb testing.TB, n int) []byte {
+	tb.Helper()
+	doc := mutate(tb, readFile(tb, basePath), set("business_hours", []any{}))
+	return bytes.Replace(doc, []byte(`"business_hours":[]`), []byte(`"business_hours":[`+string(bytes.Repeat([]byte("1,"), n-1))+`1]`), 1)
+}
+
+// unknownMembers is the base document with n unknown members in its location.
+func unknownMembers(tb testing.TB, n int) []byte {
+	tb.Helper()
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, `"x%d":1,`, i)
+	}
+	return bytes.Replace(readFile(tb, basePath), []byte(`"location": {`), append([]byte(`"location": {`), b.Bytes()...), 1)
+}
+
+// The strict decoder names the first MaxFieldErrors problems and counts the others, exactly up
+// to 10,000 problems found, then stops.
+func TestDecodeStrictBoundsItsErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		body      []byte
+		wantNamed int
+		wantFirst string
+		wantMore  *domain.MoreFieldErrors
+	}{
+		{"5 wrong elements", hoursOfNumbers(t, 5), 5, "business_hours[0]", nil},
+		{"100 wrong elements", hoursOfNumbers(t, 100), 100, "business_hours[0]", nil},
+		{"101 wrong elements", hoursOfNumbers(t, 101), 100, "business_hours[0]", &domain.MoreFieldErrors{Count: 1}},
+		{"150 wrong elements", hoursOfNumbers(t, 150), 100, "business_hours[0]", &domain.MoreFieldErrors{Count: 50}},
+		{"9,999 wrong elements", hoursOfNumbers(t, 9_999), 100, "business_hours[0]", &domain.MoreFieldErrors{Count: 9_899}},
+		{"1.9 million wrong elements", hoursOfNumbers(t, 1_900_000), 100, "business_hours[0]", &domain.MoreFieldErrors{Count: 9_900, AtLeast: true}},
+		{"300 unknown members", unknownMembers(t, 300), 100, "location.x0", &domain.MoreFieldErrors{Count: 200}},
+		{"50,000 unknown members", unknownMembers(t, 50_000), 100, "location.x0", &domain.MoreFieldErrors{Count: 9_900, AtLeast: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var s domain.EstablishmentInput
+			err := domain.DecodeStrict(bytes.NewReader(tc.body), &s)
+			named := domain.FieldErrors(err)
+			if len(named) != tc.wantNamed {
+				t.Fatalf("got %d field errors named, want %d: %v", len(named), tc.wantNamed, err)
+			}
+			if named[0].Field != tc.wantFirst {
+				t.Errorf("got %q named first, want %q", named[0].Field, tc.wantFirst)
+			}
+			if last, want := named[len(named)-1].Field, fmt.Sprintf("business_hours[%d]", tc.wantNamed-1); tc.wantFirst == "business_hours[0]" && last != want {
+				t.Errorf("got %q named last, want %q", last, want)
+			}
+			if diff := cmp.Diff(tc.wantMore, more(err)); diff != "" {
+				t.Errorf("count of the rest mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
