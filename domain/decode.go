@@ -35,7 +35,10 @@ type Decoder func(data []byte, v any) error
 // DecodeStrictWith is DecodeStrict on data in memory, with decode, when not nil, in place of
 // encoding/json for documents that are well formed: a faster implementation of encoding/json's
 // semantics, say. A document it refuses is decoded again by encoding/json after the complete
-// walk, which names every problem; the keys of one it accepts are checked as always.
+// walk, which names every problem; the keys of one it accepts are checked as always. A document
+// with an array of more than 10,000 elements, longer than any list of the import format, is
+// walked before decode runs: the walk stops after a bounded number of errors, where a decoder
+// fills the whole array before it reports the first.
 func DecodeStrictWith(data []byte, v any, decode Decoder) error {
 	// encoding/json would replace each invalid byte with U+FFFD and store text nobody sent.
 	if !utf8.Valid(data) {
@@ -56,8 +59,8 @@ func DecodeStrictWith(data []byte, v any, decode Decoder) error {
 		if !rv.IsNil() {
 			saved := reflect.New(t.Elem()).Elem()
 			saved.Set(rv.Elem())
-			if decodeFast(data, v, t.Elem(), decode) {
-				return nil
+			if done, err := decodeFast(data, v, t.Elem(), decode); done {
+				return err
 			}
 			rv.Elem().Set(saved)
 		}
@@ -84,20 +87,47 @@ func decodeStd(data []byte, v any) error {
 	return nil
 }
 
-// decodeFast decodes data into v with decode (encoding/json when nil), then checks what it lets pass
-// and the walk would not: keys that match a field only without regard to case, and keys given
-// twice in one object. It reports false, with v in an unspecified state, unless data is exactly
-// what the walk accepts; the walk then runs and names every problem.
-func decodeFast(data []byte, v any, t reflect.Type, decode Decoder) bool {
+// decodeFast decodes data into v with decode (encoding/json when nil) when a scan vouches for
+// what decode lets pass and the walk would not: keys that match a field only without regard to
+// case, keys given twice in one object. A document with a long array is walked first, and done
+// with the walk's error if it finds any. It reports done false, with v in an unspecified state,
+// when the complete walk must decide: the walk then runs and names every problem.
+func decodeFast(data []byte, v any, t reflect.Type, decode Decoder) (done bool, err error) {
 	names, ok := fieldNames(t)
 	if !ok {
-		return false
+		return false, nil
 	}
 	if decode == nil {
 		decode = decodeStd
 	}
-	return decode(data, v) == nil && keysExact(data, names)
+	switch scanFast(data, names) {
+	case fastFits:
+		return decode(data, v) == nil, nil
+	case fastLongArray:
+		// The decoders fill a whole array before they report its first element of the wrong type:
+		// 1.9 million numbers where objects belong cost hundreds of megabytes before the walk
+		// starts, where the walk alone stops after a bounded number of errors. A long array is
+		// walked first; the walk vouches for the keys of a document it accepts.
+		if err := checkShape(data, t); err != nil {
+			return true, err
+		}
+		return decode(data, v) == nil, nil
+	}
+	return false, nil
 }
+
+// fastScan is what a scan of a document says of the fast path.
+type fastScan int
+
+const (
+	fastFits      fastScan = iota // the keys are exact and the arrays short: decode directly
+	fastKeys                      // a key is not exact: the walk judges it
+	fastLongArray                 // an array holds more than maxFastArray elements: walk first
+)
+
+// maxFastArray is the longest array the fast path decodes before the walk. No list of the import
+// format holds more than a few hundred elements.
+const maxFastArray = 10_000
 
 // fieldNameSets caches, by Go type, the JSON member names of every struct reachable from it.
 var fieldNameSets sync.Map // reflect.Type → fieldNameSet
@@ -145,12 +175,15 @@ func fieldNames(t reflect.Type) (map[string]bool, bool) {
 	return set.names, set.ok
 }
 
-// keysExact scans the valid JSON in data and reports whether every object key is one of names,
-// byte for byte and without escapes, and appears once in its object.
-func keysExact(data []byte, names map[string]bool) bool {
+// scanFast scans the JSON in data: every object key must be one of names, byte for byte and
+// without escapes, and appear once in its object, and every array hold at most maxFastArray
+// elements. It reads data as valid JSON: what it says of anything else does not matter, since
+// the decoder refuses it.
+func scanFast(data []byte, names map[string]bool) fastScan {
 	type frame struct {
 		object bool
 		keys   int // index in keys where this object's keys start
+		commas int // in an array: its elements so far, less one
 	}
 	var stack []frame
 	var keys [][]byte
@@ -161,7 +194,7 @@ func keysExact(data []byte, names map[string]bool) bool {
 			i++
 		case '}', ']':
 			if len(stack) == 0 {
-				return false
+				return fastKeys
 			}
 			keys = keys[:stack[len(stack)-1].keys]
 			stack = stack[:len(stack)-1]
@@ -173,7 +206,7 @@ func keysExact(data []byte, names map[string]bool) bool {
 			for {
 				q := bytes.IndexByte(data[j:], '"')
 				if q < 0 {
-					return false
+					return fastKeys
 				}
 				j += q
 				n := 0 // backslashes right before the quote
@@ -201,19 +234,26 @@ func keysExact(data []byte, names map[string]bool) bool {
 				continue // a string value
 			}
 			if escaped || !names[string(s)] {
-				return false
+				return fastKeys
 			}
 			for _, prev := range keys[stack[len(stack)-1].keys:] {
 				if bytes.Equal(prev, s) {
-					return false
+					return fastKeys
 				}
 			}
 			keys = append(keys, s)
+		case ',':
+			if top := len(stack) - 1; top >= 0 && !stack[top].object {
+				if stack[top].commas++; stack[top].commas >= maxFastArray {
+					return fastLongArray
+				}
+			}
+			i++
 		default:
 			i++
 		}
 	}
-	return true
+	return fastFits
 }
 
 func describeJSONError(err error) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -144,6 +145,23 @@ func TestDecodeStrictBoundsItsErrors(t *testing.T) {
 				t.Errorf("count of the rest mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A long array of elements of the wrong type is refused for the cost of its first elements: no
+// decoder fills the whole array before the first error is found.
+func TestDecodeStrictRefusesLongArraysCheaply(t *testing.T) {
+	body := hoursOfNumbers(t, 1_900_000)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var s domain.EstablishmentInput
+	err := domain.DecodeStrictWith(body, &s, nil)
+	runtime.ReadMemStats(&after)
+	if len(domain.FieldErrors(err)) == 0 {
+		t.Fatalf("DecodeStrictWith: got %v, want field errors", err)
+	}
+	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(len(body)); got > limit {
+		t.Errorf("got %d bytes allocated to refuse a body of %d bytes, want at most its size", got, limit)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/opencarte/publisher/domain"
@@ -28,6 +29,9 @@ func FuzzDecodeDocument(f *testing.F) {
 	f.Add([]byte(`{"slug": "a", "menu_types": [{"slug": "b", "versions": [{"id": "c", "sections": [{"items": [{"id": 1, "ID": 2}]}]}]}]}`))
 	f.Add([]byte(`{"slug": "a", "name": null, "contact": {"email": 1}}`))
 	f.Add([]byte(`{"slug":"a","latitude":1}`))
+	// Arrays longer than the fast path decodes before the walk.
+	f.Add([]byte(`{"slug": "a", "business_hours": [` + strings.Repeat(`{"open_day": "lundi"},`, 10_000) + `{}]}`))
+	f.Add([]byte(`{"slug": "a", "business_hours": [` + strings.Repeat(`1,`, 10_000) + `{}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast, std domain.EstablishmentInput
 		errFast := decodeDocument(data, &fast)
