@@ -160,11 +160,7 @@ func (a *API) batchJob(r *http.Request, item *batchItem, data []byte, tooLong bo
 	}
 	var snap domain.EstablishmentInput
 	if err := decodeDocument(data, &snap); err != nil {
-		var details []string
-		for _, fe := range domain.FieldErrors(err) {
-			details = append(details, fe.Error())
-		}
-		return refuse(http.StatusBadRequest, "Bad request", details...)
+		return refuse(http.StatusBadRequest, "Bad request", fieldDetails(err)...)
 	}
 	item.Slug = snap.Slug
 	slug, err := domain.ParseSlug(snap.Slug)

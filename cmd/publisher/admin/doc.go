@@ -1,7 +1,9 @@
 // Package admin is the admin HTTP API: the back office's way to change content. It is a transport
 // only: each handler decodes its request strictly, calls one method of the write side's
 // application layer (package app), and maps the error's kind to a status through one table
-// (statuses); keys, ids and secrets are minted by app, never here.
+// (statuses); keys, ids and secrets are minted by app, never here. Field errors become the
+// details of an answer through fieldDetails only, which names at most domain.MaxFieldErrors and
+// counts the rest: an error answer stays within a few tens of kilobytes whatever the request.
 //
 // Every request carries the bearer token. Writes may carry an Idempotency-Key, which names one
 // request (method, path, body): its command id derives from them, so a retry is applied once and

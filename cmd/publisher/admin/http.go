@@ -457,17 +457,15 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, status, text, details)
 }
 
-// refusal returns the status of err's kind, its error text and its details: every bad field
-// named for invalid input, the refusal's text otherwise, nothing of a fault of this service's
-// own (which is logged).
+// refusal returns the status of err's kind, its error text and its details: the bad fields
+// named for invalid input (within the bounds of fieldDetails), the refusal's text otherwise,
+// nothing of a fault of this service's own (which is logged).
 func (a *API) refusal(r *http.Request, err error) (status int, text string, details []string) {
 	kind := app.KindOf(err, webhookKinds...)
 	st := statuses[kind]
-	switch fes := domain.FieldErrors(err); {
-	case len(fes) > 0:
-		for _, fe := range fes {
-			details = append(details, fe.Error())
-		}
+	switch fields := fieldDetails(err); {
+	case fields != nil:
+		details = fields
 	case kind == app.KindInternal:
 		a.cfg.Logger.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	case kind == app.KindUnavailable && !errors.Is(err, webhook.ErrResolverUnavailable) && !errors.Is(err, app.ErrFilesUnavailable):
@@ -498,10 +496,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 			writeError(w, http.StatusRequestEntityTooLarge, "Request body too large", []string{fmt.Sprintf("body: at most %d bytes", MaxBodyBytes)})
 			return false
 		}
-		var details []string
-		for _, fe := range domain.FieldErrors(err) {
-			details = append(details, fe.Error())
-		}
+		details := fieldDetails(err)
 		if details == nil {
 			details = []string{err.Error()}
 		}

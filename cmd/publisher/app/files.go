@@ -122,28 +122,37 @@ func (c *Commands) AddMenuAsset(ctx context.Context, req Request, typ, id domain
 }
 
 // resolveFiles turns every reference to a stored file in snap (a digest, or the URL of a file
-// of this service) into the file's URL, after checking that the file is stored.
+// of this service) into the file's URL, after checking that the file is stored. Its refusals are
+// bounded as the domain's are: it stops looking once their list is full.
 func (c *Commands) resolveFiles(ctx context.Context, snap *domain.EstablishmentInput) error {
-	var errs []error
-	errs = append(errs, c.resolveFile(ctx, "master_menu_url", snap.MasterMenuURL))
+	var errs domain.FieldErrorList
+	errs.Add(c.resolveFile(ctx, "master_menu_url", snap.MasterMenuURL))
 	for i := range snap.MenuTypes {
 		for j := range snap.MenuTypes[i].Versions {
 			prefix := fmt.Sprintf("menu_types[%d].versions[%d].", i, j)
-			errs = append(errs, c.resolveVersionFiles(ctx, prefix, &snap.MenuTypes[i].Versions[j]))
+			c.resolveRefs(ctx, prefix, &snap.MenuTypes[i].Versions[j], &errs)
 		}
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // resolveVersionFiles is resolveFiles for the files of one version.
 func (c *Commands) resolveVersionFiles(ctx context.Context, prefix string, v *domain.VersionInput) error {
-	var errs []error
+	var errs domain.FieldErrorList
+	c.resolveRefs(ctx, prefix, v, &errs)
+	return errs.Err()
+}
+
+// resolveRefs resolves the files of version v, adding its refusals to errs.
+func (c *Commands) resolveRefs(ctx context.Context, prefix string, v *domain.VersionInput, errs *domain.FieldErrorList) {
 	for i := range v.Assets {
 		for k := range v.Assets[i].URLs {
-			errs = append(errs, c.resolveFile(ctx, fmt.Sprintf("%sassets[%d].urls[%d]", prefix, i, k), &v.Assets[i].URLs[k]))
+			if errs.Full() {
+				return
+			}
+			errs.Add(c.resolveFile(ctx, fmt.Sprintf("%sassets[%d].urls[%d]", prefix, i, k), &v.Assets[i].URLs[k]))
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // resolveFile checks a reference *ref to a stored file, by its digest or by a URL of a file of
