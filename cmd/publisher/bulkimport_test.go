@@ -179,6 +179,34 @@ func lineWith(text, part string) string {
 	return ""
 }
 
+// A document with millions of bad elements is refused on one line of a few kilobytes, which names
+// the first problems and counts the rest.
+func TestImportReportsBoundedRefusals(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22")
+	numbers := func(slug string, n int) string {
+		return strings.Replace(demoLine(t, slug), `"business_hours":[`, `"business_hours":[`+strings.Repeat("1,", n), 1)
+	}
+	shops := writeFile(t, filepath.Join(t.TempDir(), "shops.ndjson"), strings.Join([]string{
+		demoLine(t, "alpha"), numbers("hostile", 1_900_000), numbers("sloppy", 150),
+	}, "\n"))
+	_, stderr, err := importRun(t, adminEnv(m), "--progress=none", shops)
+	if err == nil || !strings.Contains(err.Error(), "2 of 3 documents refused") {
+		t.Errorf("import: got %v, want 2 of 3 documents refused", err)
+	}
+	for _, want := range []struct{ prefix, suffix string }{
+		{shops + `:2: slug "hostile": 400 Bad request: business_hours[0]: wrong type: got JSON number, want object; `, "; … and at least 9900 more"},
+		{shops + `:3: slug "sloppy": 400 Bad request: business_hours[0]: wrong type: got JSON number, want object; `, "; … and 50 more"},
+	} {
+		line := lineWith(stderr, want.prefix)
+		if !strings.HasPrefix(line, want.prefix) || !strings.HasSuffix(line, want.suffix) {
+			t.Errorf("got refusal %.300q, want it to start with %q and end with %q", line, want.prefix, want.suffix)
+		}
+		if len(line) > 16<<10 {
+			t.Errorf("got a refusal of %d bytes, want at most %d", len(line), 16<<10)
+		}
+	}
+}
+
 // A directory's *.json files are imported, each a document of several lines, and a refusal
 // names its file.
 func TestImportDirectory(t *testing.T) {
