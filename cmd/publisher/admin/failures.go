@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -10,11 +11,23 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// Failed authentications: an address (an IPv6 /64) that sent maxFailures wrong or missing tokens
-// within failureWindow is refused until the window ends. At most failureClients addresses are
-// remembered, the least recently failing forgotten first.
+// Failed authentications slow guessing down and never refuse the right token, which is checked
+// first and never waits: every local user shares the loopback address, and one of them sending
+// wrong tokens must not keep the operator out. An address may send freeFailures missing or wrong
+// tokens within failureWindow (a typo, a script with a stale token), answered at once; each later
+// one within the window is answered 401 only after a penalty, firstPenalty doubling up to
+// maxPenalty. At most failureClients addresses are remembered, the least recently failing
+// forgotten first.
+//
+// Each wrong token waits out its own penalty, however many of them an address has waiting:
+// answering some of them sooner (a 429 at once, say) would tell their sender they are wrong as
+// fast as it sends them. A request waits on its own goroutine, which its connection costs whether
+// it waits or idles, and on a timer; it stops waiting when its client gives up. An address then
+// gets one answer to a wrong token per maxPenalty and connection, past the free ones.
 const (
-	maxFailures    = 10
+	freeFailures   = 5
+	firstPenalty   = time.Second
+	maxPenalty     = 4 * time.Second
 	failureWindow  = time.Minute
 	failureClients = 10_000
 )
@@ -35,27 +48,40 @@ func newFailures() *failures {
 	return &failures{clients: clients}
 }
 
-// blocked returns how long client is still refused at now; 0 when it is not.
-func (f *failures) blocked(client netip.Prefix, now time.Time) time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.clients.Peek(client)
-	if !ok || c.count < maxFailures {
-		return 0
-	}
-	return max(c.since.Add(failureWindow).Sub(now), 0)
-}
-
-// fail counts a failed authentication of client at now.
-func (f *failures) fail(client netip.Prefix, now time.Time) {
+// fail counts a failed authentication of client at now and returns how long its answer waits.
+func (f *failures) fail(client netip.Prefix, now time.Time) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.clients.Get(client)
 	if !ok || now.Sub(c.since) >= failureWindow {
-		f.clients.Add(client, &failed{since: now, count: 1})
-		return
+		c = &failed{since: now}
+		f.clients.Add(client, c)
 	}
 	c.count++
+	return penalty(c.count)
+}
+
+// penalty is how long the answer to the n-th failure of a window waits.
+func penalty(n int) time.Duration {
+	if n <= freeFailures {
+		return 0
+	}
+	return min(firstPenalty<<min(n-freeFailures-1, 8), maxPenalty)
+}
+
+// wait returns after d, or false as soon as ctx ends.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // clientOf is the address r came from, an IPv6 address by its /64: the admin API trusts no

@@ -1,62 +1,184 @@
 package admin
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/opencarte/publisher/cmd/publisher/app"
 )
 
-// TestFailedTokensAreLimitedPerAddress: an address that sent ten wrong tokens within a minute is
-// refused, even with the right one, until the minute ends; another address is not, nor an IPv6
-// address outside the /64.
-func TestFailedTokensAreLimitedPerAddress(t *testing.T) {
-	f := newFixture(t)
-	h := f.srv.Config.Handler
-	send := func(addr, token string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodGet, "/admin/v1/status", nil)
-		req.RemoteAddr = addr
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+// bubbleHandler is the admin API's handler made inside a synctest bubble, so that its penalties
+// run on the bubble's fake clock. Its routes are only sent GET /admin/v1/status, which no command
+// serves.
+func bubbleHandler(t *testing.T) http.Handler {
+	t.Helper()
+	api, err := NewAPI(Config{Commands: &app.Commands{}, Token: testToken, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api.Handler()
+}
+
+// answer is a status and how long, on the bubble's clock, it took to come.
+type answer struct {
+	status int
+	after  time.Duration
+}
+
+// authenticateFrom sends GET /admin/v1/status from addr with token ("" for none) and returns the
+// answer; ctx is the request's.
+func authenticateFrom(ctx context.Context, h http.Handler, addr, token string) answer {
+	req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/admin/v1/status", nil)
+	req.RemoteAddr = addr
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	w := httptest.NewRecorder()
+	start := time.Now()
+	h.ServeHTTP(w, req)
+	return answer{w.Code, time.Since(start)}
+}
+
+const wrongToken = "wrong-token-0123456789"
+
+// TestRightTokenIsNeverRefused: however many wrong tokens an address sent, and while some of them
+// still wait for their answer, the right token from that address is served at once.
+func TestRightTokenIsNeverRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := bubbleHandler(t)
+		ctx := t.Context()
+		for range 10 {
+			authenticateFrom(ctx, h, "192.0.2.1:1000", wrongToken)
 		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		return w
-	}
-	for i := range maxFailures {
-		if w := send("192.0.2.1:1000", "wrong-token-0123456789"); w.Code != http.StatusUnauthorized {
-			t.Fatalf("wrong token %d: got %d", i+1, w.Code)
+		if got := authenticateFrom(ctx, h, "192.0.2.1:2000", testToken); got != (answer{http.StatusOK, 0}) {
+			t.Errorf("right token after ten wrong ones: got %d after %v, want 200 at once", got.status, got.after)
 		}
-	}
-	for _, token := range []string{"wrong-token-0123456789", testToken} {
-		w := send("192.0.2.1:2000", token)
-		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" {
-			t.Errorf("after %d failures, token %q: got %d, Retry-After %q; want 429", maxFailures, token, w.Code, w.Header().Get("Retry-After"))
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() { authenticateFrom(ctx, h, "192.0.2.1:3000", "") })
 		}
+		synctest.Wait()
+		if got := authenticateFrom(ctx, h, "192.0.2.1:4000", testToken); got != (answer{http.StatusOK, 0}) {
+			t.Errorf("right token while three missing ones wait: got %d after %v, want 200 at once", got.status, got.after)
+		}
+		wg.Wait()
+	})
+}
+
+// TestWrongTokensWaitTheirPenalty: an address's first freeFailures wrong tokens within a minute are
+// answered at once; each later one is answered 401 only after a penalty that doubles up to
+// maxPenalty; a minute after the first failure, the count starts again.
+func TestWrongTokensWaitTheirPenalty(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := bubbleHandler(t)
+		start := time.Now()
+		want := []time.Duration{0, 0, 0, 0, 0, time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second, 4 * time.Second}
+		for i, after := range want {
+			got := authenticateFrom(t.Context(), h, "192.0.2.1:1000", wrongToken)
+			if got != (answer{http.StatusUnauthorized, after}) {
+				t.Errorf("wrong token %d: got %d after %v, want 401 after %v", i+1, got.status, got.after, after)
+			}
+		}
+		time.Sleep(start.Add(failureWindow).Sub(time.Now()))
+		if got := authenticateFrom(t.Context(), h, "192.0.2.1:1000", wrongToken); got != (answer{http.StatusUnauthorized, 0}) {
+			t.Errorf("wrong token a minute after the first: got %d after %v, want 401 at once", got.status, got.after)
+		}
+	})
+}
+
+// TestConcurrentWrongTokensWaitToo: wrong tokens sent at once past the free ones are each answered
+// no sooner than the penalty, however many wait: an answer that came sooner would tell their
+// sender they are wrong. One whose client gives up stops waiting.
+func TestConcurrentWrongTokensWaitToo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := bubbleHandler(t)
+		for range freeFailures {
+			authenticateFrom(t.Context(), h, "192.0.2.1:1000", wrongToken)
+		}
+		const n = 8
+		answers := make(chan answer, n)
+		for range n {
+			go func() { answers <- authenticateFrom(t.Context(), h, "192.0.2.1:2000", wrongToken) }()
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		gaveUp := make(chan answer, 1)
+		go func() { gaveUp <- authenticateFrom(ctx, h, "192.0.2.1:3000", wrongToken) }()
+		time.Sleep(firstPenalty - time.Millisecond)
+		synctest.Wait()
+		if got := len(answers); got != 0 {
+			t.Errorf("before the first penalty ended: got %d answers, want none", got)
+		}
+		cancel()
+		synctest.Wait()
+		if len(gaveUp) != 1 {
+			t.Error("a request whose client gave up still waits")
+		}
+		for range n {
+			if got := <-answers; got.status != http.StatusUnauthorized || got.after < firstPenalty || got.after > maxPenalty {
+				t.Errorf("got %d after %v, want 401 after %v to %v", got.status, got.after, firstPenalty, maxPenalty)
+			}
+		}
+	})
+}
+
+// TestPenaltiesArePerAddress: the failures of one address delay another's only when both are the
+// same client: one IPv4 address, or one IPv6 /64.
+func TestPenaltiesArePerAddress(t *testing.T) {
+	cases := []struct {
+		name          string
+		failing, then string
+		shared        bool
+	}{
+		{"the same IPv4 address", "192.0.2.1:1000", "192.0.2.1:2000", true},
+		{"another IPv4 address", "192.0.2.1:1000", "192.0.2.2:1000", false},
+		{"an IPv4-mapped IPv6 address", "[::ffff:192.0.2.1]:1000", "192.0.2.1:2000", true},
+		{"the same IPv6 /64", "[2001:db8:1:2::1]:1000", "[2001:db8:1:2::ffff]:1000", true},
+		{"another IPv6 /64", "[2001:db8:1:2::1]:1000", "[2001:db8:1:3::1]:1000", false},
 	}
-	if w := send("192.0.2.2:1000", testToken); w.Code != http.StatusOK {
-		t.Errorf("another address: got %d, want 200", w.Code)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := bubbleHandler(t)
+				for range freeFailures {
+					authenticateFrom(t.Context(), h, c.failing, wrongToken)
+				}
+				want := answer{http.StatusUnauthorized, 0}
+				if c.shared {
+					want.after = firstPenalty
+				}
+				if got := authenticateFrom(t.Context(), h, c.then, wrongToken); got != want {
+					t.Errorf("wrong token from %s after %d from %s: got %d after %v, want %d after %v",
+						c.then, freeFailures, c.failing, got.status, got.after, want.status, want.after)
+				}
+			})
+		})
 	}
-	for range maxFailures {
-		send("[2001:db8:1:2::1]:1000", "")
+}
+
+// TestPenalty: the wait of the n-th failure of a window.
+func TestPenalty(t *testing.T) {
+	cases := []struct {
+		n    int
+		want time.Duration
+	}{
+		{1, 0},
+		{freeFailures, 0},
+		{freeFailures + 1, firstPenalty},
+		{freeFailures + 2, 2 * firstPenalty},
+		{freeFailures + 3, maxPenalty},
+		{1000, maxPenalty},
+		{1 << 62, maxPenalty},
 	}
-	if w := send("[2001:db8:1:2::ffff]:1000", testToken); w.Code != http.StatusTooManyRequests {
-		t.Errorf("the same IPv6 /64: got %d, want 429", w.Code)
-	}
-	if w := send("[2001:db8:1:3::1]:1000", testToken); w.Code != http.StatusOK {
-		t.Errorf("another IPv6 /64: got %d, want 200", w.Code)
-	}
-	// The window ends a minute after the first failure.
-	fl := newFailures()
-	client := clientOf(httptest.NewRequest(http.MethodGet, "/", nil))
-	start := time.Unix(1000, 0)
-	for i := range maxFailures {
-		fl.fail(client, start.Add(time.Duration(i)*time.Second))
-	}
-	if wait := fl.blocked(client, start.Add(30*time.Second)); wait != 30*time.Second {
-		t.Errorf("blocked 30 s after the first failure for %v, want 30s more", wait)
-	}
-	if wait := fl.blocked(client, start.Add(failureWindow)); wait != 0 {
-		t.Errorf("blocked a minute after the first failure for %v, want not", wait)
+	for _, c := range cases {
+		if got := penalty(c.n); got != c.want {
+			t.Errorf("penalty(%d) = %v, want %v", c.n, got, c.want)
+		}
 	}
 }

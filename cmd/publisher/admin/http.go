@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -176,26 +175,22 @@ func (a *API) bounded(next http.Handler) http.Handler {
 }
 
 // authenticate refuses every request without the bearer token. The scheme name is
-// case-insensitive (RFC 9110, section 11.1); the token is compared in constant time. An address
-// that failed maxFailures times within failureWindow is refused, right token or not, until the
-// window ends: the token cannot be guessed at speed.
+// case-insensitive (RFC 9110, section 11.1); the token is compared in constant time. The right
+// token is served at once, whatever its address sent before; a wrong or missing one is answered
+// 401 after the penalty its address has earned (see failures).
 func (a *API) authenticate(next http.Handler) http.Handler {
 	want := []byte(a.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		client := clientOf(r)
-		if wait := a.failures.blocked(client, time.Now()); wait > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+1)))
-			writeError(w, http.StatusTooManyRequests, "Too many requests", []string{fmt.Sprintf("Authorization: %d failed attempts from this address; try again later", maxFailures)})
-			return
-		}
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimLeft(token, " ")), want) != 1 {
-			a.failures.fail(client, time.Now())
-			w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
-			writeError(w, http.StatusUnauthorized, "Unauthorized", nil)
+		if strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimLeft(token, " ")), want) == 1 {
+			next.ServeHTTP(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
+		if !wait(r.Context(), a.failures.fail(clientOf(r), time.Now())) {
+			return // the client gave up: nobody reads the answer
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
+		writeError(w, http.StatusUnauthorized, "Unauthorized", nil)
 	})
 }
 
