@@ -84,8 +84,12 @@ func wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// clientOf is the address r came from, an IPv6 address by its /64: the admin API trusts no
-// proxy's word for it.
+// loopback is the client every loopback address is: the users of this machine, who could
+// otherwise count as 16 million IPv4 addresses.
+var loopback = netip.PrefixFrom(netip.IPv6Loopback(), 128)
+
+// clientOf is the address r came from, an IPv6 address by its /64 and a loopback one as
+// loopback: the admin API trusts no proxy's word for it.
 func clientOf(r *http.Request) netip.Prefix {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -96,6 +100,9 @@ func clientOf(r *http.Request) netip.Prefix {
 		return netip.Prefix{}
 	}
 	addr = addr.Unmap()
+	if addr.IsLoopback() {
+		return loopback
+	}
 	bits := 32
 	if addr.Is6() {
 		bits = 64

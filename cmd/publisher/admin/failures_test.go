@@ -129,7 +129,7 @@ func TestConcurrentWrongTokensWaitToo(t *testing.T) {
 }
 
 // TestPenaltiesArePerAddress: the failures of one address delay another's only when both are the
-// same client: one IPv4 address, or one IPv6 /64.
+// same client: one IPv4 address, one IPv6 /64, or this machine (every loopback address).
 func TestPenaltiesArePerAddress(t *testing.T) {
 	cases := []struct {
 		name          string
@@ -141,6 +141,8 @@ func TestPenaltiesArePerAddress(t *testing.T) {
 		{"an IPv4-mapped IPv6 address", "[::ffff:192.0.2.1]:1000", "192.0.2.1:2000", true},
 		{"the same IPv6 /64", "[2001:db8:1:2::1]:1000", "[2001:db8:1:2::ffff]:1000", true},
 		{"another IPv6 /64", "[2001:db8:1:2::1]:1000", "[2001:db8:1:3::1]:1000", false},
+		{"another IPv4 loopback address", "127.0.0.1:1000", "127.0.0.2:1000", true},
+		{"the IPv6 loopback address", "127.0.0.1:1000", "[::1]:1000", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
