@@ -149,14 +149,7 @@ func createOnce(path string, content []byte) (bool, error) {
 }
 
 func embeddedUserRead(seedFile string) (string, nkeys.KeyPair, error) {
-	info, err := os.Stat(seedFile)
-	if err != nil {
-		return "", nil, err
-	}
-	if info.Mode().Perm()&0o077 != 0 {
-		return "", nil, fmt.Errorf("%s: readable by others (mode %o): want 0600", seedFile, info.Mode().Perm())
-	}
-	seed, err := os.ReadFile(seedFile)
+	seed, err := readSecretFile(seedFile)
 	if err != nil {
 		return "", nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -837,16 +838,33 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	return nil
 }
 
-// adminToken returns the configured token, or the one kept in the data directory, creating it.
+// adminToken returns the configured token, the one in --admin-token-file, or the one kept in the
+// data directory, creating it.
 func (m *Main) adminToken() (string, error) {
-	if m.Config.AdminToken != "" {
-		return m.Config.AdminToken, nil
+	c := &m.Config
+	if c.AdminToken != "" {
+		return c.AdminToken, nil
 	}
-	path := filepath.Join(m.Config.DataDir, "admin-token")
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
+	if c.AdminTokenFile != "" {
+		b, err := readSecretFile(c.AdminTokenFile)
+		if err != nil {
+			return "", fmt.Errorf("--admin-token-file: %w", err)
+		}
+		token := strings.TrimSpace(string(b))
+		if token == "" {
+			return "", fmt.Errorf("--admin-token-file %s: empty", c.AdminTokenFile)
+		}
+		return token, nil
+	}
+	path := filepath.Join(c.DataDir, "admin-token")
+	b, err := readSecretFile(path)
+	if err == nil && len(strings.TrimSpace(string(b))) >= 16 {
 		return strings.TrimSpace(string(b)), nil
 	}
-	if err := os.MkdirAll(m.Config.DataDir, 0o700); err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return "", fmt.Errorf("data dir: %w", err)
 	}
 	token := app.NewID("adm")

@@ -41,7 +41,7 @@ func (m *Main) masterKeys() (*webhook.MasterKeys, error) {
 	if path == "" {
 		path, generate = filepath.Join(c.DataDir, defaultSecretKeyFile), true
 	}
-	b, err := os.ReadFile(path)
+	b, err := readSecretFile(path)
 	if errors.Is(err, fs.ErrNotExist) && generate {
 		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)
@@ -53,7 +53,10 @@ func (m *Main) masterKeys() (*webhook.MasterKeys, error) {
 		if created {
 			m.Logger.Info("webhook signing secrets: generated their master key", "file", path)
 		}
-		b, err = os.ReadFile(path)
+		b, err = readSecretFile(path)
+	}
+	if err != nil && generate {
+		return nil, fmt.Errorf("master key of webhook signing secrets: %w", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--secret-key-file: %w", err)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -221,15 +220,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		return err
 	}
 	cfg.SecretKeys = getenv(secretKeysEnv)
-	if cfg.AdminToken == "" && cfg.AdminTokenFile != "" {
-		b, err := os.ReadFile(cfg.AdminTokenFile)
-		if err != nil {
-			return fmt.Errorf("--admin-token-file: %w", err)
-		}
-		if cfg.AdminToken = strings.TrimSpace(string(b)); cfg.AdminToken == "" {
-			return fmt.Errorf("--admin-token-file %s: empty", cfg.AdminTokenFile)
-		}
-	}
 	logger, err := newLogger(stderr, cfg.LogLevel)
 	if err != nil {
 		return err
