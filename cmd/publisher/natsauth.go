@@ -65,7 +65,7 @@ func (a *natsAuth) load(getenv func(string) string) error {
 		if a.User == "" {
 			return errors.New("--nats-password-file: needs --nats-user")
 		}
-		b, err := os.ReadFile(a.PasswordFile)
+		b, err := readSecretFile(a.PasswordFile)
 		if err != nil {
 			return fmt.Errorf("--nats-password-file: %w", err)
 		}
@@ -74,11 +74,20 @@ func (a *natsAuth) load(getenv func(string) string) error {
 	if a.User != "" && a.Password == "" {
 		return fmt.Errorf("--nats-user: no password (--nats-password-file or %s)", natsPasswordEnv)
 	}
-	for flagName, file := range map[string]string{"--nats-creds": a.Creds, "--nats-ca": a.CA, "--nats-cert": a.Cert, "--nats-key": a.Key} {
+	for flagName, file := range map[string]string{"--nats-ca": a.CA, "--nats-cert": a.Cert} {
 		if file == "" {
 			continue
 		}
 		if _, err := os.Stat(file); err != nil {
+			return fmt.Errorf("%s: %w", flagName, err)
+		}
+	}
+	// The client library reads these itself; they are checked here, like every secret file.
+	for flagName, file := range map[string]string{"--nats-creds": a.Creds, "--nats-nkey": a.NKey, "--nats-key": a.Key} {
+		if file == "" {
+			continue
+		}
+		if _, err := readSecretFile(file); err != nil {
 			return fmt.Errorf("%s: %w", flagName, err)
 		}
 	}

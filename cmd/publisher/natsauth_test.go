@@ -185,6 +185,52 @@ func TestExternalNATSCredentials(t *testing.T) {
 	}
 }
 
+// TestNATSCredentialFilesOthersCanReadAreRefused: the files holding an external NATS's
+// credentials are refused at start when group or others can open them, naming the flag, the file
+// and the chmod that fixes it; the owner's alone, they are taken.
+func TestNATSCredentialFilesOthersCanReadAreRefused(t *testing.T) {
+	_, cert, _ := writeTestCertificate(t)
+	cases := []struct {
+		flag string
+		args []string // the other flags it needs
+	}{
+		{"--nats-password-file", []string{"--nats-user", "publisher"}},
+		{"--nats-nkey", nil},
+		{"--nats-creds", nil},
+		{"--nats-key", []string{"--nats-cert", cert}},
+	}
+	for _, c := range cases {
+		for _, mode := range []os.FileMode{0o644, 0o640, 0o600} {
+			t.Run(fmt.Sprintf("%s/%04o", c.flag, mode), func(t *testing.T) {
+				file := filepath.Join(t.TempDir(), "secret")
+				if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(file, mode); err != nil {
+					t.Fatal(err)
+				}
+				var a natsAuth
+				fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+				fs.SetOutput(io.Discard)
+				a.register(fs)
+				if err := fs.Parse(append([]string{c.flag, file}, c.args...)); err != nil {
+					t.Fatal(err)
+				}
+				err := a.load(func(string) string { return "" })
+				if mode == 0o600 {
+					if err != nil {
+						t.Errorf("%s at mode 0600: got %v, want it taken", c.flag, err)
+					}
+					return
+				}
+				if msg := fmt.Sprint(err); !errors.Is(err, errSecretFileOpen) || !strings.HasPrefix(msg, c.flag+": ") || !strings.Contains(msg, "chmod 600 "+file) {
+					t.Errorf("%s at mode %04o: got %v, want a refusal naming the flag and chmod 600 %s", c.flag, mode, err, file)
+				}
+			})
+		}
+	}
+}
+
 // writeTestCertificate writes a self-signed certificate for 127.0.0.1, its key, and the same
 // certificate as the authority to trust.
 func writeTestCertificate(t *testing.T) (ca, cert, key string) {

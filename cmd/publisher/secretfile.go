@@ -11,8 +11,8 @@ import (
 var errSecretFileOpen = errors.New("accessible by group or others")
 
 // readSecretFile reads a file holding a secret (the admin token, the master key of webhook
-// signing secrets, the embedded NATS server's seed), refusing one whose mode lets its group or
-// others in: a secret every user of the machine can read is none, and a file that is not the
+// signing secrets, a NATS seed, password, credentials or TLS key), refusing one whose mode lets
+// its group or others in: a secret every user of the machine can read is none, and a file that is not the
 // owner's alone may have been replaced. It checks the mode bits, not whether another user could
 // open the file, which root can whatever they say. The service writes its own secret files 0600.
 func readSecretFile(path string) ([]byte, error) {
