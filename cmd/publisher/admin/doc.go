@@ -21,5 +21,6 @@
 // files one at a time, each at most domain.MaxMenuFileBytes, and at most Config.Uploads files at
 // once in the whole API, so an upload costs one file of memory whatever its body. Under an
 // Idempotency-Key, an upload's command id derives from the key and the digests of its files,
-// which name the bytes exactly, so its body is never read twice.
+// which name the bytes exactly, so its body is never read twice. A multipart body that
+// mime/multipart refuses is a 400 naming why, before any command.
 package admin

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"time"
 
@@ -74,6 +76,15 @@ func uploadRequest(r *http.Request, slug domain.Slug, files []app.File) app.Requ
 // errBodyCut means an upload's body ended before it was whole, or came too slowly.
 var errBodyCut = errors.New("body: the upload was cut off or too slow")
 
+// Refusals of an upload's multipart framing, each answered 400 with its text.
+var (
+	errPartHeaderTooLarge  = errors.New("body: a multipart part's header is too large")
+	errPartHeaderMalformed = errors.New("body: a multipart part's header is malformed")
+	errMultipartUnclosed   = errors.New("body: the multipart body ends before its closing boundary")
+	errMultipartMalformed  = errors.New("body: the multipart body has a line that is neither a part nor a boundary")
+	framingRefusals        = []error{errPartHeaderTooLarge, errPartHeaderMalformed, errMultipartUnclosed, errMultipartMalformed}
+)
+
 // readFiles reads the files of an upload one at a time and passes each to store before reading
 // the next, so that an upload costs one file of memory: the whole body as one file, or each file
 // part of a multipart/form-data body (a part with a file name, or named "file"). The content
@@ -125,11 +136,11 @@ func (a *API) readFiles(w http.ResponseWriter, r *http.Request, maxFiles int) ([
 	}
 	for {
 		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
+		if err == io.EOF { // the closing boundary: a body that ends before it is io.EOF wrapped
 			break
 		}
 		if err != nil {
-			a.failRead(w, r, "body", err)
+			a.failRead(w, r, "body", framingError(err))
 			return nil, false
 		}
 		if part.FileName() == "" && part.FormName() != "file" {
@@ -146,8 +157,36 @@ func (a *API) readFiles(w http.ResponseWriter, r *http.Request, maxFiles int) ([
 	return files, true
 }
 
+// framingError is what an error of multipart.Reader.NextPart says about the body: a failure to
+// read it (too large, too slow) as it is, and anything else as the refusal of the client's bytes
+// it can only be.
+func framingError(err error) error {
+	var tooLarge *http.MaxBytesError
+	var netErr net.Error
+	var malformed textproto.ProtocolError
+	switch {
+	case errors.As(err, &tooLarge), errors.As(err, &netErr) && netErr.Timeout():
+		return err
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &netErr):
+		return fmt.Errorf("%w: %w", errBodyCut, err)
+	case errors.Is(err, multipart.ErrMessageTooLarge):
+		return fmt.Errorf("%w: %w", errPartHeaderTooLarge, err)
+	case errors.As(err, &malformed):
+		return fmt.Errorf("%w: %w", errPartHeaderMalformed, err)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: %w", errMultipartUnclosed, err)
+	}
+	return fmt.Errorf("%w: %w", errMultipartMalformed, err)
+}
+
 // failRead answers an upload whose file named field could not be read or was refused.
 func (a *API) failRead(w http.ResponseWriter, r *http.Request, field string, err error) {
+	for _, refusal := range framingRefusals {
+		if errors.Is(err, refusal) {
+			writeError(w, http.StatusBadRequest, "Bad request", []string{refusal.Error()})
+			return
+		}
+	}
 	var tooLarge *http.MaxBytesError
 	var netErr net.Error
 	switch {

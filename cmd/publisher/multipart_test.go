@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"image/color"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestMalformedMultipartBodiesAreRefused: an upload whose multipart framing is wrong (a part's
+// header too large or malformed, a body that ends before its closing boundary, a line where a
+// boundary belongs) is answered 400 naming the problem, at every upload route, and applies
+// nothing.
+func TestMalformedMultipartBodiesAreRefused(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-24")
+	importDemo(t, m)
+	png := string(demoPNG(color.RGBA{1, 2, 3, 255}))
+	const ct = "multipart/form-data; boundary=B0UND"
+	head := func(extra string) string {
+		return "--B0UND\r\nContent-Disposition: form-data; name=\"file\"; filename=\"menu.png\"\r\n" + extra + "Content-Type: image/png\r\n\r\n"
+	}
+	part := head("") + png + "\r\n"
+	cases := []struct {
+		name, contentType, body string
+		status                  int
+		detail                  string
+	}{
+		{"a part with 20,000 header lines", ct, head(strings.Repeat("X-Filler: x\r\n", 20_000)) + png + "\r\n--B0UND--\r\n",
+			http.StatusBadRequest, "body: a multipart part's header is too large"},
+		{"a header line without a colon", ct, head("X-Filler x\r\n") + png + "\r\n--B0UND--\r\n",
+			http.StatusBadRequest, "body: a multipart part's header is malformed"},
+		{"no closing boundary", ct, part,
+			http.StatusBadRequest, "body: the multipart body ends before its closing boundary"},
+		{"no boundary at all", ct, "just text\r\n",
+			http.StatusBadRequest, "body: the multipart body ends before its closing boundary"},
+		{"a line where a boundary belongs", ct, part + "--B0UND--junk\r\n",
+			http.StatusBadRequest, "body: the multipart body has a line that is neither a part nor a boundary"},
+		{"an empty boundary", `multipart/form-data; boundary=""`, part + "--B0UND--\r\n",
+			http.StatusBadRequest, "multipart/form-data without a boundary"},
+	}
+	before, err := m.Store.LastStreamSequence(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := []struct{ method, path string }{
+		{http.MethodPost, "/admin/v1/files"},
+		{http.MethodPut, "/admin/v1/establishments/chez-marcel/master-menu"},
+		{http.MethodPost, "/admin/v1/establishments/chez-marcel/menu-types/vins/versions/2026/assets?language_scope=fr"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, r := range routes {
+				got := m.upload(t, r.method, r.path, c.contentType, []byte(c.body))
+				if got.status != c.status || !strings.Contains(string(got.body), c.detail) {
+					t.Errorf("%s %s: got %d %s, want %d naming %q", r.method, r.path, got.status, got.body, c.status, c.detail)
+				}
+			}
+		})
+	}
+	if after, err := m.Store.LastStreamSequence(context.Background()); err != nil || after != before {
+		t.Errorf("log went from sequence %d to %d (%v): a refused upload appended something", before, after, err)
+	}
+	// The same part, closed, is taken.
+	if got := m.upload(t, http.MethodPost, "/admin/v1/files", ct, []byte(part+"--B0UND--\r\n")); got.status/100 != 2 {
+		t.Errorf("the part closed: got %d %s, want 2xx", got.status, got.body)
+	}
+}
