@@ -21,6 +21,7 @@
 // files one at a time, each at most domain.MaxMenuFileBytes, and at most Config.Uploads files at
 // once in the whole API, so an upload costs one file of memory whatever its body. Under an
 // Idempotency-Key, an upload's command id derives from the key and the digests of its files,
-// which name the bytes exactly, so its body is never read twice. A multipart body that
-// mime/multipart refuses is a 400 naming why, before any command.
+// which name the bytes exactly, so its body is never read twice. A body that is not whole (cut
+// short, or a multipart framing that mime/multipart refuses) is a 400 naming why, before any
+// command: a file ends only where its body or its part says it does.
 package admin

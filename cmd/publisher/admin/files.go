@@ -219,21 +219,34 @@ func (a *API) storeFile(ctx context.Context, r io.Reader) (app.File, error) {
 		buf = make([]byte, domain.MaxMenuFileBytes+1)
 	}
 	defer func() { a.uploads <- buf }()
-	n, err := io.ReadFull(r, buf)
+	n, err := fill(r, buf)
+	var tooLarge *http.MaxBytesError
+	var netErr net.Error
 	switch {
 	case n == len(buf):
 		return app.File{}, fmt.Errorf("more than %d bytes: %w", domain.MaxMenuFileBytes, domain.ErrFileTooLarge)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, io.EOF):
 		// the whole file, shorter than the buffer
-	case err != nil:
-		var tooLarge *http.MaxBytesError
-		var netErr net.Error
-		if errors.As(err, &tooLarge) || errors.As(err, &netErr) {
-			return app.File{}, err
-		}
-		return app.File{}, fmt.Errorf("%w: %v", errBodyCut, err)
+	case errors.As(err, &tooLarge), errors.As(err, &netErr) && netErr.Timeout():
+		return app.File{}, err
+	default:
+		// io.ErrUnexpectedEOF (the body, or the part, ended early), a connection reset, a
+		// malformed chunk or quoted-printable encoding: the file is not whole.
+		return app.File{}, fmt.Errorf("%w: %w", errBodyCut, err)
 	}
 	return a.cfg.Commands.UploadFile(ctx, buf[:n])
+}
+
+// fill reads r into buf until buf is full or r fails, and returns r's own error, which io.ReadFull
+// would not: a file that ended (io.EOF) and a body cut off (io.ErrUnexpectedEOF) would both end
+// it early with io.ErrUnexpectedEOF.
+func fill(r io.Reader, buf []byte) (n int, err error) {
+	for n < len(buf) && err == nil {
+		var k int
+		k, err = r.Read(buf[n:])
+		n += k
+	}
+	return n, err
 }
 
 // uploadFile serves POST /admin/v1/files: the file is stored, once for the same bytes, and
