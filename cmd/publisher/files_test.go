@@ -37,14 +37,31 @@ func testJPEG(t *testing.T) []byte {
 	return b.Bytes()
 }
 
-// largePDF returns a PDF of about n bytes, which the file store keeps in several chunks.
+// largePDF returns a PDF of about n bytes, which the file store keeps in several chunks: a
+// catalog with no pages, and a stream of n random bytes.
 func largePDF(t *testing.T, n int) []byte {
 	t.Helper()
 	filler := make([]byte, n)
 	if _, err := rand.Read(filler); err != nil {
 		t.Fatal(err)
 	}
-	return slices.Concat([]byte("%PDF-1.7\n%"), filler, []byte("\n%%EOF\n"))
+	b := bytes.NewBufferString("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+	var offsets []int
+	for i, o := range []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [] /Count 0 >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", n, filler),
+	} {
+		offsets = append(offsets, b.Len())
+		fmt.Fprintf(b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(b, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
+	return b.Bytes()
 }
 
 // upload sends data to the admin API as the raw body of method path, with contentType.
