@@ -3,23 +3,29 @@ package domain
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"image"
-	"image/jpeg"
-	"image/png"
-	"io"
 	"net/url"
 	"slices"
 	"strings"
-
-	"golang.org/x/image/webp"
 )
 
 // MaxMenuFileBytes is the largest menu file accepted: 10 MB.
 const MaxMenuFileBytes = 10_000_000
+
+// The largest image accepted, read from its header, so that a small file cannot make every
+// client that shows it decode gigabytes: a PNG whose header says 65535×65535 pixels would be
+// 17 GB decoded at 4 bytes a pixel.
+const (
+	// MaxImageSide is the most pixels an image may have on a side: the largest side of a lossy
+	// WebP, and of the textures most graphics processors take.
+	MaxImageSide = 16_384
+	// MaxImagePixels is the most pixels an image may have in all, 256 MB decoded at 4 bytes a
+	// pixel: it holds an A4 page scanned at 600 dpi (4961×7016, 35 million pixels) and a
+	// photograph from a 61-megapixel camera (9504×6336).
+	MaxImagePixels = 64_000_000
+)
 
 // The refusals of a menu file. Each names the limit or the check it failed.
 var (
@@ -27,8 +33,8 @@ var (
 	ErrFileTooLarge = errors.New("larger than the limit of 10 MB (10000000 bytes)")
 	// ErrUnsupportedFile means the file's content is none of the accepted types.
 	ErrUnsupportedFile = errors.New("not a PNG, JPEG or WebP image nor a PDF document")
-	// ErrMalformedFile means the content starts as an accepted type but is empty, truncated or
-	// does not parse.
+	// ErrMalformedFile means the content starts as an accepted type but is empty, truncated, does
+	// not have that type's structure, or is an image too large to decode.
 	ErrMalformedFile = errors.New("malformed")
 )
 
@@ -40,124 +46,70 @@ const (
 	TypePDF  = "application/pdf"
 )
 
-// pdfEndWindow is how far from the end of a PDF its end-of-file marker may be: PDF 2.0 puts it
-// last, and writers add at most a line ending or some padding after it.
-const pdfEndWindow = 1024
-
-// pdfHeaderWindow is how far from the start a PDF's header may be: readers accept some bytes
-// before it.
-const pdfHeaderWindow = 1024
-
-var pngTrailer = []byte{0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82}
+// pdfSniffWindow is how far into a file readers look for a PDF header: a file with one there,
+// but not at its start, is told it is not a PDF rather than that it is no known type.
+const pdfSniffWindow = 1024
 
 // CheckMenuFile decides the type of a menu file from its content (never from a name or a header)
-// and checks that it is whole: an image whose header parses (and, for PNG and WebP, whose length
-// is the one its container states), a PDF from its header to its end-of-file marker. It returns
-// the content type, or an error matching ErrFileTooLarge, ErrUnsupportedFile or ErrMalformedFile.
+// and checks that it is whole by walking its structure, without decoding pixels or pages: a PNG's
+// chunks, a JPEG's segments, a WebP's RIFF chunks, a PDF's header and the cross-reference its
+// trailer points at. An image must hold image data and be at most MaxImageSide pixels a side and
+// MaxImagePixels in all. It returns the content type, or an error matching ErrFileTooLarge,
+// ErrUnsupportedFile or ErrMalformedFile whose text names what is wrong.
 func CheckMenuFile(data []byte) (string, error) {
 	switch {
 	case len(data) > MaxMenuFileBytes:
 		return "", fmt.Errorf("%d bytes: %w", len(data), ErrFileTooLarge)
 	case len(data) == 0:
-		return "", fmt.Errorf("%w: empty", ErrMalformedFile)
+		return "", malformed("empty file")
 	}
 	var (
-		typ string
-		err error
+		typ   string
+		check func([]byte) error
 	)
 	switch {
-	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
-		typ, err = TypePNG, checkImage(data, png.DecodeConfig)
-		if err == nil && !bytes.Contains(data, pngTrailer) {
-			err = errors.New("no IEND chunk: truncated")
-		}
+	case bytes.HasPrefix(data, pngSignature):
+		typ, check = TypePNG, checkPNG
 	case bytes.HasPrefix(data, []byte{0xFF, 0xD8, 0xFF}):
-		typ, err = TypeJPEG, checkImage(data, jpeg.DecodeConfig)
-		if err == nil {
-			err = jpegEnds(data)
-		}
+		typ, check = TypeJPEG, checkJPEG
 	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP":
-		typ, err = TypeWebP, checkImage(data, webp.DecodeConfig)
-		// The RIFF size counts what follows its first 8 bytes, padded to an even length.
-		if want := int64(binary.LittleEndian.Uint32(data[4:8])) + 8; err == nil && want != int64(len(data)) && want+1 != int64(len(data)) {
-			err = fmt.Errorf("its RIFF header says %d bytes, it has %d: truncated", want, len(data))
-		}
-	case bytes.Contains(data[:min(len(data), pdfHeaderWindow)], []byte("%PDF-")):
-		typ = TypePDF
-		if !bytes.Contains(data[max(0, len(data)-pdfEndWindow):], []byte("%%EOF")) {
-			err = errors.New("no %EOF marker at its end: truncated")
-		}
+		typ, check = TypeWebP, checkWebP
+	case bytes.HasPrefix(data, []byte(pdfMagic)):
+		typ, check = TypePDF, checkPDF
 	default:
+		// A PDF starts with its header: bytes before it are how one file passes for a PDF and
+		// for something else (HTML, a ZIP archive) at once.
+		if i := bytes.Index(data[:min(len(data), pdfSniffWindow)], []byte(pdfMagic)); i > 0 {
+			return "", fmt.Errorf("%w: its %s header is at byte %d, and a PDF starts with it", ErrUnsupportedFile, pdfMagic, i)
+		}
 		return "", fmt.Errorf("%w (its content decides its type, not its name)", ErrUnsupportedFile)
 	}
-	if err != nil {
-		return "", fmt.Errorf("%w %s: %v", ErrMalformedFile, typ, err)
+	if err := check(data); err != nil {
+		return "", err
 	}
 	return typ, nil
 }
 
-// jpegEnds walks the segments of a JPEG image from its start to its end-of-image marker, and fails
-// if the data ends first: a truncated image. What follows the marker (the video of a motion
-// photo, say) is not looked at.
-func jpegEnds(data []byte) error {
-	truncated := errors.New("no end-of-image marker: truncated")
-	for i := 2; ; {
-		if i >= len(data) {
-			return truncated
-		}
-		if data[i] != 0xFF {
-			return fmt.Errorf("no segment marker at byte %d", i)
-		}
-		for i < len(data) && data[i] == 0xFF {
-			i++ // fill bytes
-		}
-		if i >= len(data) {
-			return truncated
-		}
-		marker := data[i]
-		i++
-		switch {
-		case marker == 0xD9:
-			return nil
-		case marker == 0x01 || marker >= 0xD0 && marker <= 0xD7:
-			continue // markers without a segment
-		}
-		if i+2 > len(data) {
-			return truncated
-		}
-		length := int(binary.BigEndian.Uint16(data[i:]))
-		if length < 2 {
-			return fmt.Errorf("segment of length %d at byte %d", length, i)
-		}
-		if i += length; i > len(data) {
-			return truncated
-		}
-		if marker != 0xDA {
-			continue
-		}
-		// The scan's coded data: every 0xFF in it is followed by 0x00 or a restart marker, so the
-		// next other marker ends it.
-		for {
-			j := bytes.IndexByte(data[i:], 0xFF)
-			if j < 0 || i+j+1 >= len(data) {
-				return truncated
-			}
-			i += j
-			if next := data[i+1]; next != 0x00 && (next < 0xD0 || next > 0xD7) {
-				break
-			}
-			i += 2
-		}
-	}
+// fileError is a refusal of a file's structure: its text says what is wrong, in the words of
+// its type ("png: no IDAT chunk"), and it matches ErrMalformedFile.
+type fileError struct{ msg string }
+
+func (e *fileError) Error() string { return e.msg }
+
+func (e *fileError) Unwrap() error { return ErrMalformedFile }
+
+func malformed(format string, args ...any) error {
+	return &fileError{msg: fmt.Sprintf(format, args...)}
 }
 
-func checkImage(data []byte, decode func(r io.Reader) (image.Config, error)) error {
-	cfg, err := decode(bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("its header does not parse: %v", err)
-	}
-	if cfg.Width <= 0 || cfg.Height <= 0 {
-		return fmt.Errorf("its size is %dx%d", cfg.Width, cfg.Height)
+// checkSize refuses an image whose header gives a size of no pixels or more than a menu page
+// needs; typ names the format in the message.
+func checkSize(typ string, width, height int64) error {
+	switch {
+	case width <= 0 || height <= 0:
+		return malformed("%s: %d×%d pixels, an image without pixels", typ, width, height)
+	case width > MaxImageSide || height > MaxImageSide || width*height > MaxImagePixels:
+		return malformed("%s: %d×%d pixels, at most %d a side and %d in all", typ, width, height, MaxImageSide, MaxImagePixels)
 	}
 	return nil
 }
