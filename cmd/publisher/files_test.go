@@ -1,11 +1,15 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
+	"compress/zlib"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -62,6 +66,43 @@ func largePDF(t *testing.T, n int) []byte {
 	}
 	fmt.Fprintf(b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
 	return b.Bytes()
+}
+
+// The files an attacker sends: an HTML page and a ZIP archive that PDF readers open too, a WebP
+// header without an image, and a small PNG whose header says 65535×65535 pixels.
+var (
+	htmlWithPDF = slices.Concat([]byte("<!doctype html><script>alert(document.domain)</script><!--\n"), demoPDF("html"), []byte("-->\n%%EOF\n"))
+	webpHeader  = []byte{'R', 'I', 'F', 'F', 22, 0, 0, 0, 'W', 'E', 'B', 'P', 'V', 'P', '8', 'X', 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+)
+
+func zipWithPDF(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := zip.NewWriter(&b)
+	f, err := w.CreateHeader(&zip.FileHeader{Name: "menu.pdf", Method: zip.Store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(demoPDF("zip"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func hugePNG(t *testing.T) []byte {
+	t.Helper()
+	chunk := func(name string, data []byte) []byte {
+		c := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
+		c = append(append(c, name...), data...)
+		return binary.BigEndian.AppendUint32(c, crc32.ChecksumIEEE(c[4:]))
+	}
+	var idat bytes.Buffer
+	z := zlib.NewWriter(&idat)
+	z.Write(make([]byte, 1<<16))
+	z.Close()
+	ihdr := []byte{0, 0, 0xff, 0xff, 0, 0, 0xff, 0xff, 8, 0, 0, 0, 0}
+	return slices.Concat([]byte("\x89PNG\r\n\x1a\n"), chunk("IHDR", ihdr), chunk("IDAT", idat.Bytes()), chunk("IEND", nil))
 }
 
 // upload sends data to the admin API as the raw body of method path, with contentType.
@@ -185,6 +226,11 @@ func TestRefusedFilesAppendNothing(t *testing.T) {
 		{"truncated PDF", pdf[:len(pdf)/2], http.StatusUnprocessableEntity, "%EOF"},
 		{"truncated PNG", png[:len(png)-20], http.StatusUnprocessableEntity, "truncated"},
 		{"PNG with a broken header", slices.Concat(png[:12], []byte("XXXX"), png[16:]), http.StatusUnprocessableEntity, "header"},
+		{"HTML with a PDF inside", htmlWithPDF, http.StatusUnsupportedMediaType, "its %PDF- header is at byte 59, and a PDF starts with it"},
+		{"ZIP with a PDF inside", zipWithPDF(t), http.StatusUnsupportedMediaType, "its %PDF- header is at byte 38"},
+		{"WebP header without an image", webpHeader, http.StatusUnprocessableEntity, "webp: a VP8X header and no VP8 or VP8L chunk: no image data"},
+		{"PNG of 65535×65535 pixels", hugePNG(t), http.StatusUnprocessableEntity, "png: 65535×65535 pixels, at most 16384 a side and 64000000 in all"},
+		{"PDF whose startxref points at another object", slices.Concat(pdf[:bytes.LastIndex(pdf, []byte("startxref"))], []byte("startxref\n9\n%%EOF\n")), http.StatusUnprocessableEntity, "pdf: no cross-reference at the offset startxref gives (9), but an object of another type"},
 	}
 	before, err := m.Store.LastStreamSequence(context.Background())
 	if err != nil {
