@@ -43,7 +43,8 @@ const DefaultFileCacheBytes = 64 << 20
 const (
 	// maxTransfers is how many large or streamed files are sent at once; maxTransfersPerClient
 	// of them to one client address. A sender waits for its turn up to transferWait, then is
-	// answered 503: a slow reader holds a turn, not unbounded memory.
+	// answered 503: a slow reader holds a turn, not unbounded memory, and one that stops is cut
+	// within seconds (sendpace.go).
 	maxTransfers          = 64
 	maxTransfersPerClient = 16
 	transferWait          = 2 * time.Second
@@ -64,8 +65,6 @@ const (
 	// recheckAfter is how long a cached file is served before the source is asked again whether
 	// it still holds it: a file removed from the store stops being served within that time.
 	recheckAfter = time.Minute
-	// minSendRate bounds the time one file may take to send: 30 s plus its size at this rate.
-	minSendRate = 64 << 10
 )
 
 // fileCacheHeader says that a stored file never changes: its name is the digest of its bytes.
@@ -79,13 +78,14 @@ type files struct {
 	inflight  singleflight.Group // one description or load from the source per file at once
 	loads     chan struct{}      // a token per file being read into the cache
 	transfers *transfers
+	pace      sendPace // how fast a client must take a file
 	now       func() time.Time
 }
 
 func newFiles(source FileSource, cacheBytes int64, now func() time.Time) *files {
 	return &files{
 		source: source, cache: newFileCache(max(cacheBytes, 0)), loads: make(chan struct{}, maxLoads),
-		transfers: &transfers{perClient: make(map[clientKey]int)}, now: now,
+		transfers: &transfers{perClient: make(map[clientKey]int)}, pace: defaultPace, now: now,
 	}
 }
 
@@ -163,9 +163,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 	h["Etag"] = []string{etag}
 	h["Cache-Control"] = fileCacheHeader
 	h["X-Content-Type-Options"] = nosniff
-	send := 30*time.Second + time.Duration(f.meta.Size/minSendRate)*time.Second
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(send))
-	http.ServeContent(w, r, "", time.Time{}, content)
+	http.ServeContent(s.files.pace.writer(w, f.meta.Size), r, "", time.Time{}, content)
 }
 
 var nosniff = []string{"nosniff"}
