@@ -44,8 +44,10 @@ const (
 	// maxTransfers is how many large or streamed files are sent at once; maxTransfersPerClient
 	// of them to one client address. A sender waits for its turn up to transferWait, then is
 	// answered 503: a slow reader holds a turn, not unbounded memory, and one that stops is cut
-	// within seconds (sendpace.go).
-	maxTransfers          = 64
+	// within seconds (sendpace.go). The turns are sixteen times what one address may hold, so
+	// that a few addresses cannot take them all. A streamed file holds two chunks of the store
+	// (256 KiB) and a copy buffer (32 KiB) while it is sent: 72 MiB when every turn streams.
+	maxTransfers          = 256
 	maxTransfersPerClient = 16
 	transferWait          = 2 * time.Second
 	// largeFile is the size from which a file sent from the cache also takes a turn: while it is

@@ -153,6 +153,29 @@ func (tc fileCase) check(tb testing.TB, s *Server, name string) {
 	}
 }
 
+// TestClientsThatNeverReadLeaveTurnsToOthers fills the turns a few addresses may hold with
+// connections that ask for a large file and never read it; a client from another address still
+// gets the whole file, streamed from the store or sent from a memory file.
+func TestClientsThatNeverReadLeaveTurnsToOthers(t *testing.T) {
+	// Larger than the socket buffers of loopback can take in: each sender stays blocked.
+	data, file := storedFile(9 << 20)
+	for _, tc := range fileCases {
+		t.Run(tc.name, func(t *testing.T) {
+			// A pace that cuts no one while the test runs: the turns alone must leave room.
+			patient := sendPace{base: time.Hour, grace: time.Hour, rate: minSendRate}
+			s, addr := startFileServer(t, &fakeFiles{files: map[string][]byte{file: data}}, tc.cacheBytes, patient)
+			// Four addresses, each holding all the turns it may: 64.
+			const addresses, stalled = 4, 4 * maxTransfersPerClient
+			for i := range stalled {
+				stalledGet(t, addr, fmt.Sprintf("127.0.0.%d", 2+i%addresses), "/files/"+file)
+			}
+			awaitTurns(t, s, stalled, 30*time.Second)
+			getWhole(t, clientFrom("127.0.0.9"), addr, file, len(data), 0)
+			tc.check(t, s, file)
+		})
+	}
+}
+
 // slowReader reads r at rate bytes a second, as a client on a slow link: after each read it
 // waits until the bytes read so far have taken their time at that rate.
 type slowReader struct {
