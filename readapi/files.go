@@ -80,14 +80,18 @@ type files struct {
 	inflight  singleflight.Group // one description or load from the source per file at once
 	loads     chan struct{}      // a token per file being read into the cache
 	transfers *transfers
+	pins      *pins
 	pace      sendPace // how fast a client must take a file
 	now       func() time.Time
 }
 
 func newFiles(source FileSource, cacheBytes int64, now func() time.Time) *files {
+	cacheBytes = max(cacheBytes, 0)
 	return &files{
-		source: source, cache: newFileCache(max(cacheBytes, 0)), loads: make(chan struct{}, maxLoads),
-		transfers: &transfers{perClient: make(map[clientKey]int)}, pace: defaultPace, now: now,
+		source: source, cache: newFileCache(cacheBytes), loads: make(chan struct{}, maxLoads),
+		transfers: &transfers{perClient: make(map[clientKey]int)},
+		pins:      &pins{max: cacheBytes, senders: make(map[string]int)},
+		pace:      defaultPace, now: now,
 	}
 }
 
@@ -148,6 +152,15 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 			return
 		}
 		defer release()
+		if f.cached() {
+			unpin, ok := s.files.pins.take(name, f.size())
+			if !ok {
+				// Past the memory the cached files being sent may hold: streamed from the store.
+				done()
+				f, done, unpin = &cachedFile{name: name, meta: f.meta}, func() {}, func() {}
+			}
+			defer unpin()
+		}
 	}
 	content, closeContent, err := f.content(r.Context())
 	done()
@@ -325,6 +338,41 @@ func (t *transfers) take(ctx context.Context, client clientKey) (release func(),
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// pins bounds the memory of the cached files being sent with a turn. A file evicted from the
+// cache while it is sent stays in memory until its last request is done: without a bound, each
+// turn could hold another evicted file, maxTransfers times the largest file the cache keeps
+// (2 GiB with the default cache). With it, the files in memory, cached or being sent, take at
+// most twice the cache's size; a large cached file asked for past the bound is streamed from
+// the source. A file counts once however many requests send it.
+type pins struct {
+	mu      sync.Mutex
+	max     int64
+	bytes   int64          // of the files in senders
+	senders map[string]int // requests sending each file; emptied as they end
+}
+
+// take counts a request sending file name of size bytes, unless the file is not being sent yet
+// and would take the bytes past the bound; unpin ends the count.
+func (p *pins) take(name string, size int64) (unpin func(), ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.senders[name] == 0 {
+		if p.bytes+size > p.max {
+			return nil, false
+		}
+		p.bytes += size
+	}
+	p.senders[name]++
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.senders[name]--; p.senders[name] == 0 {
+			delete(p.senders, name)
+			p.bytes -= size
+		}
+	}, true
 }
 
 // streamedFile is an io.ReadSeeker over a file of the source, for http.ServeContent: a seek

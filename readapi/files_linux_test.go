@@ -11,6 +11,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -190,4 +192,62 @@ func (s *slowReader) Read(p []byte) (int, error) {
 	s.n += int64(n)
 	time.Sleep(time.Until(s.start.Add(time.Duration(s.n) * time.Second / time.Duration(s.rate))))
 	return n, err
+}
+
+// memFileBytes returns the bytes of the memory files of the process named by names, each counted
+// once however many descriptors it has.
+func memFileBytes(tb testing.TB, names map[string]bool) int64 {
+	tb.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	seen := make(map[uint64]bool)
+	var total int64
+	for _, fd := range fds {
+		path := "/proc/self/fd/" + fd.Name()
+		link, err := os.Readlink(path)
+		name, ok := strings.CutPrefix(link, "/memfd:")
+		if err != nil || !ok || !names[strings.TrimSuffix(name, " (deleted)")] {
+			continue
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			continue // closed since it was listed
+		}
+		if ino := fi.Sys().(*syscall.Stat_t).Ino; !seen[ino] {
+			seen[ino] = true
+			total += fi.Size()
+		}
+	}
+	return total
+}
+
+// TestFilesBeingSentHoldAtMostTheCacheSize asks for more distinct cached files than the cache
+// holds, each by a client that never reads: the files evicted while they are sent stay in
+// memory, and the server sends the files past the bound from the store, so that the memory
+// files add up to at most twice the cache.
+func TestFilesBeingSentHoldAtMostTheCacheSize(t *testing.T) {
+	const cacheBytes, size, files = 48 << 20, 6 << 20, 24 // eight files fill the cache
+	src := &fakeFiles{files: map[string][]byte{}}
+	names := make(map[string]bool)
+	for range files {
+		data, name := storedFile(size)
+		src.files[name] = data
+		names[name] = true
+	}
+	last, lastName := storedFile(size) // asked for once the bound is reached
+	src.files[lastName] = last
+	patient := sendPace{base: time.Hour, grace: time.Hour, rate: minSendRate}
+	s, addr := startFileServer(t, src, cacheBytes, patient)
+	i := 0
+	for name := range names {
+		stalledGet(t, addr, fmt.Sprintf("127.0.0.%d", 2+i%2), "/files/"+name)
+		i++
+	}
+	awaitTurns(t, s, files, 30*time.Second)
+	if got, bound := memFileBytes(t, names), int64(2*cacheBytes); got > bound {
+		t.Errorf("memory files of %d MiB while %d files are sent, want at most %d MiB", got>>20, files, bound>>20)
+	}
+	getWhole(t, clientFrom("127.0.0.9"), addr, lastName, size, 0)
 }

@@ -191,6 +191,30 @@ func TestTransfersPerClient(t *testing.T) {
 	}
 }
 
+func TestPinsCountEachFileOnce(t *testing.T) {
+	p := &pins{max: 10, senders: map[string]int{}}
+	take := func(name string, size int64, want bool) func() {
+		t.Helper()
+		unpin, ok := p.take(name, size)
+		if ok != want {
+			t.Fatalf("take %s of %d bytes with %d pinned: %v, want %v", name, size, p.bytes, ok, want)
+		}
+		return unpin
+	}
+	a1, a2 := take("a", 6, true), take("a", 6, true) // the same file twice: 6 bytes
+	b := take("b", 4, true)
+	take("c", 1, false)
+	a1()
+	take("c", 1, false) // a is still sent
+	a2()
+	c := take("c", 1, true)
+	b()
+	c()
+	if p.bytes != 0 || len(p.senders) != 0 {
+		t.Errorf("after every send ended: %d bytes, %d files, want none", p.bytes, len(p.senders))
+	}
+}
+
 func TestEvictedFileStaysReadableForItsUsers(t *testing.T) {
 	const small, large = minMemFile, 2 * minMemFile // held in memory files
 	src := &fakeFiles{files: map[string][]byte{name('a'): bytes.Repeat([]byte{'a'}, small)}}
