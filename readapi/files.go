@@ -59,11 +59,14 @@ const (
 	// serves one. A request asking for more gets the whole file, as RFC 9110 allows.
 	maxRanges = 16
 	// minMemFile is the smallest file cached in a memory file, sent with sendfile: below it, the
-	// copy sendfile saves is small beside the descriptor and the page it costs. maxMemFiles
-	// bounds the descriptors the cache holds; past it, files are cached in the process's memory.
-	minMemFile  = 64 << 10
-	maxMemFiles = 2048
-	memPage     = 4096
+	// copy sendfile saves is small beside the descriptor and the page it costs.
+	minMemFile = 64 << 10
+	// DefaultFileDescriptors is how many descriptors the files served hold at most unless
+	// configured: memory files in the cache (past them, files are cached in the process's
+	// memory), and one more for each memory file being sent with sendfile (past them, a memory
+	// file is copied through the process, from the cache's own descriptor).
+	DefaultFileDescriptors = 2048 + 256
+	memPage                = 4096
 	// recheckAfter is how long a cached file is served before the source is asked again whether
 	// it still holds it: a file removed from the store stops being served within that time.
 	recheckAfter = time.Minute
@@ -77,6 +80,7 @@ var fileCacheHeader = []string{"public, max-age=31536000, immutable"}
 type files struct {
 	source    FileSource
 	cache     *fileCache
+	memSends  chan struct{}      // a token per memory file being sent with a descriptor of its own
 	inflight  singleflight.Group // one description or load from the source per file at once
 	loads     chan struct{}      // a token per file being read into the cache
 	transfers *transfers
@@ -89,6 +93,7 @@ func newFiles(source FileSource, cacheBytes int64, now func() time.Time) *files 
 	cacheBytes = max(cacheBytes, 0)
 	return &files{
 		source: source, cache: newFileCache(cacheBytes), loads: make(chan struct{}, maxLoads),
+		memSends:  make(chan struct{}, DefaultFileDescriptors-DefaultFileDescriptors*8/9),
 		transfers: &transfers{perClient: make(map[clientKey]int)},
 		pins:      &pins{max: cacheBytes, senders: make(map[string]int)},
 		pace:      defaultPace, now: now,
@@ -162,8 +167,8 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, ps httprouter
 			defer unpin()
 		}
 	}
-	content, closeContent, err := f.content(r.Context())
-	done()
+	content, closeContent, err := f.content(r.Context(), s.files.memSends)
+	defer done() // the file stays in use while it is sent
 	if err != nil {
 		s.logger.Warn("file not served", "file", name, "err", err)
 		writeError(w, r, unavailable)
@@ -445,14 +450,23 @@ func (e *cachedFile) size() int64 {
 }
 
 // content returns a reader of e's bytes for http.ServeContent, and what to call once it is sent.
-func (e *cachedFile) content(ctx context.Context) (io.ReadSeeker, func(), error) {
+// A memory file is opened anew, for the kernel to send it with sendfile, while sends has room;
+// past it, it is read through the cache's own descriptor (the caller then keeps e in use until it
+// is sent, so that the descriptor stays open).
+func (e *cachedFile) content(ctx context.Context, sends chan struct{}) (io.ReadSeeker, func(), error) {
 	switch {
 	case e.mem != nil:
+		select {
+		case sends <- struct{}{}:
+		default:
+			return e.mem.reader(e.meta.Size), func() {}, nil
+		}
 		f, err := e.mem.open()
 		if err != nil {
+			<-sends
 			return nil, nil, err
 		}
-		return f, func() { f.Close() }, nil
+		return f, func() { f.Close(); <-sends }, nil
 	case e.data != nil:
 		return bytes.NewReader(e.data), func() {}, nil
 	}
@@ -463,23 +477,24 @@ func (e *cachedFile) content(ctx context.Context) (io.ReadSeeker, func(), error)
 // first out. A file larger than an eighth of the total is never kept, so that one large file
 // cannot push every other out.
 type fileCache struct {
-	mu       sync.Mutex
-	capacity int64
-	size     int64
-	memFiles int // entries held in memory files, each a descriptor of the process
-	byName   map[string]*cachedFile
-	order    *list.List // front: most recently served
+	mu          sync.Mutex
+	capacity    int64
+	size        int64
+	memFiles    int // entries held in memory files, each a descriptor of the process
+	maxMemFiles int // past which files are cached in the process's memory
+	byName      map[string]*cachedFile
+	order       *list.List // front: most recently served
 }
 
 // roomForMemFile says whether one more file may be held in a memory file.
 func (c *fileCache) roomForMemFile() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.memFiles < maxMemFiles
+	return c.memFiles < c.maxMemFiles
 }
 
 func newFileCache(capacity int64) *fileCache {
-	return &fileCache{capacity: capacity, byName: make(map[string]*cachedFile), order: list.New()}
+	return &fileCache{capacity: capacity, maxMemFiles: DefaultFileDescriptors * 8 / 9, byName: make(map[string]*cachedFile), order: list.New()}
 }
 
 func (c *fileCache) admits(size int64) bool { return size <= c.capacity/8 }
@@ -572,4 +587,12 @@ func (c *fileCache) bytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.size
+}
+
+// limitDescriptors shares n descriptors between the memory files the cache holds (eight ninths)
+// and those being sent with a descriptor of their own.
+func (f *files) limitDescriptors(n int) {
+	n = max(n, 2)
+	f.cache.maxMemFiles = n * 8 / 9
+	f.memSends = make(chan struct{}, max(n-f.cache.maxMemFiles, 1))
 }

@@ -4,9 +4,11 @@ package readapi
 // 127.0.0.0/8 to the loopback interface, so that a test can be several client addresses at once.
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -250,4 +252,59 @@ func TestFilesBeingSentHoldAtMostTheCacheSize(t *testing.T) {
 		t.Errorf("memory files of %d MiB while %d files are sent, want at most %d MiB", got>>20, files, bound>>20)
 	}
 	getWhole(t, clientFrom("127.0.0.9"), addr, lastName, size, 0)
+}
+
+// TestMemoryFilesPastTheirDescriptors: past the descriptors the files may hold, a memory file is
+// read through the cache's own descriptor, which stays open while its request holds the file,
+// evicted or not; and the cache keeps files in the process's memory rather than open more.
+func TestMemoryFilesPastTheirDescriptors(t *testing.T) {
+	const size = 2 * minMemFile
+	src := &fakeFiles{files: map[string][]byte{}}
+	for _, c := range []byte("abc") {
+		src.files[name(c)] = bytes.Repeat([]byte{c}, size)
+	}
+	f := newFiles(src, 64*size, time.Now)
+	f.limitDescriptors(2) // one memory file cached, one sent with a descriptor of its own
+	open := func(c byte) (*cachedFile, func()) {
+		t.Helper()
+		e, done, err := f.open(t.Context(), name(c), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, done
+	}
+	a, doneA := open('a')
+	b, doneB := open('b')
+	if a.mem == nil || b.mem != nil || b.data == nil {
+		t.Fatalf("with one memory file allowed: a in one %v, b in one %v, want a only, b in memory", a.mem != nil, b.mem != nil)
+	}
+	doneB()
+	first, closeFirst, err := a.content(t.Context(), f.memSends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := first.(*os.File); !ok {
+		t.Errorf("first send: got a %T, want a descriptor of its own", first)
+	}
+	second, closeSecond, err := a.content(t.Context(), f.memSends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := second.(*os.File); ok {
+		t.Error("second send at once: got a descriptor of its own, want the cache's read at offsets")
+	}
+	f.cache.remove(name('a')) // evicted while it is sent
+	got, _ := io.ReadAll(second)
+	if !bytes.Equal(got, src.files[name('a')]) {
+		t.Errorf("second send read %d bytes, want the %d of a", len(got), size)
+	}
+	closeSecond()
+	closeFirst()
+	doneA()
+	if _, err := a.mem.f.Stat(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("memory file of an evicted file once sent: %v, want closed", err)
+	}
+	if len(f.memSends) != 0 {
+		t.Errorf("sends with a descriptor of their own after all ended: %d, want 0", len(f.memSends))
+	}
 }

@@ -85,7 +85,7 @@ func TestCachedFileGoneFromTheSourceStopsBeingServed(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		content, closeContent, err := e.content(t.Context())
+		content, closeContent, err := e.content(t.Context(), f.memSends)
 		done()
 		if err != nil {
 			t.Fatal(err)
@@ -239,7 +239,7 @@ func TestEvictedFileStaysReadableForItsUsers(t *testing.T) {
 	if f.cache.has(name('a')) {
 		t.Fatal("a is still cached; the test wants it evicted")
 	}
-	content, closeContent, err := a.content(t.Context())
+	content, closeContent, err := a.content(t.Context(), f.memSends)
 	doneA()
 	if err != nil {
 		t.Fatalf("content of an evicted file its request still held: %v", err)

@@ -15,3 +15,5 @@ func newMemFile(string, io.Reader, int64) (*memFile, error) { return nil, errNoM
 func (*memFile) open() (*os.File, error) { return nil, errNoMemFile }
 
 func (*memFile) close() {}
+
+func (*memFile) reader(int64) io.ReadSeeker { return nil }

@@ -67,6 +67,9 @@ type Config struct {
 	// FileCacheBytes bounds the memory of the files kept to be served without asking Files; 0
 	// is DefaultFileCacheBytes, negative keeps none.
 	FileCacheBytes int64
+	// FileDescriptors bounds the descriptors the files served hold: memory files in the cache,
+	// and those being sent with sendfile; 0 is DefaultFileDescriptors.
+	FileDescriptors int
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
 }
@@ -183,6 +186,9 @@ func newServer(source documentSource, ready <-chan struct{}, cfg Config) *Server
 	if cfg.Files != nil {
 		capacity := cmp.Or(cfg.FileCacheBytes, DefaultFileCacheBytes)
 		s.files = newFiles(cfg.Files, capacity, s.now)
+		if cfg.FileDescriptors > 0 {
+			s.files.limitDescriptors(cfg.FileDescriptors)
+		}
 	}
 	s.handler = s.routes()
 	return s

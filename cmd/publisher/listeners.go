@@ -34,19 +34,24 @@ const (
 )
 
 // connBudget is how many connections each listener may hold, from the process's limit of open
-// files: a reserve (a quarter, from minReserveFDs to maxReserveFDs) for the process itself, then a
-// share for the admin API and the metrics, and the rest for the read API. total, when positive,
-// caps the read API's share (--max-connections).
+// files: a reserve (a quarter, from minReserveFDs to maxReserveFDs) for the process itself, half
+// of which at most for the files the read API keeps in memory files, then a share for the admin
+// API and the metrics, and the rest for the read API. total, when positive, caps the read API's
+// share (--max-connections).
 type connBudget struct {
 	fdLimit, reserve    int
 	api, admin, metrics int
 	perClient           int
+	// files is what of the reserve the files the read API serves may hold (memory files), half
+	// of it at most.
+	files int
 }
 
 func newConnBudget(fdLimit uint64, total, perClient int) connBudget {
 	limit := int(min(fdLimit, 1<<30))
 	b := connBudget{fdLimit: limit, perClient: perClient}
 	b.reserve = min(max(limit/4, minReserveFDs), maxReserveFDs)
+	b.files = min(readapi.DefaultFileDescriptors, b.reserve/2)
 	avail := max(limit-b.reserve, 16)
 	b.admin = max(min(adminConns, avail/8), 2)
 	b.metrics = max(min(metricsConns, avail/16), 1)

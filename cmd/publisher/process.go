@@ -127,7 +127,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.budget = newConnBudget(openFileLimit(), c.MaxConns, c.MaxConnsPerClient)
 	m.Logger.Debug("connections", "open_file_limit", m.budget.fdLimit, "reserved", m.budget.reserve,
-		"read_api", m.budget.api, "admin_api", m.budget.admin, "metrics", m.budget.metrics, "per_client", m.budget.perClient)
+		"read_api", m.budget.api, "admin_api", m.budget.admin, "metrics", m.budget.metrics, "per_client", m.budget.perClient, "files", m.budget.files)
 	if err := m.connect(); err != nil {
 		return err
 	}
@@ -798,7 +798,7 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 		Behind: lag.behind, MaxLag: c.ReadyMaxLag, Degraded: m.Degraded,
 		KeyQuota: c.KeyQuota, IPQuota: c.IPQuota, RedirectQuota: c.RedirectQuota, Window: c.QuotaWindow,
 		TrustedProxies: c.TrustedProxies, ProxiedClientRequests: m.budget.perClient, AccessLog: c.AccessLog,
-		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes,
+		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes, FileDescriptors: m.budget.files,
 	})
 	if err != nil {
 		return err
