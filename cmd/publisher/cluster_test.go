@@ -234,20 +234,26 @@ func TestOneProjectorAtATime(t *testing.T) {
 	}
 }
 
+// testLeases starts a NATS server and opens its leases bucket.
+func testLeases(tb testing.TB) (*server.Server, jetstream.KeyValue) {
+	tb.Helper()
+	srv := natstest.Start(tb)
+	js, err := jetstream.New(natstest.Connect(tb, srv))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	leases, err := openLeases(tb.Context(), js, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv, leases
+}
+
 // TestProjectorLeaseLostAndTakenOver: a holder that stops renewing (a process that died) is
 // replaced once its lease expires; a process whose lease another took stops projecting, says so
 // and stands by, without stopping, until it can take the lease again.
 func TestProjectorLeaseLostAndTakenOver(t *testing.T) {
-	srv := natstest.Start(t)
-	nc := natstest.Connect(t, srv)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leases, err := openLeases(t.Context(), js, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, leases := testLeases(t)
 	if _, err := leases.Create(t.Context(), roleProjector, []byte("a-process-that-died")); err != nil {
 		t.Fatal(err)
 	}
@@ -315,15 +321,7 @@ func (s slowUpdates) Update(ctx context.Context, key string, value []byte, last 
 // it up at half the lease.
 func TestLeaseKeptWhileRenewalsAreSlow(t *testing.T) {
 	t.Parallel()
-	srv := natstest.Start(t)
-	js, err := jetstream.New(natstest.Connect(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	leases, err := openLeases(t.Context(), js, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, leases := testLeases(t)
 	keep := func(name string, delay, runFor time.Duration) error {
 		l, other, err := tryLease(t.Context(), leases, name, "holder")
 		if err != nil || l == nil {

@@ -18,13 +18,18 @@ func demoPDF(lines ...string) []byte {
 		fmt.Fprintf(&text, "(%s) Tj T*\n", l)
 	}
 	text.WriteString("ET")
-	objects := []string{
+	return pdfOf(
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
 		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", text.Len(), text.String()),
 		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-	}
+	)
+}
+
+// pdfOf returns a PDF document of the objects given, numbered from 1, the first its catalog, with
+// its cross-reference table and trailer.
+func pdfOf(objects ...string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.7\n")
 	offsets := make([]int, len(objects))

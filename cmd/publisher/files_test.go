@@ -49,23 +49,11 @@ func largePDF(t *testing.T, n int) []byte {
 	if _, err := rand.Read(filler); err != nil {
 		t.Fatal(err)
 	}
-	b := bytes.NewBufferString("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
-	var offsets []int
-	for i, o := range []string{
+	return pdfOf(
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [] /Count 0 >>",
 		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", n, filler),
-	} {
-		offsets = append(offsets, b.Len())
-		fmt.Fprintf(b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(b, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
-	return b.Bytes()
+	)
 }
 
 // The files an attacker sends: an HTML page and a ZIP archive that PDF readers open too, a WebP

@@ -24,8 +24,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/opencarte/publisher/events/natstest"
 )
 
 // TestLostProjectorLeaseInOneProcess: the projector of a process running every role loses its
@@ -439,15 +437,7 @@ func demoKey(out string) string {
 // when its renewals failed, no work running under it) is taken at once, not after it expires;
 // one naming another process is not.
 func TestOwnLeftLeaseIsTakenAtOnce(t *testing.T) {
-	nc := natstest.Connect(t, natstest.Start(t))
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leases, err := openLeases(t.Context(), js, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, leases := testLeases(t)
 	if _, err := leases.Create(t.Context(), roleProjector, []byte("this-process")); err != nil {
 		t.Fatal(err)
 	}
