@@ -147,6 +147,22 @@ func TestStorageShortRefusesWritesAndRecovers(t *testing.T) {
 	}
 	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
 	eventually(t, "demo served", func() bool { return m.get(t, est, key).status == http.StatusOK })
+	// Every write acknowledged, with its version, to be found again at the end.
+	acknowledged := map[string]int64{}
+	importShop := func(slug string) reply {
+		t.Helper()
+		doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "`+slug+`"`), 1)
+		r := m.admin(t, http.MethodPut, "/admin/v1/establishments/"+slug, doc)
+		if r.status == http.StatusCreated {
+			acknowledged[slug] = int64(r.json(t)["result"].(map[string]any)["version"].(float64))
+		}
+		return r
+	}
+	for i := range 3 {
+		if r := importShop(fmt.Sprintf("before-%d", i)); r.status != http.StatusCreated {
+			t.Fatalf("import before the store fills: %d %s", r.status, r.body)
+		}
+	}
 
 	// Reads go on, every 10 ms, all along.
 	readsDone := make(chan []int)
@@ -195,22 +211,11 @@ func TestStorageShortRefusesWritesAndRecovers(t *testing.T) {
 		t.Errorf("507 body: got %s, want the error and what is full", refusal.body)
 	}
 
-	// Imports: refused too, each saying so; those accepted before are kept.
-	accepted := map[string]int64{}
+	// Imports: refused too, each saying so.
 	for i := range 10 {
-		slug := fmt.Sprintf("shop-%d", i)
-		doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "`+slug+`"`), 1)
-		r := m.admin(t, http.MethodPut, "/admin/v1/establishments/"+slug, doc)
-		switch r.status {
-		case http.StatusCreated:
-			accepted[slug] = int64(r.json(t)["version"].(float64))
-		case http.StatusInsufficientStorage:
-		default:
-			t.Fatalf("import of %s into a full store: got %d %s, want 507", slug, r.status, r.body)
+		if r := importShop(fmt.Sprintf("shop-%d", i)); r.status != http.StatusInsufficientStorage {
+			t.Fatalf("import into a full store: got %d %s, want 507", r.status, r.body)
 		}
-	}
-	if len(accepted) > 0 {
-		t.Errorf("imports accepted into a store short of room: %v", accepted)
 	}
 	ready := do(t, http.MethodGet, m.HTTPURL+"/readyz", nil)
 	if ready.status != http.StatusOK || !bytes.Contains(ready.body, []byte(`"degraded":["storage: writes refused`)) {
@@ -226,12 +231,7 @@ func TestStorageShortRefusesWritesAndRecovers(t *testing.T) {
 	if r := m.admin(t, http.MethodPost, "/admin/v1/files/collect", nil); r.status != http.StatusOK {
 		t.Fatalf("collect: %d %s", r.status, r.body)
 	}
-	var r reply
-	eventually(t, "writes accepted again", func() bool {
-		doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "after-room"`), 1)
-		r = m.admin(t, http.MethodPut, "/admin/v1/establishments/after-room", doc)
-		return r.status == http.StatusCreated
-	})
+	eventually(t, "writes accepted again", func() bool { return importShop("after-room").status == http.StatusCreated })
 	close(stopReads)
 	if bad := <-readsDone; len(bad) > 0 {
 		t.Errorf("reads not answered 200 while the store filled and emptied: %v", bad)
@@ -244,8 +244,18 @@ func TestStorageShortRefusesWritesAndRecovers(t *testing.T) {
 		t.Fatalf("the process stopped: %v", err)
 	default:
 	}
-	if got := m.admin(t, http.MethodGet, "/admin/v1/establishments/chez-marcel", nil); got.status != http.StatusOK {
-		t.Errorf("the establishment written before the store filled: got %d", got.status)
+	for slug, version := range acknowledged {
+		got := m.admin(t, http.MethodGet, "/admin/v1/establishments/"+slug, nil)
+		if v, _ := got.json(t)["version"].(float64); got.status != http.StatusOK || int64(v) < version {
+			t.Errorf("%s, acknowledged at version %d: got %d %.200s", slug, version, got.status, got.body)
+		}
+	}
+	if len(acknowledged) != 4 {
+		t.Errorf("acknowledged writes: %v, want the three before and the one after", acknowledged)
+	}
+	verified.Reset()
+	if err := run(t.Context(), []string{"verify", "--nats-url", m.NATS.ClientURL(), "--data-dir", dir, "--progress", "none"}, &verified, io.Discard, noEnv); err != nil {
+		t.Errorf("verify once writes are accepted again: %v\n%s", err, verified.String())
 	}
 }
 
