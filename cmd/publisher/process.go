@@ -126,7 +126,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.metrics = prometheus.NewRegistry()
 	}
 	m.budget = newConnBudget(openFileLimit(), c.MaxConns, c.MaxConnsPerClient)
-	m.Logger.Debug("connections", "open_file_limit", m.budget.fdLimit, "reserved", m.budget.reserve,
+	m.Logger.Info("connection limits", "open_file_limit", m.budget.fdLimit, "reserved", m.budget.reserve,
 		"read_api", m.budget.api, "admin_api", m.budget.admin, "metrics", m.budget.metrics, "per_client", m.budget.perClient, "files", m.budget.files)
 	if err := m.connect(); err != nil {
 		return err
