@@ -233,11 +233,13 @@ func decodeAhead(ctx context.Context, in <-chan jetstream.KeyValueEntry, workers
 // Run watches the bucket and applies every bundle to the mirror until ctx is done, then returns
 // nil. It returns an error when the watch cannot start. A watch that ends on its own (the
 // connection closed, the server gone) is started again every second from the revision after the
-// last one applied, while what the mirror holds goes on being served. Run may be called once.
+// last one applied, while what the mirror holds goes on being served. One Run at a time; a Run
+// that returned may be called again.
 func (m *Mirror) Run(ctx context.Context) error {
 	if !m.running.CompareAndSwap(false, true) {
 		return errors.New("readapi: mirror is already running")
 	}
+	defer m.running.Store(false) // a Run that could not start its watch may be started again
 	cur, err := watch(ctx, m.cur.Load(), 1)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -390,6 +390,46 @@ func TestMirrorRun(t *testing.T) {
 			t.Error("second Run: got nil, want an error")
 		}
 	})
+	// A Run whose watch could not start returns, and can be run again: the process's supervisor
+	// starts it again.
+	t.Run("again after a failed start", func(t *testing.T) {
+		t.Parallel()
+		nc := natstest.Connect(t, natstest.Start(t))
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := jetstream.KeyValueConfig{Bucket: dockey.Bucket, History: 1}
+		kv, err := js.CreateKeyValue(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := NewMirror(kv, discardLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := js.DeleteKeyValue(t.Context(), dockey.Bucket); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Run(t.Context()); err == nil {
+			t.Fatal("Run on a bucket that is gone: got nil, want an error")
+		}
+		if _, err := js.CreateKeyValue(t.Context(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		putBundle(t, kv, testBundle(alice, 1))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		waitReady(t, m)
+		if e := m.lookup(alice); e == nil || e.revision != 1 {
+			t.Errorf("after a second Run: got %v, want alice at revision 1", e)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("second Run: %v", err)
+		}
+	})
 	// Reads never stop: a watch that ends on its own leaves the mirror serving what it holds and
 	// watching again, until its context ends.
 	t.Run("connection closed", func(t *testing.T) {
