@@ -1,6 +1,7 @@
 package readapi
 
 import (
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -37,8 +38,12 @@ type ConnLimits struct {
 const (
 	// refusalLogEvery is how often the refusals of one client address are logged at most.
 	refusalLogEvery = time.Minute
-	// refusalLogClients bounds the addresses whose last log the listener remembers.
+	// refusalLogClients bounds the addresses whose last log the listener remembers;
+	// refusalLogLines bounds the lines a minute across addresses, past which the refusals are
+	// counted into one line the next minute: a flood from more addresses than are remembered
+	// still logs a bounded number of lines.
 	refusalLogClients = 4096
+	refusalLogLines   = 60
 	// refusalWriteTime bounds the write of a refusal: a new connection's empty buffer takes it at
 	// once.
 	refusalWriteTime = 50 * time.Millisecond
@@ -52,30 +57,37 @@ var (
 )
 
 // Listener is a net.Listener that keeps at most ConnLimits.Total connections open, at most
-// PerClient from one address. When it is full, a new connection takes the place of the one that
-// has waited longest for a request (an idle keep-alive connection, or one that has not sent its
-// first request yet); when every connection is busy with a request, or the client holds its share,
-// the new connection is answered at once and closed. The http.Server serving it must have its
-// ConnState hook call Listener.ConnState.
+// PerClient from one address. A new connection takes the place of the one that has waited
+// longest for a request (an idle keep-alive connection, or one that has not sent its first
+// request yet): of its own client's when that client holds its share, of any client's when the
+// listener is full. When there is none, every such connection being busy with a request, the new
+// connection is answered at once and closed. So a client's idle connections never keep out its
+// own next one, nor another's. The http.Server serving it must have its ConnState hook call
+// Listener.ConnState.
 type Listener struct {
 	net.Listener
 	lim ConnLimits
 
-	mu        sync.Mutex
-	open      int
-	perClient map[netip.Prefix]int
+	mu      sync.Mutex
+	open    int
+	clients map[netip.Prefix]*clientConns // only the clients with a connection open
 	// waiting lists the connections that wait for a request, the longest waiting first.
 	waiting connList
 
 	refused atomic.Uint64
 	evicted atomic.Uint64
 	logged  *lru.Cache[netip.Prefix, *refusals]
+	// The lines logged this minute, since minute began, and the refusals not logged.
+	minute     time.Time
+	lines      int
+	suppressed int
 }
 
-// refusals counts the refused connections of one address since the last time they were logged.
+// refusals counts the connections of one address over the limits since they were last logged:
+// refused, and let in in place of its own longest waiting one.
 type refusals struct {
-	at    time.Time
-	count int
+	at                time.Time
+	refused, replaced int
 }
 
 // LimitListener bounds the connections of ln by lim.
@@ -90,7 +102,14 @@ func LimitListener(ln net.Listener, lim ConnLimits) *Listener {
 		lim.Now = time.Now
 	}
 	logged, _ := lru.New[netip.Prefix, *refusals](refusalLogClients)
-	return &Listener{Listener: ln, lim: lim, perClient: make(map[netip.Prefix]int), logged: logged}
+	return &Listener{Listener: ln, lim: lim, clients: make(map[netip.Prefix]*clientConns), waiting: connList{at: allLinks}, logged: logged}
+}
+
+// clientConns are the connections of one client address: how many are open, and those that wait
+// for a request, the longest waiting first.
+type clientConns struct {
+	open    int
+	waiting connList
 }
 
 // ConnStats counts a listener's connections.
@@ -125,13 +144,19 @@ func (l *Listener) Accept() (net.Conn, error) {
 func (l *Listener) admit(c net.Conn) *limitedConn {
 	client, counted := l.clientOf(c)
 	l.mu.Lock()
-	if counted && l.perClient[client] >= l.lim.PerClient {
-		l.mu.Unlock()
-		l.refuse(c, client, refusalPerClient)
-		return nil
-	}
 	var victim *limitedConn
-	if l.open >= l.lim.Total {
+	own := false // the victim is the client's own, the client being at its share
+	cc := l.clients[client]
+	switch {
+	case counted && cc != nil && cc.open >= l.lim.PerClient:
+		own = true
+		if victim = cc.waiting.front(); victim == nil {
+			l.mu.Unlock()
+			l.refuse(c, client, refusalPerClient)
+			return nil
+		}
+		l.releaseLocked(victim)
+	case l.open >= l.lim.Total:
 		if victim = l.waiting.front(); victim == nil {
 			l.mu.Unlock()
 			l.refuse(c, client, refusalFull)
@@ -142,15 +167,38 @@ func (l *Listener) admit(c net.Conn) *limitedConn {
 	lc := &limitedConn{Conn: c, l: l, client: client, counted: counted}
 	l.open++
 	if counted {
-		l.perClient[client]++
+		if cc = l.clients[client]; cc == nil {
+			cc = &clientConns{waiting: connList{at: ownLinks}}
+			l.clients[client] = cc
+		}
+		cc.open++
+		lc.mine = cc
 	}
-	l.waiting.pushBack(lc) // until its first request
+	l.wait(lc) // until its first request
 	l.mu.Unlock()
 	if victim != nil {
 		l.evicted.Add(1)
 		_ = victim.Conn.Close()
+		if own {
+			l.overLimit(client, false)
+		}
 	}
 	return lc
+}
+
+// wait lists lc as waiting for a request, last; stopWaiting takes it off the lists.
+func (l *Listener) wait(lc *limitedConn) {
+	l.waiting.pushBack(lc)
+	if lc.mine != nil {
+		lc.mine.waiting.pushBack(lc)
+	}
+}
+
+func (l *Listener) stopWaiting(lc *limitedConn) {
+	l.waiting.remove(lc)
+	if lc.mine != nil {
+		lc.mine.waiting.remove(lc)
+	}
 }
 
 // clientOf is the address c is counted under, and false for a trusted proxy's connection, which
@@ -179,13 +227,19 @@ func clientPrefix(a netip.Addr) netip.Prefix {
 	return p
 }
 
-// refuse answers c with the refusal and closes it, and logs the refusals of client at most once
-// per refusalLogEvery, with their count.
+// refuse answers c with the refusal and closes it, and logs it as over the limits.
 func (l *Listener) refuse(c net.Conn, client netip.Prefix, answer []byte) {
 	l.refused.Add(1)
 	_ = c.SetWriteDeadline(time.Now().Add(refusalWriteTime)) // the socket's clock, not the log's
 	_, _ = c.Write(answer)
 	_ = c.Close()
+	l.overLimit(client, true)
+}
+
+// overLimit counts a connection of client over the limits: refused, or let in in place of the
+// client's own longest waiting one. The address is logged at most once per refusalLogEvery, with
+// its counts, and the listener logs at most refusalLogLines such lines a minute.
+func (l *Listener) overLimit(client netip.Prefix, refused bool) {
 	now := l.lim.Now()
 	l.mu.Lock()
 	r, ok := l.logged.Get(client)
@@ -193,17 +247,37 @@ func (l *Listener) refuse(c net.Conn, client netip.Prefix, answer []byte) {
 		r = &refusals{}
 		l.logged.Add(client, r)
 	}
-	r.count++
-	due := r.at.IsZero() || now.Sub(r.at) >= refusalLogEvery
-	count := r.count
-	if due {
-		r.at, r.count = now, 0
+	if refused {
+		r.refused++
+	} else {
+		r.replaced++
 	}
-	open, perClient := l.open, l.perClient[client]
+	due := r.at.IsZero() || now.Sub(r.at) >= refusalLogEvery
+	counts := *r
+	var others int // connections of addresses over the limits not logged during the last minute
+	if now.Sub(l.minute) >= refusalLogEvery {
+		l.minute, l.lines, others, l.suppressed = now, 0, l.suppressed, 0
+	}
+	if due && l.lines >= refusalLogLines {
+		due = false
+		l.suppressed++
+	}
+	if due {
+		r.at, r.refused, r.replaced = now, 0, 0
+		l.lines++
+	}
+	open, perClient := l.open, 0
+	if cc := l.clients[client]; cc != nil {
+		perClient = cc.open
+	}
 	l.mu.Unlock()
 	if due {
-		l.lim.Logger.Warn("connections refused", "listener", l.lim.Name, "client", client, "refused", count,
-			"client_connections", perClient, "per_client_limit", l.lim.PerClient, "open", open, "limit", l.lim.Total)
+		l.lim.Logger.Warn("connections over the limits", "listener", l.lim.Name, "client", client, "refused", counts.refused,
+			"replaced_own", counts.replaced, "client_connections", perClient, "per_client_limit", l.lim.PerClient, "open", open, "limit", l.lim.Total)
+	}
+	if others > 0 {
+		l.lim.Logger.Warn("connections over the limits from addresses not named, past the lines a minute", "listener", l.lim.Name,
+			"connections", others, "lines_a_minute", refusalLogLines)
 	}
 }
 
@@ -221,11 +295,14 @@ func (l *Listener) ConnState(c net.Conn, state http.ConnState) {
 	}
 	switch state {
 	case http.StateActive:
-		l.waiting.remove(lc)
+		l.stopWaiting(lc)
 	case http.StateIdle:
-		l.waiting.remove(lc)
-		l.waiting.pushBack(lc)
-	case http.StateHijacked, http.StateClosed:
+		l.stopWaiting(lc)
+		l.wait(lc)
+	case http.StateHijacked:
+		// Its handler owns it now: counted until it is closed.
+		l.stopWaiting(lc)
+	case http.StateClosed:
 		l.releaseLocked(lc)
 	}
 }
@@ -236,11 +313,11 @@ func (l *Listener) releaseLocked(lc *limitedConn) {
 		return
 	}
 	lc.released = true
-	l.waiting.remove(lc)
+	l.stopWaiting(lc)
 	l.open--
-	if lc.counted {
-		if l.perClient[lc.client]--; l.perClient[lc.client] <= 0 {
-			delete(l.perClient, lc.client)
+	if cc := lc.mine; cc != nil {
+		if cc.open--; cc.open <= 0 {
+			delete(l.clients, lc.client)
 		}
 	}
 }
@@ -251,11 +328,35 @@ type limitedConn struct {
 	l       *Listener
 	client  netip.Prefix
 	counted bool
+	mine    *clientConns // its client's connections; nil when not counted per client
 
 	// Guarded by l.mu.
-	released   bool
+	released bool
+	all, own links // in the listener's waiting list, and in its client's
+}
+
+// links thread a connection through one list.
+type links struct {
 	prev, next *limitedConn
 	listed     bool
+}
+
+// ReadFrom hands a body to the connection's own ReadFrom: net/http sends files through it, and a
+// TCP connection's sends them with sendfile, without copying them through the process.
+func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// CloseWrite shuts the connection's sending side, as net/http does before it closes a connection
+// whose request body it did not read, so that the client reads the answer before the reset.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 func (c *limitedConn) Close() error {
@@ -265,19 +366,26 @@ func (c *limitedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// connList is a doubly linked list of connections threaded through them: no allocation to add or
-// remove one.
-type connList struct{ head, tail *limitedConn }
+// connList is a doubly linked list of connections threaded through them, by the links that at
+// picks out of each: no allocation to add or remove one.
+type connList struct {
+	head, tail *limitedConn
+	at         func(*limitedConn) *links
+}
+
+func allLinks(c *limitedConn) *links { return &c.all }
+func ownLinks(c *limitedConn) *links { return &c.own }
 
 func (q *connList) front() *limitedConn { return q.head }
 
 func (q *connList) pushBack(c *limitedConn) {
-	if c.listed {
+	l := q.at(c)
+	if l.listed {
 		return
 	}
-	c.listed, c.prev, c.next = true, q.tail, nil
+	l.listed, l.prev, l.next = true, q.tail, nil
 	if q.tail != nil {
-		q.tail.next = c
+		q.at(q.tail).next = c
 	} else {
 		q.head = c
 	}
@@ -285,18 +393,19 @@ func (q *connList) pushBack(c *limitedConn) {
 }
 
 func (q *connList) remove(c *limitedConn) {
-	if !c.listed {
+	l := q.at(c)
+	if !l.listed {
 		return
 	}
-	if c.prev != nil {
-		c.prev.next = c.next
+	if l.prev != nil {
+		q.at(l.prev).next = l.next
 	} else {
-		q.head = c.next
+		q.head = l.next
 	}
-	if c.next != nil {
-		c.next.prev = c.prev
+	if l.next != nil {
+		q.at(l.next).prev = l.prev
 	} else {
-		q.tail = c.prev
+		q.tail = l.prev
 	}
-	c.listed, c.prev, c.next = false, nil, nil
+	l.listed, l.prev, l.next = false, nil, nil
 }

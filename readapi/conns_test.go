@@ -76,21 +76,59 @@ func awaitOpen(tb testing.TB, l *Listener, want int) {
 
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 
+// busyHandler answers once release is closed, and says on started when each request began.
+func busyHandler(release <-chan struct{}, started chan<- struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+		io.WriteString(w, "ok")
+	})
+}
+
+// sendBusy sends a request on c in the background, to be answered once the handler is released.
+func sendBusy(tb testing.TB, c net.Conn, started <-chan struct{}) {
+	tb.Helper()
+	go get(tb, c)
+	<-started
+}
+
 func TestListenerLimitsEachClient(t *testing.T) {
 	t.Parallel()
-	l, addr := limitedServer(t, ConnLimits{Total: 8, PerClient: 2}, okHandler)
-	dialFrom(t, "127.0.0.2", addr)
-	dialFrom(t, "127.0.0.2", addr)
-	awaitOpen(t, l, 2)
+	release, started := make(chan struct{}), make(chan struct{}, 8)
+	defer close(release)
+	l, addr := limitedServer(t, ConnLimits{Total: 8, PerClient: 2}, busyHandler(release, started))
+	sendBusy(t, dialFrom(t, "127.0.0.2", addr), started)
+	sendBusy(t, dialFrom(t, "127.0.0.2", addr), started)
 	status, body, err := get(t, dialFrom(t, "127.0.0.2", addr))
 	if err != nil || status != http.StatusTooManyRequests || body != `{"error":"Too many connections"}` {
-		t.Errorf("third connection of one address: got %d %q (%v), want 429 and the error body", status, body, err)
+		t.Errorf("third connection of one address, two busy: got %d %q (%v), want 429 and the error body", status, body, err)
 	}
-	if status, body, err := get(t, dialFrom(t, "127.0.0.3", addr)); err != nil || status != http.StatusOK || body != "ok" {
-		t.Errorf("another address: got %d %q (%v), want 200 ok", status, body, err)
+	other := dialFrom(t, "127.0.0.3", addr)
+	sendBusy(t, other, started)
+	if got := l.Stats(); got.Refused != 1 || got.Open != 3 {
+		t.Errorf("stats: got %+v, want 1 refused and 3 open", got)
 	}
-	if got := l.Stats().Refused; got != 1 {
-		t.Errorf("refused: got %d, want 1", got)
+}
+
+// TestListenerClientsIdleConnectionsGiveWay: a client at its share whose connections wait for a
+// request gets a new one in place of its longest waiting, never a refusal: its idle connections
+// cannot keep it, or a user sharing its address, out.
+func TestListenerClientsIdleConnectionsGiveWay(t *testing.T) {
+	t.Parallel()
+	l, addr := limitedServer(t, ConnLimits{Total: 8, PerClient: 2}, okHandler)
+	oldest := dialFrom(t, "127.0.0.2", addr)
+	awaitOpen(t, l, 1)
+	dialFrom(t, "127.0.0.2", addr)
+	awaitOpen(t, l, 2)
+	if status, body, err := get(t, dialFrom(t, "127.0.0.2", addr)); err != nil || status != http.StatusOK || body != "ok" {
+		t.Errorf("third connection of one address, two idle: got %d %q (%v), want 200 ok", status, body, err)
+	}
+	_ = oldest.SetReadDeadline(time.Now().Add(waitTimeout))
+	if _, err := oldest.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
+		t.Errorf("the client's longest waiting connection: read got %v, want it closed", err)
+	}
+	if st := l.Stats(); st.Evicted != 1 || st.Refused != 0 || st.Open != 2 {
+		t.Errorf("stats: got %+v, want 1 evicted, none refused, 2 open", st)
 	}
 }
 
@@ -178,29 +216,30 @@ func TestListenerLogsRefusalsOncePerMinute(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	logs := &logBuffer{}
-	l, addr := limitedServer(t, ConnLimits{Total: 4, PerClient: 1, Now: clock.Now,
-		Logger: slog.New(slog.NewTextHandler(logs, nil))}, okHandler)
-	dialFrom(t, "127.0.0.2", addr)
-	awaitOpen(t, l, 1)
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	defer close(release)
+	_, addr := limitedServer(t, ConnLimits{Total: 4, PerClient: 1, Now: clock.Now,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}, busyHandler(release, started))
+	sendBusy(t, dialFrom(t, "127.0.0.2", addr), started)
 	for range 20 {
 		if status, _, _ := get(t, dialFrom(t, "127.0.0.2", addr)); status != http.StatusTooManyRequests {
 			t.Fatalf("got %d, want 429", status)
 		}
 	}
-	if n := strings.Count(logs.String(), "connections refused"); n != 1 {
+	if n := strings.Count(logs.String(), "connections over the limits"); n != 1 {
 		t.Errorf("log lines after 20 refusals within a minute: got %d, want 1:\n%s", n, logs)
 	}
 	clock.Advance(time.Minute)
 	get(t, dialFrom(t, "127.0.0.2", addr))
 	// The refusal is logged once the connection is closed, which the client may see first.
-	for deadline := time.Now().Add(waitTimeout); strings.Count(logs.String(), "connections refused") < 2; {
+	for deadline := time.Now().Add(waitTimeout); strings.Count(logs.String(), "connections over the limits") < 2; {
 		if time.Now().After(deadline) {
 			t.Fatalf("no second log line a minute later:\n%s", logs)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	// The first line counts the first refusal; the second the 19 after it and its own.
-	if n := strings.Count(logs.String(), "connections refused"); n != 2 || !strings.Contains(logs.String(), "refused=20") {
+	if n := strings.Count(logs.String(), "connections over the limits"); n != 2 || !strings.Contains(logs.String(), "refused=20") {
 		t.Errorf("after a minute: got %d lines, want 2, the second counting 20 refusals:\n%s", n, logs)
 	}
 }
@@ -248,5 +287,39 @@ func TestProxiedClientsAreLimitedByTheirAddress(t *testing.T) {
 	wg.Wait()
 	if len(srv.proxied.n) != 0 {
 		t.Errorf("requests in flight after all ended: %v, want none", srv.proxied.n)
+	}
+}
+
+// TestListenerLogsAtMostSoManyLinesAMinute: a flood from many addresses logs a bounded number of
+// lines a minute, and counts the rest in one line the next minute.
+func TestListenerLogsAtMostSoManyLinesAMinute(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	logs := &logBuffer{}
+	release, started := make(chan struct{}), make(chan struct{}, 4)
+	defer close(release)
+	_, addr := limitedServer(t, ConnLimits{Total: 4, PerClient: 1, Now: clock.Now,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}, busyHandler(release, started))
+	for i := range 4 {
+		sendBusy(t, dialFrom(t, fmt.Sprintf("127.0.2.%d", 200+i), addr), started)
+	}
+	for i := range refusalLogLines + 10 {
+		if status, _, _ := get(t, dialFrom(t, fmt.Sprintf("127.0.2.%d", 1+i), addr)); status != http.StatusServiceUnavailable {
+			t.Fatalf("got %d, want 503", status)
+		}
+	}
+	clock.Advance(time.Minute)
+	get(t, dialFrom(t, "127.0.2.199", addr))
+	for deadline := time.Now().Add(waitTimeout); !strings.Contains(logs.String(), "not named"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line counting the refusals not logged:\n%s", logs)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := strings.Count(logs.String(), "msg=\"connections over the limits\""); n != refusalLogLines+1 {
+		t.Errorf("lines naming an address: got %d, want %d in the first minute and 1 in the next", n, refusalLogLines+1)
+	}
+	if !strings.Contains(logs.String(), "connections=10 lines_a_minute=60") {
+		t.Errorf("the line counting the rest: want 10 refused:\n%s", logs)
 	}
 }

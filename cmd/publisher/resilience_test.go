@@ -375,10 +375,10 @@ func TestConnectionFloodLeavesTheServiceUp(t *testing.T) {
 	// One address holds as many idle connections as it can.
 	held := holdConnections(t, host, []string{"127.0.0.76"}, flood)
 	check(fmt.Sprintf("%d connections from one address (%d held open)", flood, held))
-	if !strings.Contains(logs.String(), "connections refused") || !strings.Contains(logs.String(), "client=127.0.0.76/32") {
+	if !strings.Contains(logs.String(), "connections over the limits") || !strings.Contains(logs.String(), "client=127.0.0.76/32") {
 		t.Errorf("the refusals of the flooding address were not logged:\n%s", logs)
 	}
-	if n := strings.Count(logs.String(), "connections refused"); n > 2 {
+	if n := strings.Count(logs.String(), "connections over the limits"); n > 2 {
 		t.Errorf("the refusals were logged %d times, want once per address per minute", n)
 	}
 
