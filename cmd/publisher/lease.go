@@ -32,6 +32,10 @@ const (
 // errLeaseLost ends a role whose lease another process took.
 var errLeaseLost = errors.New("lease lost")
 
+// errOwnLeaseStuck is why a process cannot take a lease that still names it: it could not remove
+// it, its store not writing.
+var errOwnLeaseStuck = errors.New("the lease left by this process cannot be removed")
+
 type lease struct {
 	kv     jetstream.KeyValue
 	name   string
@@ -101,8 +105,12 @@ func waitLease(ctx context.Context, kv jetstream.KeyValue, name, holder string, 
 		if l != nil {
 			return l, nil
 		}
-		if other == holder && dropOwnLease(ctx, kv, name, holder) {
-			continue
+		if other == holder {
+			if dropOwnLease(ctx, kv, name, holder) {
+				continue
+			}
+			// A lease of this process's that cannot be removed: the store does not write.
+			other, err = "", errOwnLeaseStuck
 		}
 		if notTaken != nil {
 			notTaken(other, err)

@@ -20,8 +20,12 @@ const (
 	maxReserveFDs = 4096
 	// The admin API and the metrics listener get their own small shares, so that a flood of the
 	// read API leaves the operator a way in.
-	adminConns   = 256
+	adminConns   = 1024
 	metricsConns = 64
+	// maxAPIConns caps the read API's share whatever the open file limit: each connection costs
+	// its goroutine and buffers, some 20 KiB, and a flood from many addresses must not make the
+	// process run out of memory instead (16,384 connections: about 320 MiB).
+	maxAPIConns = 16384
 	// DefaultConnsPerClient is how many connections one client address may hold on a listener.
 	DefaultConnsPerClient = 256
 )
@@ -36,8 +40,8 @@ const (
 // connBudget is how many connections each listener may hold, from the process's limit of open
 // files: a reserve (a quarter, from minReserveFDs to maxReserveFDs) for the process itself, half
 // of which at most for the files the read API keeps in memory files, then a share for the admin
-// API and the metrics, and the rest for the read API. total, when positive, caps the read API's
-// share (--max-connections).
+// API and the metrics, and the rest for the read API, at most maxAPIConns. total, when positive,
+// sets the read API's share within what the limit leaves (--max-connections).
 type connBudget struct {
 	fdLimit, reserve    int
 	api, admin, metrics int
@@ -58,6 +62,8 @@ func newConnBudget(fdLimit uint64, total, perClient int) connBudget {
 	b.api = max(avail-b.admin-b.metrics, 4)
 	if total > 0 {
 		b.api = min(b.api, total)
+	} else {
+		b.api = min(b.api, maxAPIConns)
 	}
 	if b.perClient <= 0 {
 		b.perClient = DefaultConnsPerClient

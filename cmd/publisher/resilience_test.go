@@ -218,7 +218,7 @@ func TestStorageShortRefusesWritesAndRecovers(t *testing.T) {
 		}
 	}
 	ready := do(t, http.MethodGet, m.HTTPURL+"/readyz", nil)
-	if ready.status != http.StatusOK || !bytes.Contains(ready.body, []byte(`"degraded":["storage: writes refused`)) {
+	if ready.status != http.StatusOK || !bytes.Contains(ready.body, []byte(`"degraded":["storage (since `)) {
 		t.Errorf("/readyz while writes are refused: got %d %s, want 200 naming storage", ready.status, ready.body)
 	}
 	var verified bytes.Buffer

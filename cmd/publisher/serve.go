@@ -154,7 +154,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 		return err
 	})
 	fs.BoolVar(&c.AccessLog, "access-log", false, "log one line per read API request")
-	fs.IntVar(&c.MaxConns, "max-connections", 0, "connections the read API keeps open at most (0: what the open file limit leaves once a quarter of it, 256 to 4,096, is kept for the process)")
+	fs.IntVar(&c.MaxConns, "max-connections", 0, "connections the read API keeps open at most, within what the open file limit leaves once a quarter of it (256 to 4,096) is kept for the process (0: that, at most 16,384)")
 	fs.IntVar(&c.MaxConnsPerClient, "max-connections-per-client", DefaultConnsPerClient, "connections one client address (an IPv6 /64) may keep open on each listener, at most a quarter of the listener's; a trusted proxy's count only in the total")
 	fs.DurationVar(&c.WebhookWindow, "webhook-window", 30*time.Second, "changes of one establishment within this window make one webhook delivery")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 10*time.Second, "time limit of one webhook delivery attempt")

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -56,13 +58,15 @@ func (h *health) recovered(part string) {
 	delete(h.degraded, part)
 }
 
-// report returns one line per degraded part, sorted: "part: error (since ..., n failures)".
+// report returns one line per degraded part, sorted: "part (since ..., n failures in a row)".
+// It is what /readyz, which needs no credential, says: the errors themselves, which name streams,
+// hosts and processes, are for the admin status.
 func (h *health) report() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]string, 0, len(h.degraded))
 	for part, d := range h.degraded {
-		out = append(out, fmt.Sprintf("%s: %s (since %s, %d failures in a row)", part, d.Err, d.Since.Format(time.RFC3339), d.Failures))
+		out = append(out, fmt.Sprintf("%s (since %s, %d failures in a row)", part, d.Since.Format(time.RFC3339), d.Failures))
 	}
 	slices.Sort(out)
 	return out
@@ -79,26 +83,35 @@ func (h *health) snapshot() map[string]degradation {
 	return out
 }
 
-// supervise runs fn until ctx ends. Each time fn fails, the failure is logged and recorded as
-// degraded, and fn starts again after a pause (restartPause, doubling up to restartMaxPause); once
-// it has run healthyAfter without failing, it is no longer degraded and the pause starts over.
+// supervise runs fn until ctx ends. Each time fn fails, or panics, the failure is logged and
+// recorded as degraded, and fn starts again after a pause (restartPause, doubling up to
+// restartMaxPause); once it has run healthyAfter without failing, it is no longer degraded and the
+// pause starts over. It clears only what it recorded: a loop may report its own state under its
+// name meanwhile (the projector standing by, say).
 func (m *Main) supervise(ctx context.Context, name string, fn func(context.Context) error) {
 	pause := restartPause
+	failed := false
 	for ctx.Err() == nil {
 		started := time.Now()
-		healthy := time.AfterFunc(healthyAfter, func() { m.health.recovered(name) })
-		err := fn(ctx)
-		healthy.Stop()
+		var healthy *time.Timer
+		if failed {
+			healthy = time.AfterFunc(healthyAfter, func() { m.health.recovered(name) })
+		}
+		err := runRecovered(ctx, fn)
+		if healthy != nil {
+			healthy.Stop()
+		}
 		if ctx.Err() != nil {
 			return
 		}
 		if err == nil {
 			// A loop that returns before its end is asked for stopped working all the same.
-			err = fmt.Errorf("stopped")
+			err = errors.New("stopped")
 		}
 		if time.Since(started) >= healthyAfter {
 			pause = restartPause
 		}
+		failed = true
 		m.health.fail(name, err)
 		m.Logger.Error("role failed; starting it again", "loop", name, "err", err, "in", pause)
 		if sleepCtx(ctx, pause) != nil {
@@ -106,4 +119,14 @@ func (m *Main) supervise(ctx context.Context, name string, fn func(context.Conte
 		}
 		pause = min(2*pause, restartMaxPause)
 	}
+}
+
+// runRecovered runs fn, and returns a panic of its goroutine as an error with the stack.
+func runRecovered(ctx context.Context, fn func(context.Context) error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+		}
+	}()
+	return fn(ctx)
 }
