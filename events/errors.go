@@ -42,9 +42,9 @@ const (
 	codeInsufficientResources    jetstream.ErrorCode = 10023
 )
 
-// storageFull marks err with ErrStorageFull when JetStream refused the write for lack of
-// storage, and returns it as it is otherwise.
-func storageFull(err error) error {
+// StorageFull marks err with ErrStorageFull when JetStream refused the write for lack of
+// storage, and returns it as it is otherwise: for the writes of other packages to JetStream.
+func StorageFull(err error) error {
 	if hasCode(err, codeStorageExceeded, codeAccountResourcesExceeded, codeInsufficientResources) {
 		return fmt.Errorf("%w: %w", ErrStorageFull, err)
 	}

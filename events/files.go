@@ -179,7 +179,7 @@ func (f *Files) PutNew(ctx context.Context, name, contentType string, data []byt
 			Headers: nats.Header{"Content-Type": []string{contentType}},
 		}, bytes.NewReader(data))
 		if err != nil {
-			return nil, fmt.Errorf("store file %s: %w", name, storageFull(err))
+			return nil, fmt.Errorf("store file %s: %w", name, StorageFull(err))
 		}
 		// The description of the new copy, with the sequence a removal is conditioned on.
 		fi, err := f.Stat(ctx, name)

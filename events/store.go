@@ -214,7 +214,7 @@ func (s *Store) Append(ctx context.Context, slug string, expected uint64, comman
 	case err == nil:
 		return ack.Sequence, nil
 	case !hasCode(err, jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant):
-		return 0, fmt.Errorf("append %s: %w", subject, storageFull(err))
+		return 0, fmt.Errorf("append %s: %w", subject, StorageFull(err))
 	}
 
 	// A single server checks the expected sequence before the message id, so a command replayed

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/events/natstest"
@@ -462,5 +463,23 @@ func TestAppendRejectsBadInput(t *testing.T) {
 		if _, err := st.LastSequence(t.Context(), slug); !errors.Is(err, events.ErrInvalidSlug) {
 			t.Errorf("LastSequence(%q): got %v, want %v", slug, err, events.ErrInvalidSlug)
 		}
+	}
+}
+
+// TestStorageFullMarksJetStreamsRefusals: JetStream's refusals for lack of storage are marked
+// ErrStorageFull, wrapped or not; any other error is left as it is.
+func TestStorageFullMarksJetStreamsRefusals(t *testing.T) {
+	for _, code := range []jetstream.ErrorCode{10047, 10002, 10023} {
+		err := fmt.Errorf("put: %w", &jetstream.APIError{ErrorCode: code, Description: "insufficient resources"})
+		if got := events.StorageFull(err); !errors.Is(got, events.ErrStorageFull) || !errors.Is(got, err) {
+			t.Errorf("code %d: got %v, want it marked, the error kept", code, got)
+		}
+	}
+	other := &jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamWrongLastSequence}
+	if got := events.StorageFull(other); got != error(other) {
+		t.Errorf("another refusal: got %v, want it as it is", got)
+	}
+	if events.StorageFull(nil) != nil {
+		t.Error("nil: not nil")
 	}
 }

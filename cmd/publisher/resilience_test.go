@@ -468,3 +468,44 @@ func TestOwnLeftLeaseIsTakenAtOnce(t *testing.T) {
 		t.Errorf("another process's lease: got %v, %v, want it left alone", l, err)
 	}
 }
+
+// TestStoppedJetStreamIsStartedAgain: the embedded server's JetStream stops (as a server that ran
+// out of room may stop it): reads go on, writes are refused with 507 saying so, and the service
+// starts JetStream again, after which writes are accepted and served.
+func TestStoppedJetStreamIsStartedAgain(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.WaitLimit = 2 * time.Second })
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
+	eventually(t, "demo served", func() bool { return m.get(t, est, key).status == http.StatusOK })
+
+	if err := m.NATS.ShutdownJetStream(); err != nil {
+		t.Fatal(err)
+	}
+	if r := m.get(t, est, key); r.status != http.StatusOK {
+		t.Errorf("a read while JetStream is stopped: got %d", r.status)
+	}
+	renamed := bytes.Replace(demo, []byte(`"name": "Chez Marcel"`), []byte(`"name": "Chez Marcel et fils"`), 1)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", renamed)
+		if r.status == http.StatusOK && bytes.Contains(r.body, []byte(`"served":true`)) {
+			break
+		}
+		if r.status != http.StatusInsufficientStorage && r.status != http.StatusServiceUnavailable && r.status != http.StatusOK && r.status != http.StatusAccepted {
+			t.Fatalf("a write while JetStream starts again: got %d %s", r.status, r.body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write served within a minute of JetStream stopping: %d %s; degraded %q", r.status, r.body, m.Degraded())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !m.NATS.JetStreamEnabled() {
+		t.Error("JetStream not started again")
+	}
+	if r := m.get(t, est, key); r.status != http.StatusOK || !bytes.Contains(r.body, []byte("et fils")) {
+		t.Errorf("the change made once JetStream started again: got %d %s", r.status, r.body)
+	}
+}

@@ -69,16 +69,23 @@ func (m *Main) openStorageGuard(ctx context.Context, js jetstream.JetStream) err
 // writing, and the free space of the volume under dir.
 func embeddedReading(s *server.Server, dir string) func(context.Context) (capacity.Reading, error) {
 	return func(context.Context) (capacity.Reading, error) {
+		var r capacity.Reading
+		var err error
+		if r.VolumeFree, r.VolumeSize, err = capacity.Volume(dir); err != nil && !errors.Is(err, capacity.ErrNoVolume) {
+			return capacity.Reading{}, err
+		}
+		if !s.JetStreamEnabled() {
+			// Stopped (by a failed start again): nothing is written until it runs.
+			r.Broken = []string{"JetStream, stopped"}
+			return r, nil
+		}
 		info, err := s.Jsz(nil)
 		if err != nil {
 			return capacity.Reading{}, fmt.Errorf("jetstream usage: %w", err)
 		}
-		r := capacity.Reading{Used: info.Store}
+		r.Used = info.Store
 		if info.Config.MaxStore > 0 {
 			r.Limit = uint64(info.Config.MaxStore)
-		}
-		if r.VolumeFree, r.VolumeSize, err = capacity.Volume(dir); err != nil {
-			return capacity.Reading{}, err
 		}
 		r.Broken = brokenStreams(s)
 		return r, nil
@@ -117,21 +124,18 @@ func (m *Main) maintainEmbedded(opts *server.Options) func(context.Context, capa
 			opts.JetStreamMaxStore = next.JetStreamMaxStore
 			m.Logger.Info("storage: the volume grew; jetstream's limit follows it", "limit", next.JetStreamMaxStore)
 		}
-		if len(r.Broken) == 0 || r.VolumeFree < reserve {
+		if len(r.Broken) == 0 || r.VolumeSize > 0 && r.VolumeFree < reserve {
 			return nil
 		}
-		cfg := s.JetStreamConfig()
-		if cfg == nil {
-			return errors.New("jetstream is not running")
-		}
-		// The configuration names the store's own directory, which EnableJetStream makes of the
-		// directory it is given.
-		cfg.StoreDir = filepath.Dir(cfg.StoreDir)
 		m.Logger.Warn("storage: the volume has room again; starting jetstream again to load the streams that stopped writing", "streams", r.Broken)
-		if err := s.ShutdownJetStream(); err != nil {
-			return fmt.Errorf("stop jetstream: %w", err)
+		if s.JetStreamEnabled() {
+			if err := s.ShutdownJetStream(); err != nil {
+				return fmt.Errorf("stop jetstream: %w", err)
+			}
 		}
-		if err := s.EnableJetStream(cfg); err != nil {
+		// As at the start: the store's directory, the limit (dynamic memory and sync settings come
+		// from the server's options).
+		if err := s.EnableJetStream(&server.JetStreamConfig{StoreDir: opts.StoreDir, MaxStore: opts.JetStreamMaxStore}); err != nil {
 			return fmt.Errorf("start jetstream again: %w", err)
 		}
 		for _, f := range m.jetStreamRestarted {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
 )
 
 // webhookRegistry keeps webhook endpoints with their signing secrets, outside the event log. It is
@@ -64,6 +65,8 @@ func (c *Commands) RegisterWebhook(ctx context.Context, req Request, url string)
 	ep := Endpoint{ID: endpointID(req.CommandID), URL: url, Secret: newWebhookSecret()}
 	existing, err := c.webhooks.Create(ctx, string(req.Slug), ep.ID, ep.URL, ep.Secret)
 	switch {
+	case errors.Is(events.StorageFull(err), events.ErrStorageFull):
+		return WebhookResult{}, unavailable(events.StorageFull(err))
 	case err != nil:
 		return WebhookResult{}, fmt.Errorf("url: %w", err)
 	case existing == "":

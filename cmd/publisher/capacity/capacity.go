@@ -15,11 +15,11 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -58,6 +58,9 @@ type Config struct {
 	Maintain func(ctx context.Context, r Reading, reserve uint64) error
 }
 
+// ErrNoVolume is Volume's answer on a system that does not tell the free space of a volume.
+var ErrNoVolume = errors.New("capacity: the free space of a volume is not known on this system")
+
 // Bounds of DefaultReserve.
 const (
 	minReserve = 8 << 20
@@ -78,7 +81,9 @@ func DefaultReserve(r Reading) uint64 {
 type Guard struct {
 	cfg Config
 
-	busy atomic.Bool // a reading of Full's own is being taken
+	// checking is held through a reading and its decision, OnChange included, so that decisions
+	// are heard in the order of their readings.
+	checking sync.Mutex
 
 	mu      sync.Mutex
 	readAt  time.Time // of the last reading that succeeded
@@ -126,6 +131,8 @@ func (g *Guard) Run(ctx context.Context) error {
 // check takes a reading and decides, and returns the reading. A reading that fails leaves the
 // decision as it was.
 func (g *Guard) check(ctx context.Context) (Reading, bool) {
+	g.checking.Lock()
+	defer g.checking.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, g.cfg.Every)
 	r, err := g.cfg.Read(rctx)
 	cancel()
@@ -191,9 +198,10 @@ func (g *Guard) Full() (reason string, full bool) {
 		g.mu.Lock()
 		stale := time.Since(g.readAt) > g.cfg.Fresh
 		g.mu.Unlock()
-		if stale && g.busy.CompareAndSwap(false, true) {
+		// A reading under way, by Run or another write, is as fresh: not waited for.
+		if stale && g.checking.TryLock() {
+			g.checking.Unlock()
 			_, _ = g.check(context.Background())
-			g.busy.Store(false)
 		}
 	}
 	g.mu.Lock()
