@@ -19,15 +19,17 @@ import (
 // maxPenalty. At most failureClients addresses are remembered, the least recently failing
 // forgotten first.
 //
-// Each wrong token waits out its own penalty, however many of them an address has waiting:
-// answering some of them sooner (a 429 at once, say) would tell their sender they are wrong as
-// fast as it sends them. A request waits on its own goroutine, which its connection costs whether
-// it waits or idles, and on a timer; it stops waiting when its client gives up. An address then
-// gets one answer to a wrong token per maxPenalty and connection, past the free ones.
+// A wrong token waits out its penalty on its own goroutine and a timer, and stops waiting when
+// its client gives up. An address has at most maxWaiting of them waiting at once: its others are
+// answered 429 at once, with the penalty as Retry-After. Waiting requests hold their connections
+// busy, and the listener keeps a client's busy connections within its share: were every wrong
+// token to wait, one user of the machine could keep the operator's next connection out. The
+// token is 128 random bits: telling a guess is wrong sooner helps no one guess it.
 const (
 	freeFailures   = 5
 	firstPenalty   = time.Second
 	maxPenalty     = 4 * time.Second
+	maxWaiting     = 8
 	failureWindow  = time.Minute
 	failureClients = 10_000
 )
@@ -37,10 +39,12 @@ type failures struct {
 	clients *lru.Cache[netip.Prefix, *failed]
 }
 
-// failed counts the failures of one address within the window that began at since.
+// failed counts the failures of one address within the window that began at since, and its
+// answers waiting out their penalties.
 type failed struct {
-	since time.Time
-	count int
+	since   time.Time
+	count   int
+	waiting int
 }
 
 func newFailures() *failures {
@@ -48,8 +52,10 @@ func newFailures() *failures {
 	return &failures{clients: clients}
 }
 
-// fail counts a failed authentication of client at now and returns how long its answer waits.
-func (f *failures) fail(client netip.Prefix, now time.Time) time.Duration {
+// fail counts a failed authentication of client at now and returns how long its answer waits,
+// and what to call once it waited; busy when the client has maxWaiting answers waiting already,
+// then this one is not to wait.
+func (f *failures) fail(client netip.Prefix, now time.Time) (d time.Duration, done func(), busy bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.clients.Get(client)
@@ -58,7 +64,18 @@ func (f *failures) fail(client netip.Prefix, now time.Time) time.Duration {
 		f.clients.Add(client, c)
 	}
 	c.count++
-	return penalty(c.count)
+	if d = penalty(c.count); d == 0 {
+		return 0, func() {}, false
+	}
+	if c.waiting >= maxWaiting {
+		return d, func() {}, true
+	}
+	c.waiting++
+	return d, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		c.waiting--
+	}, false
 }
 
 // penalty is how long the answer to the n-th failure of a window waits.

@@ -94,22 +94,27 @@ func TestWrongTokensWaitTheirPenalty(t *testing.T) {
 }
 
 // TestConcurrentWrongTokensWaitToo: wrong tokens sent at once past the free ones are each answered
-// no sooner than the penalty, however many wait: an answer that came sooner would tell their
-// sender they are wrong. One whose client gives up stops waiting.
+// no sooner than the penalty, up to maxWaiting of them: one more is answered 429 at once, so that
+// an address's waiting requests cannot hold every connection it may have. One whose client gives
+// up stops waiting, and leaves its place.
 func TestConcurrentWrongTokensWaitToo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := bubbleHandler(t)
 		for range freeFailures {
 			authenticateFrom(t.Context(), h, "192.0.2.1:1000", wrongToken)
 		}
-		const n = 8
-		answers := make(chan answer, n)
+		const n = maxWaiting - 1
+		answers := make(chan answer, n+1)
 		for range n {
 			go func() { answers <- authenticateFrom(t.Context(), h, "192.0.2.1:2000", wrongToken) }()
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		gaveUp := make(chan answer, 1)
 		go func() { gaveUp <- authenticateFrom(ctx, h, "192.0.2.1:3000", wrongToken) }()
+		synctest.Wait()
+		if got := authenticateFrom(t.Context(), h, "192.0.2.1:4000", wrongToken); got != (answer{http.StatusTooManyRequests, 0}) {
+			t.Errorf("one more than maxWaiting: got %d after %v, want 429 at once", got.status, got.after)
+		}
 		time.Sleep(firstPenalty - time.Millisecond)
 		synctest.Wait()
 		if got := len(answers); got != 0 {
@@ -120,7 +125,8 @@ func TestConcurrentWrongTokensWaitToo(t *testing.T) {
 		if len(gaveUp) != 1 {
 			t.Error("a request whose client gave up still waits")
 		}
-		for range n {
+		go func() { answers <- authenticateFrom(t.Context(), h, "192.0.2.1:5000", wrongToken) }()
+		for range n + 1 {
 			if got := <-answers; got.status != http.StatusUnauthorized || got.after < firstPenalty || got.after > maxPenalty {
 				t.Errorf("got %d after %v, want 401 after %v to %v", got.status, got.after, firstPenalty, maxPenalty)
 			}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -186,7 +187,15 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if !wait(r.Context(), a.failures.fail(clientOf(r), time.Now())) {
+		d, done, busy := a.failures.fail(clientOf(r), time.Now())
+		if busy {
+			w.Header().Set("Retry-After", strconv.Itoa(int(d/time.Second)))
+			writeError(w, http.StatusTooManyRequests, "Too many requests", []string{"Authorization: wrong tokens from this address are waiting already"})
+			return
+		}
+		waited := wait(r.Context(), d)
+		done()
+		if !waited {
 			return // the client gave up: nobody reads the answer
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
