@@ -122,12 +122,14 @@ type fastScan int
 const (
 	fastFits      fastScan = iota // the keys are exact and the arrays short: decode directly
 	fastKeys                      // a key is not exact: the walk judges it
-	fastLongArray                 // an array holds more than maxFastArray elements: walk first
+	fastLongArray                 // the arrays hold more than maxFastElements elements: walk first
 )
 
-// maxFastArray is the longest array the fast path decodes before the walk. No list of the import
+// maxFastElements is the most array elements, all arrays together, that the fast path decodes
+// before the walk: a decoder fills an array before it reports a wrong element of it, and many
+// arrays of a little less than any bound per array would fill as much. No list of the import
 // format holds more than a few hundred elements.
-const maxFastArray = 10_000
+const maxFastElements = 10_000
 
 // fieldNameSets caches, by Go type, the JSON member names of every struct reachable from it.
 var fieldNameSets sync.Map // reflect.Type → fieldNameSet
@@ -176,17 +178,17 @@ func fieldNames(t reflect.Type) (map[string]bool, bool) {
 }
 
 // scanFast scans the JSON in data: every object key must be one of names, byte for byte and
-// without escapes, and appear once in its object, and every array hold at most maxFastArray
-// elements. It reads data as valid JSON: what it says of anything else does not matter, since
+// without escapes, and appear once in its object, and the arrays hold at most maxFastElements
+// elements in all. It reads data as valid JSON: what it says of anything else does not matter, since
 // the decoder refuses it.
 func scanFast(data []byte, names map[string]bool) fastScan {
 	type frame struct {
 		object bool
 		keys   int // index in keys where this object's keys start
-		commas int // in an array: its elements so far, less one
 	}
 	var stack []frame
 	var keys [][]byte
+	elements := 0 // in every array so far, less one each
 	for i := 0; i < len(data); {
 		switch c := data[i]; c {
 		case '{', '[':
@@ -244,7 +246,7 @@ func scanFast(data []byte, names map[string]bool) fastScan {
 			keys = append(keys, s)
 		case ',':
 			if top := len(stack) - 1; top >= 0 && !stack[top].object {
-				if stack[top].commas++; stack[top].commas >= maxFastArray {
+				if elements++; elements >= maxFastElements {
 					return fastLongArray
 				}
 			}

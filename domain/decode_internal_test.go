@@ -44,8 +44,8 @@ func FuzzDecodeStrictFastPath(f *testing.F) {
 	f.Add([]byte(`{"slug": "a"} {}`))
 	f.Add([]byte(`{"slug": "a", "name": 1}`))
 	// Arrays longer than the fast path decodes before the walk.
-	f.Add([]byte(`{"slug": "a", "business_hours": [` + strings.Repeat(`{"open_day": "lundi"},`, maxFastArray) + `{}]}`))
-	f.Add([]byte(`{"slug": "a", "business_hours": [` + strings.Repeat(`1,`, maxFastArray) + `{}]}`))
+	f.Add([]byte(`{"slug": "a", "business_hours": [` + strings.Repeat(`{"open_day": "lundi"},`, maxFastElements) + `{}]}`))
+	f.Add([]byte(`{"slug": "a", "business_hours": [` + strings.Repeat(`1,`, maxFastElements) + `{}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast, slow EstablishmentInput
 		errFast := DecodeStrict(bytes.NewReader(data), &fast)

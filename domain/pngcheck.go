@@ -15,7 +15,9 @@ var pngSignature = []byte("\x89PNG\r\n\x1a\n")
 func checkPNG(data []byte) error {
 	var (
 		colourType, depth byte
-		palette, idat     bool
+		palette           bool
+		idat              []byte // the image data's first bytes, its zlib header
+		idatBytes         int64
 	)
 	for pos, first := len(pngSignature), true; ; first = false {
 		if len(data)-pos < 12 {
@@ -58,11 +60,16 @@ func checkPNG(data []byte) error {
 			if colourType == 3 && !palette {
 				return malformed("png: image data of a paletted image before its palette (PLTE)")
 			}
-			idat = true
+			idatBytes += n
+			if len(idat) < 2 {
+				idat = append(idat, body[:min(len(body), 2-len(idat))]...)
+			}
 		case "IEND":
 			switch {
-			case !idat:
-				return malformed("png: no IDAT chunk: no image data")
+			case idatBytes == 0:
+				return malformed("png: no image data (IDAT)")
+			case idatBytes < minZlib || !zlibHeader(idat):
+				return malformed("png: its image data (%d bytes in IDAT) is not a zlib stream", idatBytes)
 			case n != 0:
 				return malformed("png: an IEND chunk of %d bytes, not 0", n)
 			case end != len(data):
@@ -72,6 +79,16 @@ func checkPNG(data []byte) error {
 		}
 		pos = end
 	}
+}
+
+// minZlib is the fewest bytes a zlib stream takes: its header, a deflate block, its checksum.
+const minZlib = 2 + 2 + 4
+
+// zlibHeader reports whether h starts as the zlib stream of PNG image data starts: deflate
+// compression with a window of at most 32 KiB, no preset dictionary, and the header's check
+// (RFC 1950, 2.2).
+func zlibHeader(h []byte) bool {
+	return len(h) >= 2 && h[0]&0x0f == 8 && h[0]>>4 <= 7 && h[1]&0x20 == 0 && (uint16(h[0])<<8|uint16(h[1]))%31 == 0
 }
 
 // checkIHDR checks the fields of a PNG header and returns its colour type and bit depth.
