@@ -122,37 +122,86 @@ func (c *Commands) AddMenuAsset(ctx context.Context, req Request, typ, id domain
 }
 
 // resolveFiles turns every reference to a stored file in snap (a digest, or the URL of a file
-// of this service) into the file's URL, after checking that the file is stored. Its refusals are
-// bounded as the domain's are: it stops looking once their list is full.
+// of this service) into the file's URL, after checking that the file is stored. It looks each
+// distinct reference up once, stops once its refusals are counted as far as the domain counts
+// them, and stops at once when the store does not answer: a document repeating a reference tens
+// of thousands of times costs one lookup.
 func (c *Commands) resolveFiles(ctx context.Context, snap *domain.EstablishmentInput) error {
-	var errs domain.FieldErrorList
-	errs.Add(c.resolveFile(ctx, "master_menu_url", snap.MasterMenuURL))
+	r := refResolver{c: c, seen: map[string]resolved{}}
+	r.resolve(ctx, "master_menu_url", snap.MasterMenuURL)
 	for i := range snap.MenuTypes {
 		for j := range snap.MenuTypes[i].Versions {
-			prefix := fmt.Sprintf("menu_types[%d].versions[%d].", i, j)
-			c.resolveRefs(ctx, prefix, &snap.MenuTypes[i].Versions[j], &errs)
+			r.version(ctx, fmt.Sprintf("menu_types[%d].versions[%d].", i, j), &snap.MenuTypes[i].Versions[j])
 		}
 	}
-	return errs.Err()
+	return r.err()
 }
 
 // resolveVersionFiles is resolveFiles for the files of one version.
 func (c *Commands) resolveVersionFiles(ctx context.Context, prefix string, v *domain.VersionInput) error {
-	var errs domain.FieldErrorList
-	c.resolveRefs(ctx, prefix, v, &errs)
-	return errs.Err()
+	r := refResolver{c: c, seen: map[string]resolved{}}
+	r.version(ctx, prefix, v)
+	return r.err()
 }
 
-// resolveRefs resolves the files of version v, adding its refusals to errs.
-func (c *Commands) resolveRefs(ctx context.Context, prefix string, v *domain.VersionInput, errs *domain.FieldErrorList) {
+// refResolver resolves the file references of one command.
+type refResolver struct {
+	c      *Commands
+	seen   map[string]resolved // each distinct reference resolved
+	errs   domain.FieldErrorList
+	failed error // a failure of the store, which ends the resolution
+}
+
+// resolved is what a reference became, or why it is refused.
+type resolved struct {
+	to  string
+	err error
+}
+
+// done reports whether the resolution should stop: the store failed, or the refusals are
+// counted as far as they are counted.
+func (r *refResolver) done() bool { return r.failed != nil || r.errs.Full() }
+
+func (r *refResolver) version(ctx context.Context, prefix string, v *domain.VersionInput) {
 	for i := range v.Assets {
 		for k := range v.Assets[i].URLs {
-			if errs.Full() {
+			if r.done() {
 				return
 			}
-			errs.Add(c.resolveFile(ctx, fmt.Sprintf("%sassets[%d].urls[%d]", prefix, i, k), &v.Assets[i].URLs[k]))
+			r.resolve(ctx, fmt.Sprintf("%sassets[%d].urls[%d]", prefix, i, k), &v.Assets[i].URLs[k])
 		}
 	}
+}
+
+// resolve resolves *ref, once per distinct reference: a repeated one gets the first one's
+// answer, its digest or its refusal.
+func (r *refResolver) resolve(ctx context.Context, field string, ref *string) {
+	if ref == nil || r.done() {
+		return
+	}
+	res, ok := r.seen[*ref]
+	if !ok {
+		in := *ref
+		res.err = r.c.resolveFile(ctx, field, ref)
+		res.to = *ref
+		r.seen[in] = res
+	}
+	*ref = res.to
+	var fe *domain.FieldError
+	switch {
+	case res.err == nil:
+	case errors.As(res.err, &fe):
+		r.errs.Add(&domain.FieldError{Field: field, Reason: fe.Reason})
+	default:
+		r.failed = res.err
+	}
+}
+
+func (r *refResolver) err() error {
+	if r.failed != nil {
+		return r.failed
+	}
+	return r.errs.Err()
 }
 
 // resolveFile checks a reference *ref to a stored file, by its digest or by a URL of a file of
