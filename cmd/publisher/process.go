@@ -645,7 +645,7 @@ func (m *Main) connect() error {
 		// An explicit limit: see embeddedMaxStore.
 		JetStreamMaxStore: embeddedMaxStore(c),
 	}
-	m.natsOpts = opts.Clone() // what a reload of its limits starts from
+	m.natsOpts = opts.Clone() // what JetStream starts again from
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("embedded nats: %w", err)

@@ -37,8 +37,8 @@ type Config struct {
 	NATSListen string   // embedded server's client listener, host:port; port -1 picks one
 	NATSAuth   natsAuth // credentials and TLS for NATSURL
 	SyncAlways bool
-	// NATSMaxStore is the embedded server's limit of stored bytes; 0: the size of the data
-	// directory's volume.
+	// NATSMaxStore is the embedded server's limit of stored bytes; 0: none of its own, the data
+	// volume's free space bounding the store.
 	NATSMaxStore int64
 	// StorageReserve is the room kept for the service's own writes: writes that grow the stores
 	// are refused with 507 once less than this is left on the data volume or under the store's
@@ -112,7 +112,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client listener of the embedded NATS server (port -1: any free port); it accepts only the user in <data-dir>/"+embeddedSeedFile)
 	c.NATSAuth.register(fs)
 	fs.BoolVar(&c.SyncAlways, "sync-always", false, "embedded NATS: fsync every write (survives power loss, slower)")
-	fs.Int64Var(&c.NATSMaxStore, "nats-max-store", 0, "embedded NATS: the most bytes JetStream stores (0: the size of the data directory's volume)")
+	fs.Int64Var(&c.NATSMaxStore, "nats-max-store", 0, "embedded NATS: the most bytes JetStream stores (0: no limit of its own; the data volume's free space, watched against --storage-reserve, bounds it)")
 	fs.Int64Var(&c.StorageReserve, "storage-reserve", 0, "bytes kept free for the service's own writes (leases, checkpoints, documents, day changes): content writes are refused with 507 once less is left on the data volume or under JetStream's limit (0: 5% of the room, 8 MiB to 1 GiB)")
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of the event stream and buckets (3 on a cluster)")
 	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "listen address of the read API and redirects")

@@ -14,20 +14,21 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 )
 
-// embeddedMaxStore is the embedded server's limit of stored bytes: --nats-max-store, else the
-// size of the data directory's volume. Left to itself, the server would take 75 % of the space
-// free at its start, a limit that a restart on a nearly full volume makes smaller than what is
-// stored already, and that room made later never raises. 0 lets the server decide, where the
-// volume's size is not known.
+// noStoreLimit is the embedded server's limit of stored bytes when --nats-max-store sets none:
+// none of its own. Left to itself, the server would take 75 % of the space free at its start, a
+// limit that a restart on a nearly full volume makes smaller than what is stored already, and
+// that room made later never raises (raising it takes a reload of the server's options, which
+// races with its own readers of them). The data volume's free space bounds the store instead,
+// watched against the reserve, and follows the volume as it grows.
+const noStoreLimit = 1 << 62
+
+// embeddedMaxStore is the embedded server's limit of stored bytes: --nats-max-store, else none
+// of its own.
 func embeddedMaxStore(c *Config) int64 {
 	if c.NATSMaxStore > 0 {
 		return c.NATSMaxStore
 	}
-	_, size, err := capacity.Volume(c.DataDir)
-	if err != nil || size == 0 {
-		return 0
-	}
-	return int64(min(size, 1<<62))
+	return noStoreLimit
 }
 
 // storagePart names the storage in what the process reports degraded.
@@ -84,7 +85,7 @@ func embeddedReading(s *server.Server, dir string) func(context.Context) (capaci
 			return capacity.Reading{}, fmt.Errorf("jetstream usage: %w", err)
 		}
 		r.Used = info.Store
-		if info.Config.MaxStore > 0 {
+		if info.Config.MaxStore > 0 && info.Config.MaxStore < noStoreLimit {
 			r.Limit = uint64(info.Config.MaxStore)
 		}
 		r.Broken = brokenStreams(s)
@@ -106,24 +107,12 @@ func brokenStreams(s *server.Server) []string {
 	return out
 }
 
-// maintainEmbedded keeps the embedded server's store fit for its volume: it raises JetStream's
-// limit to the volume's size when the volume grew (unless --nats-max-store set it), and once the
-// volume has room again, it starts JetStream again in the process to load the streams that stopped
-// writing when it ran out. The roles' connections stay up; their consumers and watches start again
-// as after a server restart.
+// maintainEmbedded starts the embedded server's JetStream again, in the process, once the volume
+// has room again, to load the streams that stopped writing when it ran out. The roles'
+// connections stay up; their consumers and watches start again as after a server restart.
 func (m *Main) maintainEmbedded(opts *server.Options) func(context.Context, capacity.Reading, uint64) error {
-	explicit := m.Config.NATSMaxStore > 0
 	return func(ctx context.Context, r capacity.Reading, reserve uint64) error {
 		s := m.NATS
-		if !explicit && r.Limit > 0 && r.VolumeSize > r.Limit {
-			next := opts.Clone()
-			next.JetStreamMaxStore = int64(min(r.VolumeSize, 1<<62))
-			if err := s.ReloadOptions(next); err != nil {
-				return fmt.Errorf("raise jetstream's limit to the volume's %s: %w", capacity.Bytes(r.VolumeSize), err)
-			}
-			opts.JetStreamMaxStore = next.JetStreamMaxStore
-			m.Logger.Info("storage: the volume grew; jetstream's limit follows it", "limit", next.JetStreamMaxStore)
-		}
 		if len(r.Broken) == 0 || r.VolumeSize > 0 && r.VolumeFree < reserve {
 			return nil
 		}

@@ -253,7 +253,7 @@ func (c *Commands) execute(ctx context.Context, req Request, kind commandKind, d
 			}
 			continue
 		case err != nil:
-			return Result{}, unavailable(err)
+			return Result{}, c.writeFailed(err)
 		}
 		a.version, a.commandID = seq, req.CommandID
 		a.folded++

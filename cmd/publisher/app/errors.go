@@ -41,6 +41,16 @@ func (e *storageError) Error() string        { return ErrStorageFull.Error() + "
 func (e *storageError) Is(target error) bool { return target == ErrStorageFull }
 func (e *storageError) Unwrap() error        { return e.err }
 
+// writeFailed returns why a write that grows the stores failed: an ErrStorageFull when the
+// storage is short now (a volume that ran out between the reading a write was allowed on and the
+// write, which then goes unanswered), else err as unavailable.
+func (c *Commands) writeFailed(err error) error {
+	if full := c.roomFor(); full != nil {
+		return full
+	}
+	return unavailable(err)
+}
+
 // roomFor returns an ErrStorageFull when the storage has too little room for a write that grows
 // it, nil otherwise.
 func (c *Commands) roomFor() error {

@@ -65,7 +65,7 @@ func (c *Commands) UploadFile(ctx context.Context, data []byte) (File, error) {
 	d := domain.DigestOf(data)
 	fi, created, err := c.files.PutNew(ctx, d.FileName(), typ, data)
 	if err != nil {
-		return File{}, unavailable(err)
+		return File{}, c.writeFailed(err)
 	}
 	if !created {
 		err := c.keep(ctx, fi)
