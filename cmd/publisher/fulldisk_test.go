@@ -218,21 +218,9 @@ func TestFullDisk(t *testing.T) {
 	if failed.Load() > 0 || reads.Load() < 100 {
 		t.Errorf("reads: %d of %d failed, want every one answered 200", failed.Load(), reads.Load())
 	}
-	select {
-	case err := <-m.Err():
-		t.Fatalf("the process stopped: %v", err)
-	default:
-	}
-	for slug, version := range acknowledged {
-		got := m.admin(t, http.MethodGet, "/admin/v1/establishments/"+slug, nil)
-		if v, _ := got.json(t)["version"].(float64); got.status != http.StatusOK || int64(v) < version {
-			t.Errorf("%s, acknowledged at version %d: got %d %.200s", slug, version, got.status, got.body)
-		}
-	}
-	var out bytes.Buffer
-	if err := run(t.Context(), []string{"verify", "--nats-url", m.NATS.ClientURL(), "--data-dir", dir, "--progress", "none"}, &out, io.Discard, noEnv); err != nil {
-		t.Errorf("verify: %v\n%s", err, out.String())
-	}
+	m.stillUp(t)
+	m.findAcknowledged(t, acknowledged)
+	m.verifyClean(t, dir)
 	t.Logf("%d writes acknowledged and found; %d reads, all 200; verify: no difference", len(acknowledged), reads.Load())
 }
 

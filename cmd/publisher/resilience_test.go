@@ -87,11 +87,7 @@ func TestLostProjectorLeaseInOneProcess(t *testing.T) {
 	if r := m.get(t, est, key); r.status != http.StatusOK || bytes.Contains(r.body, []byte("et fils")) {
 		t.Fatalf("read while the projector stands by: got %d %s, want the documents as they were", r.status, r.body)
 	}
-	select {
-	case err := <-m.Err():
-		t.Fatalf("the process stopped: %v", err)
-	default:
-	}
+	m.stillUp(t)
 
 	// The other holder goes away: the projector takes the lease again and projects the change.
 	stopRenewing()
@@ -221,10 +217,7 @@ func TestStorageShortRefusesWritesAndRecovers(t *testing.T) {
 	if ready.status != http.StatusOK || !bytes.Contains(ready.body, []byte(`"degraded":["storage (since `)) {
 		t.Errorf("/readyz while writes are refused: got %d %s, want 200 naming storage", ready.status, ready.body)
 	}
-	var verified bytes.Buffer
-	if err := run(t.Context(), []string{"verify", "--nats-url", m.NATS.ClientURL(), "--data-dir", dir, "--progress", "none"}, &verified, io.Discard, noEnv); err != nil {
-		t.Errorf("verify while writes are refused: %v\n%s", err, verified.String())
-	}
+	m.verifyClean(t, dir)
 
 	// Room is made: the files nothing refers to are collected once past their grace period.
 	ahead.Store(int64(2 * time.Hour))
@@ -239,23 +232,43 @@ func TestStorageShortRefusesWritesAndRecovers(t *testing.T) {
 	eventually(t, "storage no longer degraded", func() bool {
 		return !strings.Contains(strings.Join(m.Degraded(), "\n"), "storage")
 	})
-	select {
-	case err := <-m.Err():
-		t.Fatalf("the process stopped: %v", err)
-	default:
-	}
-	for slug, version := range acknowledged {
-		got := m.admin(t, http.MethodGet, "/admin/v1/establishments/"+slug, nil)
-		if v, _ := got.json(t)["version"].(float64); got.status != http.StatusOK || int64(v) < version {
-			t.Errorf("%s, acknowledged at version %d: got %d %.200s", slug, version, got.status, got.body)
-		}
-	}
+	m.stillUp(t)
+	m.findAcknowledged(t, acknowledged)
 	if len(acknowledged) != 4 {
 		t.Errorf("acknowledged writes: %v, want the three before and the one after", acknowledged)
 	}
-	verified.Reset()
-	if err := run(t.Context(), []string{"verify", "--nats-url", m.NATS.ClientURL(), "--data-dir", dir, "--progress", "none"}, &verified, io.Discard, noEnv); err != nil {
-		t.Errorf("verify once writes are accepted again: %v\n%s", err, verified.String())
+	m.verifyClean(t, dir)
+}
+
+// stillUp fails the test if m reported a failure it cannot go on without.
+func (m *Main) stillUp(tb testing.TB) {
+	tb.Helper()
+	select {
+	case err := <-m.Err():
+		tb.Fatalf("the process stopped: %v", err)
+	default:
+	}
+}
+
+// findAcknowledged checks that every establishment written, by slug, is found at its
+// acknowledged version or later.
+func (m *Main) findAcknowledged(tb testing.TB, acknowledged map[string]int64) {
+	tb.Helper()
+	for slug, version := range acknowledged {
+		got := m.admin(tb, http.MethodGet, "/admin/v1/establishments/"+slug, nil)
+		if v, _ := got.json(tb)["version"].(float64); got.status != http.StatusOK || int64(v) < version {
+			tb.Errorf("%s, acknowledged at version %d: got %d %.200s", slug, version, got.status, got.body)
+		}
+	}
+}
+
+// verifyClean runs verify against m's embedded server, storing in dir, and fails the test on a
+// difference.
+func (m *Main) verifyClean(tb testing.TB, dir string) {
+	tb.Helper()
+	var out bytes.Buffer
+	if err := run(tb.Context(), []string{"verify", "--nats-url", m.NATS.ClientURL(), "--data-dir", dir, "--progress", "none"}, &out, io.Discard, noEnv); err != nil {
+		tb.Errorf("verify: %v\n%s", err, out.String())
 	}
 }
 
