@@ -206,21 +206,9 @@ func (p *Projector) retry(ctx context.Context, what string, fn func() error) err
 			return ctx.Err()
 		}
 		p.logger.Warn(what+" failed, retrying", "retry_in", wait, "err", err)
-		if err := sleep(ctx, wait); err != nil {
+		if err := events.Sleep(ctx, wait); err != nil {
 			return err
 		}
-	}
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

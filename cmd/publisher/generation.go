@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
 )
@@ -194,7 +195,7 @@ func (w *generationWatch) run(ctx context.Context) error {
 		if err != nil {
 			stop()
 			w.logger.Debug("generations: watch not started, trying again", "err", err)
-			if sleepCtx(ctx, time.Second) != nil {
+			if events.Sleep(ctx, time.Second) != nil {
 				return nil
 			}
 			continue
@@ -227,16 +228,4 @@ func (w *generationWatch) run(ctx context.Context) error {
 		stop()
 	}
 	return nil
-}
-
-// sleepCtx waits for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -461,7 +461,7 @@ func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue
 func (m *Main) projectorFailed(ctx context.Context, err error, pause *time.Duration) bool {
 	m.health.fail(roleProjector, err)
 	m.Logger.Error("projector stopped; standing by to take its lease again", "role", roleProjector, "err", err, "in", *pause)
-	if sleepCtx(ctx, *pause) != nil {
+	if events.Sleep(ctx, *pause) != nil {
 		return false
 	}
 	*pause = min(2**pause, restartMaxPause)
@@ -1140,7 +1140,7 @@ func (m *Main) followGenerations(ctx context.Context, js jetstream.JetStream, se
 				return kv, true
 			}
 			m.Logger.Debug("mirror: generation not bound yet", "bucket", name, "err", err)
-			if sleepCtx(ctx, time.Second) != nil {
+			if events.Sleep(ctx, time.Second) != nil {
 				break
 			}
 			if g, _ := m.Generations.state(); !wanted(g) {

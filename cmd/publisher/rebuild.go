@@ -661,7 +661,7 @@ func (r *rebuilder) awaitReadNodes(ctx context.Context, want string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("rebuild: %d of %d read nodes still serve another generation after %s: the old one is kept (run rebuild again to remove it)", behind, len(served), r.handover)
 		}
-		if err := sleepCtx(ctx, time.Second); err != nil {
+		if err := events.Sleep(ctx, time.Second); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/opencarte/publisher/events"
 )
 
 // TestLostProjectorLeaseInOneProcess: the projector of a process running every role loses its
@@ -64,7 +65,7 @@ func TestLostProjectorLeaseInOneProcess(t *testing.T) {
 	go func() {
 		rev := otherRev
 		defer func() { renewed <- rev }()
-		for sleepCtx(renewing, leaseRenew) == nil {
+		for events.Sleep(renewing, leaseRenew) == nil {
 			if r, err := leases.Update(t.Context(), roleProjector, []byte("another-process"), rev); err == nil {
 				rev = r
 			}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/opencarte/publisher/events"
 )
 
 // A failing role never stops the others: each loop of the process runs under supervise, which
@@ -114,7 +116,7 @@ func (m *Main) supervise(ctx context.Context, name string, fn func(context.Conte
 		failed = true
 		m.health.fail(name, err)
 		m.Logger.Error("role failed; starting it again", "loop", name, "err", err, "in", pause)
-		if sleepCtx(ctx, pause) != nil {
+		if events.Sleep(ctx, pause) != nil {
 			return
 		}
 		pause = min(2*pause, restartMaxPause)

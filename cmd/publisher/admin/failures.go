@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -84,21 +83,6 @@ func penalty(n int) time.Duration {
 		return 0
 	}
 	return min(firstPenalty<<min(n-freeFailures-1, 8), maxPenalty)
-}
-
-// wait returns after d, or false as soon as ctx ends.
-func wait(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // loopback is the client every loopback address is: the users of this machine, who could

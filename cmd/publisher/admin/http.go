@@ -20,6 +20,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/webhook"
 )
 
@@ -193,7 +194,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusTooManyRequests, "Too many requests", []string{"Authorization: wrong tokens from this address are waiting already"})
 			return
 		}
-		waited := wait(r.Context(), d)
+		waited := d <= 0 || events.Sleep(r.Context(), d) == nil
 		done()
 		if !waited {
 			return // the client gave up: nobody reads the answer

@@ -174,7 +174,7 @@ func (c *Clock) Run(ctx context.Context) error {
 			break
 		}
 		c.cfg.Logger.Warn("clock: open the log's calendar headers, retrying", "err", err)
-		if !sleep(ctx, c.cfg.Interval) {
+		if events.Sleep(ctx, c.cfg.Interval) != nil {
 			return ctx.Err()
 		}
 	}
@@ -220,7 +220,7 @@ func (c *Clock) follow(ctx context.Context) {
 			err = errors.Join(err, c.openReader(ctx))
 		}
 		c.cfg.Logger.Warn("clock: following the log's calendar headers failed, resuming", "retry_in", wait, "err", err)
-		if !sleep(ctx, wait) {
+		if events.Sleep(ctx, wait) != nil {
 			return
 		}
 	}
@@ -517,17 +517,6 @@ func clip(s string) string {
 		return s
 	}
 	return s[:maxReason] + "…"
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // maxZones bounds the time zones cached: there are fewer than 600 of them.
