@@ -1,19 +1,15 @@
 package projections
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
 	"maps"
 	"math"
-	"slices"
-	"strconv"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
-	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -69,7 +65,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, name, description s
 func Value(e *domain.Establishment, revision int64) ([]byte, error) {
 	b := Render(e, revision)
 	compress(&b)
-	return EncodeBundle(&b)
+	return dockey.EncodeBundle(&b)
 }
 
 // EncodedSize returns the size in bytes of the bundle the projector would store for e, with a
@@ -81,7 +77,7 @@ func Value(e *domain.Establishment, revision int64) ([]byte, error) {
 func EncodedSize(e *domain.Establishment, files string) (int, error) {
 	b := renderAll(withFileURLs(e, files), nil).bundle(math.MaxInt64)
 	compress(&b)
-	data, err := EncodeBundle(&b)
+	data, err := dockey.EncodeBundle(&b)
 	return len(data), err
 }
 
@@ -127,122 +123,6 @@ func sizeBound(b dockey.Bundle) (int, error) {
 		bound += n + 2*len(d.ETag) + base64.StdEncoding.EncodedLen(n+5*(n/16384+1)+18) + 64
 		d.Body, d.ETag = nil, ""
 	})
-	rest, err := EncodeBundle(&b) // the access fields and the document skeletons
+	rest, err := dockey.EncodeBundle(&b) // the access fields and the document skeletons
 	return bound + len(rest), err
-}
-
-// EncodeBundle returns the stored form of b: compact JSON, the fields in the order and with the
-// escaping of encoding/json without HTML escaping, in which the document bodies appear byte for
-// byte as rendered, so that what a reader decodes is what was rendered and what its entity tag
-// covers. The encoding is written by hand: it is on the path of every stored change, and
-// encoding/json would scan each body twice more (validity, compaction) for nothing, Render making
-// compact JSON; the projector checks that every body is JSON before it stores a bundle, and a
-// reader takes a body whose entity tag is its own as it is (dockey.DecodeShared). An empty body is
-// written null.
-func EncodeBundle(b *dockey.Bundle) ([]byte, error) {
-	// The size is summed without eachDocument, which writes the menu details back: encoding b
-	// must not write to it.
-	size := 512 + len(b.MasterMenuURL) + 64*len(b.Redirects)
-	docSize := func(d *dockey.Document) int { return len(d.Body) + base64.StdEncoding.EncodedLen(len(d.Gzip)) + 64 }
-	variantsSize := func(v *dockey.Variants) int { return docSize(&v.All) + docSize(&v.FR) + docSize(&v.EN) }
-	size += docSize(&b.Establishment) + docSize(&b.Hours) + variantsSize(&b.Menus)
-	for _, v := range b.MenuDetails {
-		size += variantsSize(&v)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	buf.WriteString(`{"slug":`)
-	events.WriteJSONString(buf, b.Slug)
-	buf.WriteString(`,"content_revision":`)
-	buf.WriteString(strconv.FormatInt(b.Revision, 10))
-	if b.Sequence != 0 {
-		buf.WriteString(`,"log_sequence":`)
-		buf.WriteString(strconv.FormatUint(b.Sequence, 10))
-	}
-	buf.WriteString(`,"status":`)
-	events.WriteJSONString(buf, b.Status)
-	buf.WriteString(`,"public_api_enabled":`)
-	buf.WriteString(strconv.FormatBool(b.APIEnabled))
-	if b.KeyHash != "" {
-		buf.WriteString(`,"key_hash":`)
-		events.WriteJSONString(buf, b.KeyHash)
-	}
-	buf.WriteString(`,"menu_redirect_enabled":`)
-	buf.WriteString(strconv.FormatBool(b.MenuRedirectEnabled))
-	if b.MasterMenuURL != "" {
-		buf.WriteString(`,"master_menu_url":`)
-		events.WriteJSONString(buf, b.MasterMenuURL)
-	}
-	if len(b.Redirects) > 0 {
-		buf.WriteString(`,"redirects":`)
-		writeObject(buf, b.Redirects, func(r dockey.Redirect) {
-			buf.WriteByte('{')
-			if r.FR != "" {
-				buf.WriteString(`"fr":`)
-				events.WriteJSONString(buf, r.FR)
-			}
-			if r.EN != "" {
-				if r.FR != "" {
-					buf.WriteByte(',')
-				}
-				buf.WriteString(`"en":`)
-				events.WriteJSONString(buf, r.EN)
-			}
-			buf.WriteByte('}')
-		})
-	}
-	buf.WriteString(`,"establishment":`)
-	writeDocument(buf, &b.Establishment)
-	buf.WriteString(`,"hours":`)
-	writeDocument(buf, &b.Hours)
-	buf.WriteString(`,"menus":`)
-	writeVariants(buf, &b.Menus)
-	if len(b.MenuDetails) > 0 {
-		buf.WriteString(`,"menu_details":`)
-		writeObject(buf, b.MenuDetails, func(v dockey.Variants) { writeVariants(buf, &v) })
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}
-
-// writeObject writes m as a JSON object, its keys in order as encoding/json sorts them, each value
-// written by value.
-func writeObject[V any](buf *bytes.Buffer, m map[string]V, value func(V)) {
-	buf.WriteByte('{')
-	for i, key := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		events.WriteJSONString(buf, key)
-		buf.WriteByte(':')
-		value(m[key])
-	}
-	buf.WriteByte('}')
-}
-
-func writeVariants(buf *bytes.Buffer, v *dockey.Variants) {
-	buf.WriteString(`{"all":`)
-	writeDocument(buf, &v.All)
-	buf.WriteString(`,"fr":`)
-	writeDocument(buf, &v.FR)
-	buf.WriteString(`,"en":`)
-	writeDocument(buf, &v.EN)
-	buf.WriteByte('}')
-}
-
-func writeDocument(buf *bytes.Buffer, d *dockey.Document) {
-	buf.WriteString(`{"body":`)
-	if len(d.Body) == 0 {
-		buf.WriteString("null")
-	} else {
-		buf.Write(d.Body)
-	}
-	buf.WriteString(`,"etag":`)
-	events.WriteJSONString(buf, d.ETag)
-	if len(d.Gzip) > 0 {
-		buf.WriteString(`,"gzip":"`)
-		buf.Grow(base64.StdEncoding.EncodedLen(len(d.Gzip)))
-		buf.Write(base64.StdEncoding.AppendEncode(buf.AvailableBuffer(), d.Gzip))
-		buf.WriteByte('"')
-	}
-	buf.WriteByte('}')
 }

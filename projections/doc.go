@@ -38,7 +38,7 @@
 //     goes back. A rebuild into an empty bucket gives every establishment the sequence of its
 //     last visible change.
 //   - A bundle is one KV value, so a reader switches all documents of an establishment at once.
-//     It is stored with EncodeBundle, which keeps every body byte for byte: the read API serves
+//     It is stored with dockey.EncodeBundle, which keeps every body byte for byte: the read API serves
 //     the stored slice and the entity tag computed here.
 //   - A Notifier hears of a change only after its bundle is stored, and only when the revision
 //     rose. A Notifier error is retried until it succeeds: a change stored is never left

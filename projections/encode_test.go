@@ -25,7 +25,7 @@ func TestEncodeBundleWritesWhatEncodingJSONWrites(t *testing.T) {
 			if compressed {
 				compress(&b)
 			}
-			got, err := EncodeBundle(&b)
+			got, err := dockey.EncodeBundle(&b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -37,7 +37,7 @@ func TestEncodeBundleWritesWhatEncodingJSONWrites(t *testing.T) {
 	}
 	// The skeleton sizeBound encodes: no bodies, no tags.
 	var empty dockey.Bundle
-	got, _ := EncodeBundle(&empty)
+	got, _ := dockey.EncodeBundle(&empty)
 	if want := encodeBundleWithEncodingJSON(t, &empty); !bytes.Equal(got, want) {
 		t.Errorf("empty bundle: got %s, want %s", got, want)
 	}
@@ -72,7 +72,7 @@ func FuzzEncodeBundle(f *testing.F) {
 			b.Redirects = map[string]dockey.Redirect{menuType: {FR: fr, EN: en}, menuType + "-2": {EN: fr}}
 			b.MenuDetails = map[string]dockey.Variants{menuType: {All: doc}, text: {EN: doc}}
 		}
-		got, err := EncodeBundle(&b)
+		got, err := dockey.EncodeBundle(&b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestStoredBundlesDecodeWithoutCopies(t *testing.T) {
 		b := Render(f.e, 42)
 		b.Sequence = 1234 // as every stored bundle has one
 		compress(&b)
-		value, err := EncodeBundle(&b)
+		value, err := dockey.EncodeBundle(&b)
 		if err != nil {
 			t.Fatal(err)
 		}

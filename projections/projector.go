@@ -1052,7 +1052,7 @@ func (p *Projector) store(ctx context.Context, u update) (bool, error) {
 		return false, nil
 	}
 	compress(b)
-	value, err := EncodeBundle(b)
+	value, err := dockey.EncodeBundle(b)
 	if err != nil {
 		return false, err
 	}

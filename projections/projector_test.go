@@ -212,7 +212,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 		want := Render(fixture(t, tc.snapshot, date(t, tc.today)), tc.revision)
 		want.Sequence = uint64(tc.revision) // the record of the change
 		compress(&want)
-		wantValue, err := EncodeBundle(&want)
+		wantValue, err := dockey.EncodeBundle(&want)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,7 +364,7 @@ func TestProjectorNeverGoesBelowStoredRevisions(t *testing.T) {
 	other.Identity.Name = "Rendu autrement"
 	put := func(b dockey.Bundle) uint64 {
 		compress(&b)
-		v, err := EncodeBundle(&b)
+		v, err := dockey.EncodeBundle(&b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -473,7 +473,7 @@ func TestProjectorKeepsPreviousBundleWhenTooLarge(t *testing.T) {
 	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
 	ref := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), int64(seq))
 	compress(&ref) // stored bundles carry the gzip coding of every document
-	value, err := EncodeBundle(&ref)
+	value, err := dockey.EncodeBundle(&ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -690,7 +690,7 @@ func TestStoredBundlesCarryTheirPrint(t *testing.T) {
 	// A bundle deleted is left out; one of an establishment absent from the list is counted.
 	other := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 7)
 	other.Slug = "ferme"
-	value, err := EncodeBundle(&other)
+	value, err := dockey.EncodeBundle(&other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -762,7 +762,7 @@ func testBundlesAbsentFromTheLog(t *testing.T, printed bool) {
 	for i := range 12 {
 		b := strangers
 		b.Slug = fmt.Sprintf("inconnu-%02d", i)
-		v, err := EncodeBundle(&b)
+		v, err := dockey.EncodeBundle(&b)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@ func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
 	ctx := testContext(t)
 	put := func(kv jetstream.KeyValue, b dockey.Bundle) {
 		compress(&b)
-		v, err := EncodeBundle(&b)
+		v, err := dockey.EncodeBundle(&b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
 	}
 	want := Render(caveAgg, 700)
 	compress(&want)
-	if wantValue, _ := EncodeBundle(&want); !bytes.Equal(documentsOf(t, caveValue), documentsOf(t, wantValue)) {
+	if wantValue, _ := dockey.EncodeBundle(&want); !bytes.Equal(documentsOf(t, caveValue), documentsOf(t, wantValue)) {
 		t.Errorf("%s settled: documents differ from the rendering at 700", cave)
 	}
 	if b, _, rev := entry(t, next, demo); b.Revision != 2001 || rev == demoRev {
@@ -101,7 +101,7 @@ func documentsOf(t *testing.T, value []byte) []byte {
 		t.Fatal(err)
 	}
 	b.Sequence = 0
-	out, err := EncodeBundle(&b)
+	out, err := dockey.EncodeBundle(&b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -464,8 +464,8 @@ func TestRenderIsPureAndDeterministic(t *testing.T) {
 	if !bytes.Equal(before, after) {
 		t.Errorf("rendering modified the aggregate")
 	}
-	va, _ := EncodeBundle(&a)
-	vb, _ := EncodeBundle(&b)
+	va, _ := dockey.EncodeBundle(&a)
+	vb, _ := dockey.EncodeBundle(&b)
 	if !bytes.Equal(va, vb) {
 		t.Errorf("two encodings of the same bundle differ")
 	}
@@ -473,7 +473,7 @@ func TestRenderIsPureAndDeterministic(t *testing.T) {
 
 func TestEncodeBundleKeepsBodiesByteForByte(t *testing.T) {
 	b := Render(fixture(t, "testdata/dated/snapshot.json", date(t, "2026-11-18")), 3)
-	value, err := EncodeBundle(&b)
+	value, err := dockey.EncodeBundle(&b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +543,7 @@ func BenchmarkEncodeBundleDemo(b *testing.B) {
 	bundle := Render(fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22")), 42)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := EncodeBundle(&bundle); err != nil {
+		if _, err := dockey.EncodeBundle(&bundle); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -569,8 +569,8 @@ func TestCompressedDocumentsDecodeToTheirBodies(t *testing.T) {
 	if n != 5+3*len(b.MenuDetails) {
 		t.Errorf("visited %d documents, want %d", n, 5+3*len(b.MenuDetails))
 	}
-	va, _ := EncodeBundle(&b)
-	vb, _ := EncodeBundle(&again)
+	va, _ := dockey.EncodeBundle(&b)
+	vb, _ := dockey.EncodeBundle(&again)
 	if !bytes.Equal(va, vb) {
 		t.Errorf("two compressions of the same bundle differ: a rebuild would rewrite it")
 	}

@@ -415,11 +415,11 @@ func TestStateIsReadOnlyForItsLog(t *testing.T) {
 		t.Fatalf("read back: ok %v, replay %d, seq %d, same summary %v", ok, replay, got.seq, ok && got.stored.same(saved.stored))
 	}
 	rendered := Render(got.agg, 7)
-	have, err := EncodeBundle(&rendered)
+	have, err := dockey.EncodeBundle(&rendered)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := EncodeBundle(&b); !bytes.Equal(have, want) {
+	if want, _ := dockey.EncodeBundle(&b); !bytes.Equal(have, want) {
 		t.Errorf("the aggregate read back renders other documents")
 	}
 	if _, _, ok := decodeState(e.Slug, "CONTENT@2", value); ok {
@@ -488,7 +488,7 @@ func TestDraftsAreNeverAnnounced(t *testing.T) {
 	withDocs := renderAll(fixture(t, "testdata/draft/snapshot.json", date(t, "2026-03-10")), nil).bundle(int64(seq))
 	withDocs.Sequence = seq
 	compress(&withDocs)
-	value, err := EncodeBundle(&withDocs)
+	value, err := dockey.EncodeBundle(&withDocs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -183,7 +183,7 @@ func TestFingerprintFollowsEachField(t *testing.T) {
 // storedSummaryOf returns the summary of b as the projector reads it back from the bucket.
 func storedSummaryOf(tb testing.TB, b *dockey.Bundle) *summary {
 	tb.Helper()
-	value, err := EncodeBundle(b)
+	value, err := dockey.EncodeBundle(b)
 	if err != nil {
 		tb.Fatal(err)
 	}

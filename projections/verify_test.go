@@ -30,7 +30,7 @@ func TestVerifyComparesTheBucketWithTheLog(t *testing.T) {
 	_ = r.stop(t) // Run returns the cancellation
 	b, _, _ := entry(t, n.kv, "chez-marcel")
 	b.Hours.Body = []byte(`{"content_revision":1}`)
-	value, err := EncodeBundle(&b)
+	value, err := dockey.EncodeBundle(&b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestVerifyListsABoundedNumberOfDifferences(t *testing.T) {
 	for _, slug := range slugs {
 		b, _, _ := entry(t, n.kv, slug)
 		b.Revision++
-		value, err := EncodeBundle(&b)
+		value, err := dockey.EncodeBundle(&b)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -219,7 +219,7 @@ func movedByTheDay(file string, day, next domain.LocalDate, n int) ([]string, er
 			b := projections.Render(e, 1)
 			// The documents only: a change of access fields alone raises no revision.
 			docBundle := dockey.Bundle{Establishment: b.Establishment, Hours: b.Hours, Menus: b.Menus, MenuDetails: b.MenuDetails}
-			if docs[i], err = projections.EncodeBundle(&docBundle); err != nil {
+			if docs[i], err = dockey.EncodeBundle(&docBundle); err != nil {
 				return nil, err
 			}
 		}

@@ -1,17 +1,3 @@
-// Package dockey is the one contract between projections, which write rendered documents, and
-// readapi, which serves them: the KV bucket, its key layout and the record stored under each key.
-//
-// One key holds everything the read API knows of one establishment, a Bundle: every rendered
-// document of every resource and locale variant plus the small access record that decides
-// 401/404/302. Because an establishment lives in one value, a reader switches all its documents to
-// a new content_revision at once without any coordination.
-//
-// Bundles must be encoded without HTML escaping (projections.EncodeBundle does): encoding/json's
-// default would rewrite "&", "<" and ">" inside the bodies, and the served bytes would no longer be
-// the rendered bytes their ETag was computed from.
-//
-// It imports nothing of this module, and of others only xxhash (the entity tags) and goccy/go-json
-// (decoding).
 package dockey
 
 import (
