@@ -83,9 +83,9 @@ func locationHeader(u string) string {
 	return b.String()
 }
 
-// sameAccess reports whether a and b have the same access fields, documents and revision aside.
+// SameAccess reports whether a and b have the same access fields, documents and revision aside.
 // Every field of dockey.Bundle that is not a document is compared here.
-func sameAccess(a, b *dockey.Bundle) bool {
+func SameAccess(a, b *dockey.Bundle) bool {
 	return a.Slug == b.Slug &&
 		a.Status == b.Status &&
 		a.APIEnabled == b.APIEnabled &&

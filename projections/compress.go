@@ -9,15 +9,15 @@ import (
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
-// compress fills the gzip coding of every document of b that lacks it. It runs only for a bundle
+// Compress fills the gzip coding of every document of b that lacks it. It runs only for a bundle
 // about to be written, never per request and never per replayed record. The output is the same
 // for the same body (no name, no modification time), so a rebuild stores the same bytes, and a
 // body equal to another of the bundle (a menu without English text is the same in fr and en, say:
 // about a quarter of the bytes of varied establishments) shares its coding instead of being
 // compressed again.
-func compress(b *dockey.Bundle) {
+func Compress(b *dockey.Bundle) {
 	var done []*dockey.Document
-	eachDocument(b, func(d *dockey.Document) {
+	EachDocument(b, func(_ string, d *dockey.Document) {
 		if len(d.Gzip) > 0 || len(d.Body) == 0 {
 			return
 		}
@@ -32,14 +32,20 @@ func compress(b *dockey.Bundle) {
 	})
 }
 
-// eachDocument calls fn with every document of b; changes fn makes are kept.
-func eachDocument(b *dockey.Bundle, fn func(*dockey.Document)) {
-	variants := func(v *dockey.Variants) { fn(&v.All); fn(&v.FR); fn(&v.EN) }
-	fn(&b.Establishment)
-	fn(&b.Hours)
-	variants(&b.Menus)
+// EachDocument calls fn with the resource name of every document of b, the variant's name after
+// a dot for menu resources ("menus.fr", "menus/la-carte.en"), and the document; changes fn
+// makes are kept.
+func EachDocument(b *dockey.Bundle, fn func(name string, d *dockey.Document)) {
+	variants := func(prefix string, v *dockey.Variants) {
+		fn(prefix+".all", &v.All)
+		fn(prefix+".fr", &v.FR)
+		fn(prefix+".en", &v.EN)
+	}
+	fn(ResourceEstablishment, &b.Establishment)
+	fn(ResourceHours, &b.Hours)
+	variants(ResourceMenus, &b.Menus)
 	for slug, v := range b.MenuDetails {
-		variants(&v)
+		variants(MenuResource(slug), &v)
 		b.MenuDetails[slug] = v
 	}
 }

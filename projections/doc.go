@@ -1,35 +1,29 @@
-// Package projections turns the event log into the documents the read API serves: one
-// dockey.Bundle per establishment, holding every rendered response body with its entity tag and
-// the small access record (status, API key hash, redirect targets) that decides 401, 404 and 302.
+// Package projections renders the documents the read API serves: one dockey.Bundle per
+// establishment, holding every rendered response body with its entity tag and the small access
+// record (status, API key hash, redirect targets) that decides 401, 404 and 302.
 // The invariants it keeps with the other packages are listed under "Architecture and invariants"
 // in the repository's README.
 //
-// It owns two things. Render is a pure function from an establishment aggregate and a revision to
-// a bundle: no clock, no randomness, the same bytes for the same input. Projector is the thin
-// runner that rebuilds every aggregate from the log, renders, decides revisions and writes the
-// bundles to the KV bucket dockey.Bucket, then follows the log. Of a stored bundle it keeps only
-// a summary (revision, access fields, a digest and the entity tag of each document), which is all
-// deciding the next one takes: the documents themselves live in the bucket.
+// It is the pure part of projection. Render is a function from an establishment aggregate and a
+// revision to a bundle: no clock, no randomness, no I/O, the same bytes for the same input.
+// RenderWith renders once for every revision (a Rendering, stamped with Rendering.Bundle), and
+// Next and NextSummary decide, from the BundleSummary of the stored bundle alone (revision,
+// access fields, a digest and the entity tag of each document), whether a new rendering is
+// stored and at which revision, and which resources it changed. Compress adds the gzip coding of
+// each document. The runner in projections/runner applies the log's records to the aggregates,
+// calls these and stores what they decide.
 //
-// The projector works on Config.Workers establishments at once, replaying, rendering,
-// compressing and storing in parallel. Establishments are shared out among the workers by a hash
-// of their slug, each worker with its own share of the aggregates, so the records of one
-// establishment are projected in the order of the log by one worker: what is stored, revisions
-// included, is what a projection one record at a time stores. Position moves past a record only
-// once every record before it is stored.
-//
-// It imports the standard library, domain, events, projections/dockey, the nats.go jetstream
-// package (only for the bucket), xxhash, goccy/go-json (encoding the documents) and
-// klauspost/compress. Rendering never reads the time of day: the calendar enters as
-// domain.DayStarted events. The runner reads the clock to date its checkpoints and, on Config.Now,
-// to bound how old a change may be to be announced again.
+// It imports the standard library, domain, projections/dockey, xxhash, goccy/go-json (encoding
+// the documents) and klauspost/compress; not events, nor anything of NATS, nor its runner.
+// Rendering never reads the time of day: the calendar enters as domain.DayStarted events.
 //
 // # Invariants
 //
-//   - Documents are a pure function of the log: rebuilding into an empty
-//     bucket reproduces the same bytes.
-//   - content_revision never goes back and is the same in every document of a bundle. It rises exactly when the bytes of at least one document change, compared
-//     with both stamped at the same revision. The new revision is max(stream sequence of the
+//   - Documents are a pure function of the aggregate and the revision, so of the log: rebuilding
+//     into an empty bucket reproduces the same bytes.
+//   - content_revision never goes back and is the same in every document of a bundle. It rises
+//     exactly when the bytes of at least one document change, compared with both stamped at the
+//     same revision. The new revision is max(stream sequence of the
 //     record, stored revision + 1). A change of access fields only (status, API enabled, key,
 //     redirect setting) rewrites the bundle with its revision unchanged; an event that changes
 //     nothing public writes nothing. At start-up, content equal to what the bucket holds keeps
@@ -38,14 +32,8 @@
 //     goes back. A rebuild into an empty bucket gives every establishment the sequence of its
 //     last visible change.
 //   - A bundle is one KV value, so a reader switches all documents of an establishment at once.
-//     It is stored with dockey.EncodeBundle, which keeps every body byte for byte: the read API serves
-//     the stored slice and the entity tag computed here.
-//   - A Notifier hears of a change only after its bundle is stored, and only when the revision
-//     rose. A Notifier error is retried until it succeeds: a change stored is never left
-//     unannounced, and meanwhile the worker of that establishment waits.
-//   - An event that cannot be decoded (unknown type or schema version, malformed payload) is
-//     logged and skipped, and the other events of its record still apply; a stored message that
-//     is not a record at all is logged and passed over. Neither stops the projection.
+//     It is stored with dockey.EncodeBundle, which keeps every body byte for byte: the read API
+//     serves the stored slice and the entity tag computed here.
 //
 // # Decisions on what the specification leaves open
 //
@@ -67,9 +55,9 @@
 //   - The /r/menus target per locale is the first page of the first file whose scope is exactly
 //     that locale, else of the first fr_en file, else none (404). Redirect and master menu
 //     targets are percent-encoded outside printable ASCII so that they fit a Location header.
-//   - A bundle larger than Config.MaxValueSize (MaxBundleSize by default) is not stored: the
+//   - A bundle larger than the runner's limit (runner.Config.MaxValueSize) is not stored: the
 //     error is logged and the previous bundle stays. Other write failures are retried with
 //     backoff until the context ends.
-//   - Change.Resources lists "establishment", "hours", "menus", then "menus/<slug>" by slug for
-//     every menu detail that changed, appeared or disappeared.
+//   - Update.Resources (and so runner.Change.Resources) lists "establishment", "hours", "menus",
+//     then "menus/<slug>" by slug for every menu detail that changed, appeared or disappeared.
 package projections

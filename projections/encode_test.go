@@ -23,7 +23,7 @@ func TestEncodeBundleWritesWhatEncodingJSONWrites(t *testing.T) {
 		for _, compressed := range []bool{false, true} {
 			b := Render(fixture(t, path, date(t, "2026-11-22")), 42)
 			if compressed {
-				compress(&b)
+				Compress(&b)
 			}
 			got, err := dockey.EncodeBundle(&b)
 			if err != nil {
@@ -96,11 +96,11 @@ func FuzzEncodeBundle(f *testing.F) {
 // is that of the summary read back from the value.
 func checkStoredPrint(tb testing.TB, b *dockey.Bundle, value []byte) {
 	tb.Helper()
-	s, err := summarizeStored(value)
+	s, err := SummarizeStored(value)
 	if err != nil {
 		tb.Fatalf("summarizeStored: %v", err)
 	}
-	if got, want := storedOf(b).summary().fingerprint(), s.fingerprint(); got != want {
+	if got, want := storedOf(b).summary().Fingerprint(), s.Fingerprint(); got != want {
 		tb.Fatalf("the fingerprint written with the bundle, %x, is not that of its stored summary, %x", got, want)
 	}
 }
@@ -157,7 +157,7 @@ func FuzzDocumentEncoding(f *testing.F) {
 				Sections: []sectionBody{{Name: text, Position: position, Items: []itemBody{{ID: id, Name: name, Description: &text, Price: &price, Vegan: true}}}},
 			},
 		}
-		var scratch docScratch // a replay's encoder: the same bytes, brace replaced, in one buffer
+		var scratch Scratch // a replay's encoder: the same bytes, brace replaced, in one buffer
 		for _, d := range docs {
 			want := encodeWithEncodingJSON(t, d)
 			if got := encodeJSON(d); !bytes.Equal(got, want) {
@@ -183,7 +183,7 @@ func TestStoredBundlesDecodeWithoutCopies(t *testing.T) {
 	for _, f := range fixtures(t) {
 		b := Render(f.e, 42)
 		b.Sequence = 1234 // as every stored bundle has one
-		compress(&b)
+		Compress(&b)
 		value, err := dockey.EncodeBundle(&b)
 		if err != nil {
 			t.Fatal(err)
@@ -202,7 +202,7 @@ func TestStoredBundlesDecodeWithoutCopies(t *testing.T) {
 			t.Errorf("%s: the slug is a copy", f.name)
 		}
 		bodies := 0
-		eachDocument(&got, func(d *dockey.Document) {
+		EachDocument(&got, func(_ string, d *dockey.Document) {
 			if len(d.Body) > 0 {
 				bodies++
 				if !within(d.Body, value) {

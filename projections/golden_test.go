@@ -2,8 +2,11 @@ package projections
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -67,11 +70,11 @@ func TestGolden(t *testing.T) {
 				}
 				want, err := os.ReadFile(path)
 				if err != nil {
-					t.Errorf("%s: %v (run go test ./projections -update)", path, err)
+					t.Errorf("%s: %v (run go test ./projections -Update)", path, err)
 					continue
 				}
 				if !bytes.Equal(got[name], want) {
-					t.Errorf("%s differs (run go test ./projections -update and review the diff)\ngot:  %s\nwant: %s", path, got[name], want)
+					t.Errorf("%s differs (run go test ./projections -Update and review the diff)\ngot:  %s\nwant: %s", path, got[name], want)
 				}
 			}
 		})
@@ -167,5 +170,29 @@ func TestDocumentsWellFormed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRenderRevisionFollowsTheGoldens fails when the rendering of the golden establishments
+// changes while renderRevision stays: a projector resuming from a checkpoint of the previous
+// renderer would otherwise keep serving what it rendered.
+func TestRenderRevisionFollowsTheGoldens(t *testing.T) {
+	// The fingerprint of the golden documents each renderer renders.
+	fingerprints := map[int]string{
+		1: "1baa4ccc94594cf45f4d8c05aaf85f98b920eb4c1bea3058ca7644f680bbe853",
+		2: "a1642bf467a8f859cb1cdef9e27c853319baad134c0f247928759920cec0108e", // a draft holds no document
+	}
+	h := sha256.New()
+	for _, tc := range goldenCases {
+		b := Render(fixture(t, tc.snapshot, readToday(t, "testdata/"+tc.name)), goldenRevision)
+		files := goldenFiles(t, &b)
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			fmt.Fprintf(h, "%s/%s %d\n", tc.name, name, len(files[name]))
+			h.Write(files[name])
+		}
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	if fingerprints[RenderRevision] != got {
+		t.Errorf("the golden documents of render revision %d have fingerprint %s, recorded %q: if the Rendering changed, raise RenderRevision and record the new fingerprint under it", RenderRevision, got, fingerprints[RenderRevision])
 	}
 }

@@ -28,13 +28,25 @@ func MenuResource(slug string) string { return ResourceMenus + "/" + slug }
 // public, so that editing it changes no document, raises no revision and announces nothing, and
 // its activation publishes every document at once, with one revision.
 func Render(e *domain.Establishment, revision int64) dockey.Bundle {
-	return render(e, nil).bundle(revision)
+	return render(e, nil).Bundle(revision)
 }
 
-// rendering is the public content of one establishment, rendered, without its revision: every
+// RenderRevision names the renderer: a projector does not resume from a checkpoint written under
+// another, it replays the whole log and stores again every bundle whose bytes differ.
+// TestRenderRevisionFollowsTheGoldens fails when the rendering of the golden establishments
+// changes and this number does not.
+const RenderRevision = 2
+
+// RenderWith renders the public content of e, giving uploaded files their URLs under files (the
+// public base URL of the read API), its documents encoded into s unless nil.
+func RenderWith(e *domain.Establishment, files string, s *Scratch) Rendering {
+	return render(withFileURLs(e, files), s)
+}
+
+// Rendering is the public content of one establishment, rendered, without its revision: every
 // document as a template (none when it is not public), and the access fields. Stamping a revision into it is cheap, so that
 // the projector renders once per record and compares documents at any revision.
-type rendering struct {
+type Rendering struct {
 	access        dockey.Bundle // access fields only: no documents, no revision
 	public        bool          // the documents below are rendered
 	establishment template
@@ -49,19 +61,19 @@ type variantTemplates struct {
 }
 
 // render renders the public content of e: every document when it is active, none otherwise. The
-// documents are encoded into s, unless nil (see docScratch).
-func render(e *domain.Establishment, s *docScratch) rendering {
+// documents are encoded into s, unless nil (see Scratch).
+func render(e *domain.Establishment, s *Scratch) Rendering {
 	if e.Status != domain.StatusActive {
-		return rendering{access: accessOf(e, activeMenus(e))}
+		return Rendering{access: accessOf(e, activeMenus(e))}
 	}
 	return renderAll(e, s)
 }
 
 // renderAll renders every document of e, whatever its status: what its bundle holds once it is
 // active, and what the write side measures before accepting a change.
-func renderAll(e *domain.Establishment, s *docScratch) rendering {
+func renderAll(e *domain.Establishment, s *Scratch) Rendering {
 	menus := activeMenus(e)
-	c := rendering{
+	c := Rendering{
 		access:        accessOf(e, menus),
 		public:        true,
 		establishment: s.template(headWithLanguage, establishmentDoc(e)),
@@ -83,8 +95,8 @@ func renderAll(e *domain.Establishment, s *docScratch) rendering {
 	return c
 }
 
-// bundle stamps revision into every document of c.
-func (c rendering) bundle(revision int64) dockey.Bundle {
+// Bundle stamps revision into every document of c.
+func (c Rendering) Bundle(revision int64) dockey.Bundle {
 	b := c.access
 	b.Revision = revision
 	if !c.public {
@@ -131,23 +143,23 @@ type template struct {
 	tail []byte // from the comma that follows the revision to the closing brace
 }
 
-// docScratch is where a replay encodes the documents of a rendering it only summarizes: one
+// Scratch is where a replay encodes the documents of a rendering it only summarizes: one
 // buffer, reused from one rendering to the next. A replay renders every record of the log to
-// decide whether its documents changed, then drops the rendering (nextSummary keeps digests, no
+// decide whether its documents changed, then drops the rendering (NextSummary keeps digests, no
 // bytes); encoding each document into a slice of its own would make that the largest part of the
-// replay's garbage, a few gigabytes at a hundred thousand establishments. A docScratch serves one
-// goroutine, and the templates of a rendering made with it hold until its next reset.
+// replay's garbage, a few gigabytes at a hundred thousand establishments. A Scratch serves one
+// goroutine, and the templates of a rendering made with it hold until its next Reset.
 //
 // The buffer is only ever written: unread, it never slides its bytes down when it grows, so the
 // templates made before a growth keep theirs in the array they were written to.
-type docScratch struct {
+type Scratch struct {
 	buf bytes.Buffer
 	enc *gojson.Encoder
 }
 
-// reset makes the whole buffer free for the next rendering; the caller holds no template of the
+// Reset makes the whole buffer free for the next rendering; the caller holds no template of the
 // earlier ones.
-func (s *docScratch) reset() {
+func (s *Scratch) Reset() {
 	if s != nil {
 		s.buf.Reset()
 	}
@@ -156,7 +168,7 @@ func (s *docScratch) reset() {
 // template encodes v, a struct holding the fields that follow content_revision in order, and
 // returns the template of the document it makes: its bytes in s, or in a slice of their own when
 // s is nil.
-func (s *docScratch) template(head string, v any) template {
+func (s *Scratch) template(head string, v any) template {
 	if s == nil {
 		return newTemplate(head, encodeJSON(v))
 	}

@@ -462,7 +462,7 @@ func TestRenderIsPureAndDeterministic(t *testing.T) {
 	}
 	after, _ := json.Marshal(e)
 	if !bytes.Equal(before, after) {
-		t.Errorf("rendering modified the aggregate")
+		t.Errorf("Rendering modified the aggregate")
 	}
 	va, _ := dockey.EncodeBundle(&a)
 	vb, _ := dockey.EncodeBundle(&b)
@@ -499,7 +499,7 @@ func TestETag(t *testing.T) {
 	}
 }
 
-// TestSameAccessCoversBundle fails when dockey.Bundle gains a field that sameAccess does not know:
+// TestSameAccessCoversBundle fails when dockey.Bundle gains a field that SameAccess does not know:
 // such a field would not trigger a write when it changes. (Sequence is the projector's own: a
 // bundle is not written again because a record changed nothing in it.)
 func TestSameAccessCoversBundle(t *testing.T) {
@@ -513,7 +513,7 @@ func TestSameAccessCoversBundle(t *testing.T) {
 		got = append(got, typ.Field(i).Name)
 	}
 	if diff := cmp.Diff(known, got); diff != "" {
-		t.Errorf("dockey.Bundle fields changed; update sameAccess and this list (-known +got):\n%s", diff)
+		t.Errorf("dockey.Bundle fields changed; Update sameAccess and this list (-known +got):\n%s", diff)
 	}
 }
 
@@ -551,11 +551,11 @@ func BenchmarkEncodeBundleDemo(b *testing.B) {
 
 func TestCompressedDocumentsDecodeToTheirBodies(t *testing.T) {
 	b := Render(fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22")), 7)
-	compress(&b)
+	Compress(&b)
 	again := Render(fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22")), 7)
-	compress(&again)
+	Compress(&again)
 	n := 0
-	eachDocument(&b, func(d *dockey.Document) {
+	EachDocument(&b, func(_ string, d *dockey.Document) {
 		n++
 		zr, err := gzip.NewReader(bytes.NewReader(d.Gzip))
 		if err != nil {
@@ -590,7 +590,7 @@ func BenchmarkCompressDemo(b *testing.B) {
 		for k, v := range bundle.MenuDetails {
 			c.MenuDetails[k] = v
 		}
-		compress(&c)
+		Compress(&c)
 	}
 }
 
@@ -615,16 +615,6 @@ func TestFitsInAgreesWithEncodedSize(t *testing.T) {
 			if !fits && size != exact {
 				t.Errorf("%s: FitsIn(%d) measured %d, want %d", name, limit, size, exact)
 			}
-		}
-	}
-}
-
-func BenchmarkAllJSONDemo(b *testing.B) {
-	bundle := Render(fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22")), 42)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, ok := allJSON(&bundle); !ok {
-			b.Fatal("the demo's documents are not JSON")
 		}
 	}
 }

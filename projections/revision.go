@@ -7,17 +7,17 @@ import (
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
-// update is the outcome of projecting the content of an establishment against its stored bundle.
-type update struct {
-	bundle dockey.Bundle
-	// write says the bundle differs from the stored one and must be stored.
-	write bool
-	// resources lists the documents whose bytes changed, in Change.Resources order. It is
-	// non-empty exactly when the revision of a public bundle rose.
-	resources []string
+// Update is the outcome of projecting the content of an establishment against its stored bundle.
+type Update struct {
+	Bundle dockey.Bundle
+	// Write says the bundle differs from the stored one and must be stored.
+	Write bool
+	// Resources lists the resources whose bytes changed: establishment, hours, menus, then
+	// menus/<slug> by slug. It is non-empty exactly when the revision of a public bundle rose.
+	Resources []string
 }
 
-// next decides the bundle that follows prev, the summary of the stored bundle (nil when none is
+// Next decides the bundle that follows prev, the summary of the stored bundle (nil when none is
 // stored), now that the establishment's content is c. floor is the lowest revision a rise may
 // take: the stream sequence of the record that caused the change.
 //
@@ -28,31 +28,31 @@ type update struct {
 // bundles gives the same revisions.
 //
 // A bundle that is not public announces nothing, whatever changed in it: no one can read it.
-func next(prev *summary, c rendering, floor int64) update {
+func Next(prev *BundleSummary, c Rendering, floor int64) Update {
 	u := nextBundle(prev, c, floor)
 	if !c.public {
-		u.resources = nil
+		u.Resources = nil
 	}
 	return u
 }
 
-func nextBundle(prev *summary, c rendering, floor int64) update {
+func nextBundle(prev *BundleSummary, c Rendering, floor int64) Update {
 	if prev == nil {
-		b := c.bundle(max(floor, 1))
-		return update{bundle: b, write: true, resources: changedResources(nil, &b)}
+		b := c.Bundle(max(floor, 1))
+		return Update{Bundle: b, Write: true, Resources: ChangedResources(nil, &b)}
 	}
-	same := c.bundle(prev.revision)
+	same := c.Bundle(prev.revision)
 	changed := changedSince(prev, &same)
 	if len(changed) == 0 {
-		return update{bundle: same, write: !sameAccess(&prev.access, &same) || !prev.sameTags(&same)}
+		return Update{Bundle: same, Write: !SameAccess(&prev.access, &same) || !prev.sameTags(&same)}
 	}
-	b := c.bundle(max(floor, prev.revision+1))
-	return update{bundle: b, write: true, resources: changed}
+	b := c.Bundle(max(floor, prev.revision+1))
+	return Update{Bundle: b, Write: true, Resources: changed}
 }
 
-// nextSummary decides as next does, and returns the summary of the bundle next returns, with
+// NextSummary decides as Next does, and returns the summary of the bundle Next returns, with
 // sequence as its Sequence, and whether it is to be written; it stamps and copies no document.
-func nextSummary(prev *summary, c rendering, floor int64, sequence uint64) (*summary, bool) {
+func NextSummary(prev *BundleSummary, c Rendering, floor int64, sequence uint64) (*BundleSummary, bool) {
 	if prev == nil {
 		return c.summaryAt(max(floor, 1), sequence), true
 	}
@@ -60,13 +60,13 @@ func nextSummary(prev *summary, c rendering, floor int64, sequence uint64) (*sum
 	if !sameDocuments(prev, same) {
 		return c.summaryAt(max(floor, prev.revision+1), sequence), true
 	}
-	return same, !sameAccess(&prev.access, &same.access) || !sameTags(prev, same)
+	return same, !SameAccess(&prev.access, &same.access) || !sameTags(prev, same)
 }
 
-// changedResources lists the resources whose document bytes differ between a and b (a nil a has
+// ChangedResources lists the resources whose document bytes differ between a and b (a nil a has
 // no documents): establishment, hours, menus, then menus/<slug> by slug for every menu detail that
 // changed, appeared or disappeared.
-func changedResources(a, b *dockey.Bundle) []string {
+func ChangedResources(a, b *dockey.Bundle) []string {
 	if a == nil {
 		a = &dockey.Bundle{}
 	}

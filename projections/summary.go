@@ -12,11 +12,11 @@ import (
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
-// summary is what the projector keeps of an establishment's stored bundle: its revision, its
-// access fields, and for each document a digest of the body and its entity tag. Deciding the
+// BundleSummary is what the projector keeps of an establishment's stored bundle: its revision,
+// its access fields, and for each document a digest of the body and its entity tag. Deciding the
 // next bundle needs nothing more, and a summary takes a few hundred bytes where the bundle it
 // describes takes tens of kilobytes.
-type summary struct {
+type BundleSummary struct {
 	revision int64
 	sequence uint64        // the bundle's Sequence: the record that last wrote it
 	access   dockey.Bundle // access fields only: no documents, no revision
@@ -31,38 +31,32 @@ type docSummary struct {
 	etag   string
 }
 
-// resourceDocs calls fn with the resource name of every document of b, the variant's name after
-// a dot for menu resources ("menus.fr", "menus/la-carte.en"), and the document.
-func resourceDocs(b *dockey.Bundle, fn func(name string, d *dockey.Document)) {
-	variants := func(prefix string, v *dockey.Variants) {
-		fn(prefix+".all", &v.All)
-		fn(prefix+".fr", &v.FR)
-		fn(prefix+".en", &v.EN)
-	}
-	fn(ResourceEstablishment, &b.Establishment)
-	fn(ResourceHours, &b.Hours)
-	variants(ResourceMenus, &b.Menus)
-	for slug, v := range b.MenuDetails {
-		variants(MenuResource(slug), &v)
-	}
-}
+// Revision is the content_revision of the bundle s describes.
+func (s *BundleSummary) Revision() int64 { return s.revision }
 
-// summarize returns the summary of b.
-func summarize(b *dockey.Bundle) *summary {
-	s := &summary{revision: b.Revision, sequence: b.Sequence, access: accessFields(b), docs: make(map[string]docSummary, 5+3*len(b.MenuDetails))}
-	resourceDocs(b, func(name string, d *dockey.Document) {
+// Sequence is the sequence of the record that last wrote the bundle s describes.
+func (s *BundleSummary) Sequence() uint64 { return s.sequence }
+
+// Status is the status of the establishment of the bundle s describes: dockey.StatusActive when
+// its documents are public.
+func (s *BundleSummary) Status() string { return s.access.Status }
+
+// Summarize returns the summary of b.
+func Summarize(b *dockey.Bundle) *BundleSummary {
+	s := &BundleSummary{revision: b.Revision, sequence: b.Sequence, access: accessFields(b), docs: make(map[string]docSummary, 5+3*len(b.MenuDetails))}
+	EachDocument(b, func(name string, d *dockey.Document) {
 		s.docs[name] = docSummary{digest: xxhash.Sum64(d.Body), hashed: true, etag: d.ETag}
 	})
 	return s
 }
 
-// summaryAt returns what summarize returns for c.bundle(revision) stored by the record sequence,
+// summaryAt returns what Summarize returns for c.Bundle(revision) stored by the record sequence,
 // without stamping a document: the digest of each is that of its template's parts, hashed one
 // after the other.
-func (c rendering) summaryAt(revision int64, sequence uint64) *summary {
-	s := &summary{revision: revision, sequence: sequence, access: accessFields(&c.access), docs: make(map[string]docSummary, 5+3*len(c.details))}
+func (c Rendering) summaryAt(revision int64, sequence uint64) *BundleSummary {
+	s := &BundleSummary{revision: revision, sequence: sequence, access: accessFields(&c.access), docs: make(map[string]docSummary, 5+3*len(c.details))}
 	if !c.public {
-		// No document: summarize finds the five of the fixed resources, empty.
+		// No document: Summarize finds the five of the fixed resources, empty.
 		for _, name := range fixedDocuments {
 			s.docs[name] = docSummary{digest: emptyDigest, hashed: true}
 		}
@@ -93,7 +87,7 @@ var fixedDocuments = []string{ResourceEstablishment, ResourceHours, ResourceMenu
 
 // sameDocuments reports whether a and b describe the same documents, by name and digest: what
 // changedSince finds no change in. A document whose digest a does not know differs.
-func sameDocuments(a, b *summary) bool {
+func sameDocuments(a, b *BundleSummary) bool {
 	if len(a.docs) != len(b.docs) {
 		return false
 	}
@@ -107,7 +101,7 @@ func sameDocuments(a, b *summary) bool {
 
 // sameTags reports whether every document b describes has the entity tag a records for it, as
 // (*summary).sameTags does of a bundle.
-func sameTags(a, b *summary) bool {
+func sameTags(a, b *BundleSummary) bool {
 	for name, d := range b.docs {
 		if a.docs[name].etag != d.etag {
 			return false
@@ -127,13 +121,13 @@ func accessFields(b *dockey.Bundle) dockey.Bundle {
 // changedSince lists the resources of b whose documents differ from those s describes, in
 // Change.Resources order: establishment, hours, menus, then menus/<slug> by slug for every menu
 // detail that changed, appeared or disappeared. A nil s has no documents.
-func changedSince(s *summary, b *dockey.Bundle) []string {
+func changedSince(s *BundleSummary, b *dockey.Bundle) []string {
 	if s == nil {
-		s = &summary{}
+		s = &BundleSummary{}
 	}
 	changed := map[string]bool{}
 	seen := map[string]bool{}
-	resourceDocs(b, func(name string, d *dockey.Document) {
+	EachDocument(b, func(name string, d *dockey.Document) {
 		seen[name] = true
 		if old, ok := s.docs[name]; !ok || !old.hashed || old.digest != xxhash.Sum64(d.Body) {
 			changed[resourceOf(name)] = true
@@ -166,18 +160,18 @@ func resourceOf(name string) string {
 // sameTags reports whether every document of b has the entity tag s records for it; it is
 // asked of bundles whose bodies are those s describes, so it only differs for tags made another
 // way.
-func (s *summary) sameTags(b *dockey.Bundle) bool {
+func (s *BundleSummary) sameTags(b *dockey.Bundle) bool {
 	same := true
-	resourceDocs(b, func(name string, d *dockey.Document) {
+	EachDocument(b, func(name string, d *dockey.Document) {
 		same = same && s.docs[name].etag == d.ETag
 	})
 	return same
 }
 
-// same reports whether s and o describe the same bundle: revision, access fields and every
+// Same reports whether s and o describe the same bundle: revision, access fields and every
 // document's digest and tag. A nil summary is the same as none other.
-func (s *summary) same(o *summary) bool {
-	if s == nil || o == nil || s.revision != o.revision || !sameAccess(&s.access, &o.access) || len(s.docs) != len(o.docs) {
+func (s *BundleSummary) Same(o *BundleSummary) bool {
+	if s == nil || o == nil || s.revision != o.revision || !SameAccess(&s.access, &o.access) || len(s.docs) != len(o.docs) {
 		return false
 	}
 	for name, d := range s.docs {
@@ -188,8 +182,8 @@ func (s *summary) same(o *summary) bool {
 	return true
 }
 
-// resources lists every resource s has a document of, in Change.Resources order.
-func (s *summary) resources() []string {
+// Resources lists every resource s has a document of, in Change.Resources order.
+func (s *BundleSummary) Resources() []string {
 	names := map[string]bool{}
 	for name := range s.docs {
 		names[resourceOf(name)] = true
@@ -205,7 +199,7 @@ func (s *summary) resources() []string {
 }
 
 // storedDoc, storedVariants and storedBundle are a stored bundle without its bodies and codings,
-// which summarizeStored skips rather than decodes: at start-up the projector reads every bundle
+// which SummarizeStored skips rather than decodes: at start-up the projector reads every bundle
 // of the bucket, and the documents are almost all of their bytes.
 type storedDoc struct {
 	ETag string `json:"etag"`
@@ -233,17 +227,22 @@ type storedBundle struct {
 	MenuDetails         map[string]storedVariants  `json:"menu_details"`
 }
 
-// summarizeStored returns the summary of a bundle as stored. The digest of each body is read
+// SummarizeStored returns the summary of a bundle as stored. The digest of each body is read
 // from its entity tag, which ETag made from it; a tag of another form gives no digest, so that the
 // document counts as changed at its next rendering: a revision may then rise once without need,
 // never stay when a body changed.
-func summarizeStored(value []byte) (*summary, error) {
+func SummarizeStored(value []byte) (*BundleSummary, error) {
 	var sb storedBundle
 	if err := dockey.Decode(value, &sb); err != nil {
 		return nil, err
 	}
 	return sb.summary(), nil
 }
+
+// StoredPrint returns the fingerprint of the summary SummarizeStored gives of b once stored: what
+// the projector writes beside the bundle, so that a replay compares what it replays with the
+// stored bundles without reading them.
+func StoredPrint(b *dockey.Bundle) uint64 { return storedOf(b).summary().Fingerprint() }
 
 // storedOf returns what decoding b, once stored, into a storedBundle gives.
 func storedOf(b *dockey.Bundle) *storedBundle {
@@ -266,12 +265,12 @@ func storedOf(b *dockey.Bundle) *storedBundle {
 }
 
 // summary returns the summary of the bundle sb describes.
-func (sb *storedBundle) summary() *summary {
+func (sb *storedBundle) summary() *BundleSummary {
 	b := dockey.Bundle{
 		Slug: sb.Slug, Revision: sb.Revision, Status: sb.Status, APIEnabled: sb.APIEnabled, KeyHash: sb.KeyHash,
 		MenuRedirectEnabled: sb.MenuRedirectEnabled, MasterMenuURL: sb.MasterMenuURL, Redirects: sb.Redirects,
 	}
-	s := &summary{revision: sb.Revision, sequence: sb.Sequence, access: accessFields(&b), docs: make(map[string]docSummary, 5+3*len(sb.MenuDetails))}
+	s := &BundleSummary{revision: sb.Revision, sequence: sb.Sequence, access: accessFields(&b), docs: make(map[string]docSummary, 5+3*len(sb.MenuDetails))}
 	add := func(name string, d storedDoc) {
 		digest, ok := digestOfTag(d.ETag)
 		if d.ETag == "" {
@@ -306,11 +305,11 @@ func digestOfTag(tag string) (uint64, bool) {
 	return d, err == nil
 }
 
-// fingerprint returns a 64-bit hash of everything same compares, and the bundle's sequence: two
+// Fingerprint returns a 64-bit hash of everything same compares, and the bundle's sequence: two
 // summaries with the same fingerprint are, but for a 2⁻⁶⁴ chance, the same. It is 0, which no
 // summary's fingerprint is, for a summary with a document whose digest is unknown, which same
 // finds the same as no other.
-func (s *summary) fingerprint() uint64 {
+func (s *BundleSummary) Fingerprint() uint64 {
 	h := xxhash.New()
 	var n [8]byte
 	num := func(v uint64) {

@@ -30,17 +30,17 @@ func TestSummaryDecidesAsTheBundle(t *testing.T) {
 		bundles = append(bundles, Render(&fewer, 7))
 	}
 	for i := range bundles {
-		if diff := cmp.Diff(changedResources(nil, &bundles[i]), summarize(&bundles[i]).resources()); diff != "" {
+		if diff := cmp.Diff(ChangedResources(nil, &bundles[i]), Summarize(&bundles[i]).Resources()); diff != "" {
 			t.Errorf("bundle %d: resources (-bundle +summary):\n%s", i, diff)
 		}
 		for j := range bundles {
-			want := changedResources(&bundles[i], &bundles[j])
-			if got := changedSince(summarize(&bundles[i]), &bundles[j]); !cmp.Equal(want, got) {
+			want := ChangedResources(&bundles[i], &bundles[j])
+			if got := changedSince(Summarize(&bundles[i]), &bundles[j]); !cmp.Equal(want, got) {
 				t.Errorf("bundles %d and %d: changed resources %v from the summary, %v from the bundle", i, j, got, want)
 			}
 		}
 	}
-	if got := changedSince(nil, &bundles[0]); !cmp.Equal(got, changedResources(nil, &bundles[0])) {
+	if got := changedSince(nil, &bundles[0]); !cmp.Equal(got, ChangedResources(nil, &bundles[0])) {
 		t.Errorf("against nothing: got %v", got)
 	}
 
@@ -49,18 +49,18 @@ func TestSummaryDecidesAsTheBundle(t *testing.T) {
 	// the one made when storing it.
 	for i := range bundles {
 		for j := range bundles {
-			want := len(changedResources(&bundles[i], &bundles[j])) == 0 && sameAccess(&bundles[i], &bundles[j])
-			if got := summarize(&bundles[i]).same(summarize(&bundles[j])); got != want {
+			want := len(ChangedResources(&bundles[i], &bundles[j])) == 0 && SameAccess(&bundles[i], &bundles[j])
+			if got := Summarize(&bundles[i]).Same(Summarize(&bundles[j])); got != want {
 				t.Errorf("bundles %d and %d: same %v, want %v", i, j, got, want)
 			}
-			if got := summarize(&bundles[i]).fingerprint() == summarize(&bundles[j]).fingerprint(); got != want {
+			if got := Summarize(&bundles[i]).Fingerprint() == Summarize(&bundles[j]).Fingerprint(); got != want {
 				t.Errorf("bundles %d and %d: same fingerprint %v, want %v", i, j, got, want)
 			}
 		}
 		b := bundles[i]
-		compress(&b)
+		Compress(&b)
 		stored := storedSummaryOf(t, &b)
-		if !stored.same(summarize(&b)) || stored.fingerprint() != summarize(&b).fingerprint() {
+		if !stored.Same(Summarize(&b)) || stored.Fingerprint() != Summarize(&b).Fingerprint() {
 			t.Errorf("bundle %d: the stored summary differs from the summary made when storing", i)
 		}
 		other := b
@@ -72,20 +72,20 @@ func TestSummaryDecidesAsTheBundle(t *testing.T) {
 		sequence := b
 		sequence.Sequence++
 		for what, o := range map[string]*dockey.Bundle{"revision": &other, "access": &access, "redirect": &redirect} {
-			if summarize(&b).same(summarize(o)) || summarize(&b).fingerprint() == summarize(o).fingerprint() {
+			if Summarize(&b).Same(Summarize(o)) || Summarize(&b).Fingerprint() == Summarize(o).Fingerprint() {
 				t.Errorf("bundle %d: the same as one of another %s", i, what)
 			}
 		}
-		if summarize(&b).fingerprint() == summarize(&sequence).fingerprint() {
+		if Summarize(&b).Fingerprint() == Summarize(&sequence).Fingerprint() {
 			t.Errorf("bundle %d: the fingerprint of one stored by another record is the same", i)
 		}
 		stored.docs[ResourceHours] = docSummary{etag: `W/"other"`}
-		if stored.fingerprint() != 0 {
+		if stored.Fingerprint() != 0 {
 			t.Errorf("bundle %d: a summary with a digest unknown has a fingerprint", i)
 		}
 	}
-	var none *summary
-	if none.same(summarize(&bundles[0])) || summarize(&bundles[0]).same(nil) {
+	var none *BundleSummary
+	if none.Same(Summarize(&bundles[0])) || Summarize(&bundles[0]).Same(nil) {
 		t.Errorf("a nil summary is the same as another")
 	}
 }
@@ -95,10 +95,10 @@ func TestSummaryIsSmall(t *testing.T) {
 	t.Parallel()
 	e := fixture(t, "../cmd/publisher/demo.json", domain.LocalDate{Year: 2026, Month: 11, Day: 22})
 	b := Render(e, 7)
-	compress(&b)
+	Compress(&b)
 	bundleBytes := 0
-	eachDocument(&b, func(d *dockey.Document) { bundleBytes += len(d.Body) + len(d.Gzip) })
-	s := summarize(&b)
+	EachDocument(&b, func(_ string, d *dockey.Document) { bundleBytes += len(d.Body) + len(d.Gzip) })
+	s := Summarize(&b)
 	summaryBytes := 0
 	for name, d := range s.docs {
 		summaryBytes += len(name) + len(d.etag) + 8 + 48 // key, tag, digest, map overhead
@@ -115,9 +115,9 @@ func TestSummaryOfStoredBundle(t *testing.T) {
 	for _, f := range fixtures(t) {
 		name := f.name
 		b := Render(f.e, 42)
-		compress(&b)
+		Compress(&b)
 		got := storedSummaryOf(t, &b)
-		if diff := cmp.Diff(summarize(&b), got, cmp.AllowUnexported(summary{}, docSummary{})); diff != "" {
+		if diff := cmp.Diff(Summarize(&b), got, cmp.AllowUnexported(BundleSummary{}, docSummary{})); diff != "" {
 			t.Errorf("%s: summary of the stored bundle (-want +got):\n%s", name, diff)
 		}
 		b.Hours.ETag = `W/"other"`
@@ -134,73 +134,75 @@ func TestFingerprintFollowsEachField(t *testing.T) {
 	t.Parallel()
 	b := Render(fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22")), 7)
 	b.Redirects = map[string]dockey.Redirect{"la-carte": {FR: "https://cdn.example.fr/carte.pdf", EN: "https://cdn.example.fr/menu.pdf"}}
-	base := summarize(&b)
-	for name, change := range map[string]func(s *summary){
-		"revision":              func(s *summary) { s.revision++ },
-		"sequence":              func(s *summary) { s.sequence++ },
-		"slug":                  func(s *summary) { s.access.Slug += "-bis" },
-		"status":                func(s *summary) { s.access.Status = dockey.StatusDraft },
-		"public_api_enabled":    func(s *summary) { s.access.APIEnabled = !s.access.APIEnabled },
-		"key_hash":              func(s *summary) { s.access.KeyHash += "0" },
-		"menu_redirect_enabled": func(s *summary) { s.access.MenuRedirectEnabled = !s.access.MenuRedirectEnabled },
-		"master_menu_url":       func(s *summary) { s.access.MasterMenuURL += "?v=2" },
-		"redirect fr": func(s *summary) {
+	base := Summarize(&b)
+	for name, change := range map[string]func(s *BundleSummary){
+		"revision":              func(s *BundleSummary) { s.revision++ },
+		"sequence":              func(s *BundleSummary) { s.sequence++ },
+		"slug":                  func(s *BundleSummary) { s.access.Slug += "-bis" },
+		"status":                func(s *BundleSummary) { s.access.Status = dockey.StatusDraft },
+		"public_api_enabled":    func(s *BundleSummary) { s.access.APIEnabled = !s.access.APIEnabled },
+		"key_hash":              func(s *BundleSummary) { s.access.KeyHash += "0" },
+		"menu_redirect_enabled": func(s *BundleSummary) { s.access.MenuRedirectEnabled = !s.access.MenuRedirectEnabled },
+		"master_menu_url":       func(s *BundleSummary) { s.access.MasterMenuURL += "?v=2" },
+		"redirect fr": func(s *BundleSummary) {
 			s.access.Redirects = map[string]dockey.Redirect{"la-carte": {FR: "https://cdn.example.fr/x.pdf", EN: "https://cdn.example.fr/menu.pdf"}}
 		},
-		"redirect en": func(s *summary) {
+		"redirect en": func(s *BundleSummary) {
 			s.access.Redirects = map[string]dockey.Redirect{"la-carte": {FR: "https://cdn.example.fr/carte.pdf"}}
 		},
-		"redirect menu type": func(s *summary) { s.access.Redirects = map[string]dockey.Redirect{"autre": b.Redirects["la-carte"]} },
-		"document digest": func(s *summary) {
+		"redirect menu type": func(s *BundleSummary) {
+			s.access.Redirects = map[string]dockey.Redirect{"autre": b.Redirects["la-carte"]}
+		},
+		"document digest": func(s *BundleSummary) {
 			d := s.docs[ResourceHours]
 			d.digest++
 			s.docs[ResourceHours] = d
 		},
-		"document tag": func(s *summary) {
+		"document tag": func(s *BundleSummary) {
 			d := s.docs[ResourceHours]
 			d.etag = `"0000000000000000"`
 			s.docs[ResourceHours] = d
 		},
-		"document gone": func(s *summary) { delete(s.docs, ResourceHours) },
+		"document gone": func(s *BundleSummary) { delete(s.docs, ResourceHours) },
 	} {
-		changed := summarize(&b)
+		changed := Summarize(&b)
 		changed.access.Redirects = maps.Clone(b.Redirects)
 		change(changed)
-		if changed.fingerprint() == base.fingerprint() {
+		if changed.Fingerprint() == base.Fingerprint() {
 			t.Errorf("%s changed: same fingerprint", name)
 		}
-		if name != "sequence" && changed.same(base) {
+		if name != "sequence" && changed.Same(base) {
 			t.Errorf("%s changed: same summary", name)
 		}
 	}
-	empty, none := summarize(&b), summarize(&b)
+	empty, none := Summarize(&b), Summarize(&b)
 	empty.access.Redirects, none.access.Redirects = map[string]dockey.Redirect{}, nil
-	if !empty.same(none) || empty.fingerprint() != none.fingerprint() {
+	if !empty.Same(none) || empty.Fingerprint() != none.Fingerprint() {
 		t.Errorf("no redirects, as an empty map and as nil: want the same summary and fingerprint")
 	}
 }
 
 // storedSummaryOf returns the summary of b as the projector reads it back from the bucket.
-func storedSummaryOf(tb testing.TB, b *dockey.Bundle) *summary {
+func storedSummaryOf(tb testing.TB, b *dockey.Bundle) *BundleSummary {
 	tb.Helper()
 	value, err := dockey.EncodeBundle(b)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := summarizeStored(value)
+	s, err := SummarizeStored(value)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return s
 }
 
-// nextSummary, which the replay decides with, decides as next does and returns the summary of the
+// NextSummary, which the replay decides with, decides as Next does and returns the summary of the
 // bundle next returns: from no bundle, from each bundle of the fixtures and their variations
 // (another name, a day later, a menu type gone, not public, other access fields, a tag of
 // another form with and without its digest known), to each.
 func TestNextSummaryDecidesAsNext(t *testing.T) {
 	t.Parallel()
-	var renderings []rendering
+	var renderings []Rendering
 	for _, f := range fixtures(t) {
 		e := f.e
 		other := *e
@@ -215,35 +217,35 @@ func TestNextSummaryDecidesAsNext(t *testing.T) {
 			renderings = append(renderings, render(v, nil))
 		}
 	}
-	prevs := []*summary{nil}
+	prevs := []*BundleSummary{nil}
 	for _, c := range renderings {
-		b := c.bundle(1000)
+		b := c.Bundle(1000)
 		b.Sequence = 990
-		prevs = append(prevs, summarize(&b))
-		compress(&b)
+		prevs = append(prevs, Summarize(&b))
+		Compress(&b)
 		b.Hours.ETag = `W/"other"`
 		prevs = append(prevs, storedSummaryOf(t, &b))
 		key := b
 		key.KeyHash = "another"
-		prevs = append(prevs, summarize(&key))
-		tag := c.bundle(1000) // the same bodies, one tagged another way
+		prevs = append(prevs, Summarize(&key))
+		tag := c.Bundle(1000) // the same bodies, one tagged another way
 		tag.Hours.ETag = `W/"other"`
-		prevs = append(prevs, summarize(&tag))
+		prevs = append(prevs, Summarize(&tag))
 	}
-	opts := cmp.AllowUnexported(summary{}, docSummary{})
+	opts := cmp.AllowUnexported(BundleSummary{}, docSummary{})
 	for i, prev := range prevs {
 		for j, c := range renderings {
 			for _, floor := range []int64{5, 1000, 1500} {
-				u := next(prev, c, floor)
-				u.bundle.Sequence = 1234
-				got, write := nextSummary(prev, c, floor, 1234)
-				if write != u.write {
-					t.Errorf("from %d to %d, floor %d: write %v, next says %v", i, j, floor, write, u.write)
+				u := Next(prev, c, floor)
+				u.Bundle.Sequence = 1234
+				got, write := NextSummary(prev, c, floor, 1234)
+				if write != u.Write {
+					t.Errorf("from %d to %d, floor %d: write %v, next says %v", i, j, floor, write, u.Write)
 				}
 				if !write {
 					continue
 				}
-				if diff := cmp.Diff(summarize(&u.bundle), got, opts); diff != "" {
+				if diff := cmp.Diff(Summarize(&u.Bundle), got, opts); diff != "" {
 					t.Errorf("from %d to %d, floor %d: summary (-next +nextSummary):\n%s", i, j, floor, diff)
 				}
 			}
@@ -258,32 +260,32 @@ func BenchmarkReplayDecisionDemo(b *testing.B) {
 	prev := render(e, nil).summaryAt(7, 7)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, write := nextSummary(prev, render(e, nil), 9, 9); write {
+		if _, write := NextSummary(prev, render(e, nil), 9, 9); write {
 			b.Fatal("the same documents written again")
 		}
 	}
 }
 
 // TestScratchRenderingsAreTheSame checks that a rendering whose documents are encoded into a
-// reused docScratch, as a replay's are, stamps the bytes and summarizes as one encoded without,
+// reused Scratch, as a replay's are, stamps the bytes and summarizes as one encoded without,
 // and that its summary keeps nothing of the scratch: one scratch for every fixture and its
 // variations in turn, reset between them as a replay resets it, and grown from empty.
 func TestScratchRenderingsAreTheSame(t *testing.T) {
 	t.Parallel()
-	var scratch docScratch
+	var scratch Scratch
 	for _, f := range fixtures(t) {
 		later := *f.e
 		later.Today = later.Today.AddDays(1)
 		draft := *f.e
 		draft.Status = domain.StatusDraft
 		for _, e := range []*domain.Establishment{f.e, &later, &draft, f.e} {
-			scratch.reset()
+			scratch.Reset()
 			got := render(e, &scratch)
 			want := render(e, nil)
-			if diff := cmp.Diff(want.summaryAt(7, 9), got.summaryAt(7, 9), cmp.AllowUnexported(summary{}, docSummary{})); diff != "" {
+			if diff := cmp.Diff(want.summaryAt(7, 9), got.summaryAt(7, 9), cmp.AllowUnexported(BundleSummary{}, docSummary{})); diff != "" {
 				t.Fatalf("%s: summary from the scratch (-without +with):\n%s", f.name, diff)
 			}
-			if diff := cmp.Diff(want.bundle(7), got.bundle(7)); diff != "" {
+			if diff := cmp.Diff(want.Bundle(7), got.Bundle(7)); diff != "" {
 				t.Fatalf("%s: bundle from the scratch (-without +with):\n%s", f.name, diff)
 			}
 			// The summary a replay keeps holds nothing of the scratch: overwriting every byte
@@ -293,7 +295,7 @@ func TestScratchRenderingsAreTheSame(t *testing.T) {
 			for i := range b {
 				b[i] = 'x'
 			}
-			if diff := cmp.Diff(want.summaryAt(7, 9), kept, cmp.AllowUnexported(summary{}, docSummary{})); diff != "" {
+			if diff := cmp.Diff(want.summaryAt(7, 9), kept, cmp.AllowUnexported(BundleSummary{}, docSummary{})); diff != "" {
 				t.Fatalf("%s: the summary changed with the scratch (-before +after):\n%s", f.name, diff)
 			}
 		}

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/events"
-	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/runner"
 )
 
 // The documents are served from one generation of the bucket of bundles at a time. A rebuild
@@ -163,7 +163,7 @@ func (w *generationWatch) state() (generations, <-chan struct{}) {
 }
 
 // projectedBy returns the generation of the documents p projects into, 0 when unknown.
-func projectedBy(p *projections.Projector) int {
+func projectedBy(p *runner.Projector) int {
 	if b, ok := p.Documents().(interface{ Bucket() string }); ok {
 		return dockey.GenerationOf(b.Bucket())
 	}

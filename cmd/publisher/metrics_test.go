@@ -16,8 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/events/natstest"
-	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
 )
 
@@ -168,7 +168,7 @@ func TestMirrorLagSeesAMirrorBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := projections.OpenBucket(t.Context(), js, 1)
+	kv, err := runner.OpenBucket(t.Context(), js, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

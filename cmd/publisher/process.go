@@ -31,6 +31,7 @@ import (
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
 	"github.com/opencarte/publisher/webhook"
 )
@@ -85,7 +86,7 @@ type Main struct {
 	metrics   *prometheus.Registry // nil without a metrics listener
 	mirrorLag *mirrorLag           // nil without the read API
 	// projector is the projector this process runs, nil while it runs none.
-	projector atomic.Pointer[projections.Projector]
+	projector atomic.Pointer[runner.Projector]
 	// bound holds the buckets bucketNamed bound, by name.
 	bound  sync.Map
 	errc   chan error
@@ -94,7 +95,7 @@ type Main struct {
 
 // Projector returns the projector this process runs, nil when it runs none (another process holds
 // the lease, or a rebuild is switching generations).
-func (m *Main) Projector() *projections.Projector { return m.projector.Load() }
+func (m *Main) Projector() *runner.Projector { return m.projector.Load() }
 
 // Open starts everything the configuration asks for and returns once the roles run.
 func (m *Main) Open(ctx context.Context) (err error) {
@@ -178,9 +179,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			docs, _, err := m.openGeneration(ctx, js, g.current())
 			return docs, err
 		case g.current() == 1:
-			return projections.OpenBucket(ctx, js, c.Replicas)
+			return runner.OpenBucket(ctx, js, c.Replicas)
 		}
-		name, _ := projections.GenerationBuckets(g.current())
+		name, _ := runner.GenerationBuckets(g.current())
 		return js.KeyValue(ctx, name)
 	})
 	if err != nil {
@@ -244,12 +245,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		// again after a switch of generations, which a replay would make a rebuild refuse.
 		var replayAsked atomic.Bool
 		replayAsked.Store(c.ProjectorReplay)
-		newProjector := func(ctx context.Context, generation int) (*projections.Projector, error) {
+		newProjector := func(ctx context.Context, generation int) (*runner.Projector, error) {
 			docs, state, err := m.openGeneration(ctx, js, generation)
 			if err != nil {
 				return nil, err
 			}
-			return projections.New(projections.Config{
+			return runner.New(runner.Config{
 				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: replayAsked.Swap(false),
 				Logger: m.Logger.With("role", roleProjector),
 				// A change signal goes out once every document of the new revision is stored.
@@ -325,7 +326,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 // the switch to the generation it built, the projector stops and gives up its lease, then takes
 // it again and projects into the generation that is then current. Projector() is set, when Open
 // returns, in a process that found the lease free.
-func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStream, newProjector func(context.Context, int) (*projections.Projector, error)) error {
+func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStream, newProjector func(context.Context, int) (*runner.Projector, error)) error {
 	leases, err := provision(ctx, m, "the leases bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
 		return openLeases(ctx, js, m.Config.Replicas)
 	})
@@ -333,7 +334,7 @@ func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStrea
 		return err
 	}
 	holder := processName()
-	var first *projections.Projector
+	var first *runner.Projector
 	l, _, err := tryLease(ctx, leases, roleProjector, holder)
 	if m.NATS != nil && l == nil && err == nil {
 		// The embedded server serves this process alone: a lease it holds is of this process
@@ -349,7 +350,7 @@ func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStrea
 	} else if g, _ := m.Generations.state(); g.switching() { // projectGenerations stands aside
 		l.release(ctx)
 		l = nil
-	} else if first, err = provision(ctx, m, "the projector's buckets", func(ctx context.Context) (*projections.Projector, error) {
+	} else if first, err = provision(ctx, m, "the projector's buckets", func(ctx context.Context) (*runner.Projector, error) {
 		return newProjector(ctx, g.current())
 	}); err != nil {
 		l.release(ctx)
@@ -368,8 +369,8 @@ func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStrea
 // after a switch. A projector that fails or loses its lease stops; the process stands by, as when
 // another holds the lease, and projects again once it takes the lease again: it never ends the
 // process, whose read API goes on serving what is projected.
-func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue, holder string, l *lease, first *projections.Projector,
-	newProjector func(context.Context, int) (*projections.Projector, error)) error {
+func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue, holder string, l *lease, first *runner.Projector,
+	newProjector func(context.Context, int) (*runner.Projector, error)) error {
 	var grace switchGraceClock
 	pause := restartPause
 	for {
@@ -396,7 +397,7 @@ func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue
 		p := first
 		if p == nil || g.current() != projectedBy(p) {
 			var err error
-			if p, err = provision(ctx, m, "the projector's buckets", func(ctx context.Context) (*projections.Projector, error) {
+			if p, err = provision(ctx, m, "the projector's buckets", func(ctx context.Context) (*runner.Projector, error) {
 				return newProjector(ctx, g.current())
 			}); err != nil {
 				l.release(ctx)
@@ -590,7 +591,7 @@ func (m *Main) natsErrors() nats.Option {
 
 // maxBundle is the largest bundle of documents this deployment stores: the bucket's limit, or the
 // connection's maximum payload when lower.
-func (m *Main) maxBundle() int { return int(min(m.Conn.MaxPayload(), projections.MaxBundleSize)) }
+func (m *Main) maxBundle() int { return int(min(m.Conn.MaxPayload(), runner.MaxBundleSize)) }
 
 // connect starts the embedded NATS server unless a URL is configured, and connects to NATS.
 func (m *Main) connect() error {
@@ -738,7 +739,7 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	// other roles may be creating: it waits for it.
 	g, _ := m.Generations.state()
 	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
-		name, _ := projections.GenerationBuckets(g.current())
+		name, _ := runner.GenerationBuckets(g.current())
 		return mjs.KeyValue(ctx, name)
 	})
 	if err != nil {
@@ -1069,7 +1070,7 @@ func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
 // Served returns once the record at sequence seq of establishment slug is projected and, when
 // this process serves the read API, in its mirror: a read on this node then answers with it.
 func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
-	err := projections.ErrStopped
+	err := runner.ErrStopped
 	var docs string // the generation the record is projected into
 	if p := m.Projector(); p != nil {
 		if err = p.WaitFor(ctx, seq); err == nil {
@@ -1078,7 +1079,7 @@ func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
 			}
 		}
 	}
-	if errors.Is(err, projections.ErrStopped) {
+	if errors.Is(err, runner.ErrStopped) {
 		// Another process projects, or this one stopped for a switch of generations.
 		docs, err = m.projectedElsewhere(ctx, seq)
 	}
@@ -1109,10 +1110,10 @@ func (m *Main) projectedElsewhere(ctx context.Context, seq uint64) (string, erro
 			ok  bool
 		)
 		g, _ := m.Generations.state()
-		docs, stateName := projections.GenerationBuckets(g.current())
+		docs, stateName := runner.GenerationBuckets(g.current())
 		state, err := m.bucketNamed(ctx, stateName)
 		if err == nil {
-			pos, ok, err = projections.Projected(ctx, state)
+			pos, ok, err = runner.Projected(ctx, state)
 		}
 		if err == nil && ok && pos >= seq {
 			return docs, nil
@@ -1133,7 +1134,7 @@ func (m *Main) followGenerations(ctx context.Context, js jetstream.JetStream, se
 	prepared := 0
 	// bind binds to generation n, trying every second while the record still wants it.
 	bind := func(n int, wanted func(generations) bool) (jetstream.KeyValue, bool) {
-		name, _ := projections.GenerationBuckets(n)
+		name, _ := runner.GenerationBuckets(n)
 		for ctx.Err() == nil {
 			kv, err := js.KeyValue(ctx, name)
 			if err == nil {
@@ -1196,13 +1197,13 @@ func (m *Main) bucketNamed(ctx context.Context, name string) (jetstream.KeyValue
 // openGeneration opens the buckets of a generation of the documents for its projector.
 func (m *Main) openGeneration(ctx context.Context, js jetstream.JetStream, generation int) (docs, state jetstream.KeyValue, err error) {
 	if generation <= 1 {
-		if docs, err = projections.OpenBucket(ctx, js, m.Config.Replicas); err != nil {
+		if docs, err = runner.OpenBucket(ctx, js, m.Config.Replicas); err != nil {
 			return nil, nil, err
 		}
-		state, err = projections.OpenStateBucket(ctx, js, m.Config.Replicas)
+		state, err = runner.OpenStateBucket(ctx, js, m.Config.Replicas)
 		return docs, state, err
 	}
-	return projections.OpenGeneration(ctx, js, generation, m.Config.Replicas)
+	return runner.OpenGeneration(ctx, js, generation, m.Config.Replicas)
 }
 
 // signalNotifier publishes the projector's revision rises as change signals.
@@ -1211,9 +1212,9 @@ type signalNotifier struct {
 	rendered prometheus.Counter // nil without metrics
 }
 
-var _ projections.AllAnnouncedNotifier = signalNotifier{}
+var _ runner.AllAnnouncedNotifier = signalNotifier{}
 
-func (n signalNotifier) Changed(ctx context.Context, c projections.Change) error {
+func (n signalNotifier) Changed(ctx context.Context, c runner.Change) error {
 	if n.rendered != nil {
 		n.rendered.Inc()
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/events"
-	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/runner"
 )
 
 // rebuildHolder starts the name under which a rebuild holds the projector's lease.
@@ -33,7 +33,7 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	workers := fs.Int("workers", 0, "establishments rendered at once (0: as many as the projector)")
 	cache := fs.Int("cache", 0, "establishments held in memory while rendering (0: as many as the projector)")
 	spillDir := fs.String("spill-dir", "", "directory of the temporary files of a replay in several passes, up to the size of the event log (empty: the system's temporary directory, which may be held in memory: give a directory on disk for a large log)")
-	verifyWorkers := fs.Int("verify-workers", projections.DefaultVerifyWorkers, "establishments verified at once")
+	verifyWorkers := fs.Int("verify-workers", runner.DefaultVerifyWorkers, "establishments verified at once")
 	handover := fs.Duration("handover-timeout", time.Minute, "how long the switch waits for the projector to hand over, and the old generation's removal for every read node to serve the new one")
 	switchTimeout := fs.Duration("switch-timeout", 2*time.Minute, "how long projection may stay paused for the switch before it is called off")
 	abandon := fs.Bool("abandon", false, "abandon the rebuild under way, removing the generation it built, instead of resuming it")
@@ -121,12 +121,12 @@ func (r *rebuilder) open(ctx context.Context) (generations, uint64, error) {
 
 // generation binds to the buckets of generation n.
 func (r *rebuilder) generation(ctx context.Context, n int) (docs, state jetstream.KeyValue, err error) {
-	docsName, stateName := projections.GenerationBuckets(n)
+	docsName, stateName := runner.GenerationBuckets(n)
 	kv, err := r.js.KeyValue(ctx, docsName)
 	if err != nil {
 		return nil, nil, fmt.Errorf("documents bucket %s: %w", docsName, err)
 	}
-	docs = projections.NewBundles(r.js, kv)
+	docs = runner.NewBundles(r.js, kv)
 	if state, err = r.js.KeyValue(ctx, stateName); err != nil {
 		return nil, nil, fmt.Errorf("projector bucket %s: %w", stateName, err)
 	}
@@ -208,7 +208,7 @@ func (r *rebuilder) run(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		cp, ok, err := projections.ReadCheckpoint(ctx, state)
+		cp, ok, err := runner.ReadCheckpoint(ctx, state)
 		if err != nil {
 			return err
 		}
@@ -253,7 +253,7 @@ func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
 	if err != nil {
 		return err
 	}
-	newDocs, newState, err := projections.OpenGeneration(ctx, r.js, rb.Next, r.replicas)
+	newDocs, newState, err := runner.OpenGeneration(ctx, r.js, rb.Next, r.replicas)
 	if err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
 			return err
 		}
 		if err := pr.p.WaitFor(ctx, last); err != nil {
-			if errors.Is(err, projections.ErrStopped) {
+			if errors.Is(err, runner.ErrStopped) {
 				return fmt.Errorf("rebuild: %w", pr.stop())
 			}
 			return err
@@ -313,7 +313,7 @@ func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
 	// Verified while it follows the log, against the records it has projected.
 	start = time.Now()
 	show, stopShow = startProgress(r.out, r.progress, r.every, start, "verified")
-	rep, err := projections.Verify(ctx, projections.VerifyConfig{
+	rep, err := runner.Verify(ctx, runner.VerifyConfig{
 		Log: r.store, KV: newDocs, Workers: r.verifyWorkers, FilesURL: rb.FilesURL, Progress: show, Logger: r.logger,
 		UpTo: pr.p.Position(),
 	})
@@ -335,7 +335,7 @@ func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
 	if err != nil {
 		return err
 	}
-	cp, ok, err := projections.ReadCheckpoint(ctx, oldState)
+	cp, ok, err := runner.ReadCheckpoint(ctx, oldState)
 	if err != nil {
 		return err
 	}
@@ -376,15 +376,15 @@ func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
 
 // runningProjector is the rebuild's projector, running until stop.
 type runningProjector struct {
-	p    *projections.Projector
+	p    *runner.Projector
 	stop func() error // stops it and returns what its Run returned; again, the same
 }
 
 // startProjector runs a projector of generation rb.Next, built against oldDocs.
 func (r *rebuilder) startProjector(ctx context.Context, rb rebuildState, oldDocs, newDocs, newState jetstream.KeyValue, progress func(done, total int)) (*runningProjector, error) {
-	p, err := projections.New(projections.Config{
+	p, err := runner.New(runner.Config{
 		Store: r.store, KV: newDocs, State: newState, Replaces: oldDocs,
-		Workers: r.workers, CacheSize: r.cache, SpillDir: r.spillDir, FilesURL: rb.FilesURL, MaxValueSize: int(min(r.nc.MaxPayload(), projections.MaxBundleSize)),
+		Workers: r.workers, CacheSize: r.cache, SpillDir: r.spillDir, FilesURL: rb.FilesURL, MaxValueSize: int(min(r.nc.MaxPayload(), runner.MaxBundleSize)),
 		Logger: r.logger.With("role", "rebuild"), Progress: progress,
 	})
 	if err != nil {
@@ -472,7 +472,7 @@ func (r *rebuilder) switchTo(ctx context.Context, rb rebuildState, pr *runningPr
 		release()
 		return back(err)
 	}
-	if cp, ok, err := projections.ReadCheckpoint(ctx, oldState); err != nil {
+	if cp, ok, err := runner.ReadCheckpoint(ctx, oldState); err != nil {
 		release()
 		return back(err)
 	} else if !ok || cp.FilesURL != rb.FilesURL || !cp.Replayed.Equal(rb.Replayed) {
@@ -537,7 +537,7 @@ func (r *rebuilder) announce(ctx context.Context, rb rebuildState) error {
 	if err != nil {
 		return err
 	}
-	oldDocsName, oldStateName := projections.GenerationBuckets(rb.From)
+	oldDocsName, oldStateName := runner.GenerationBuckets(rb.From)
 	oldDocs, err := r.js.KeyValue(ctx, oldDocsName)
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
@@ -554,7 +554,7 @@ func (r *rebuilder) announce(ctx context.Context, rb rebuildState) error {
 		}
 		start := time.Now()
 		show, stopShow := startProgress(r.out, r.progress, r.every, start, "compared")
-		n, err := projections.AnnounceSwitch(ctx, projections.AnnounceConfig{
+		n, err := runner.AnnounceSwitch(ctx, runner.AnnounceConfig{
 			Old: oldDocs, New: newDocs, Notifier: signalNotifier{s: signals}, Since: rb.Position, Progress: show, Logger: r.logger,
 		})
 		stopShow(err == nil)
@@ -617,7 +617,7 @@ func (r *rebuilder) abandon(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	docs, state := projections.GenerationBuckets(rb.Next)
+	docs, state := runner.GenerationBuckets(rb.Next)
 	for _, name := range []string{docs, state} {
 		if err := r.js.DeleteKeyValue(ctx, name); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 			return fmt.Errorf("rebuild: remove %s: %w", name, err)

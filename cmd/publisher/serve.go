@@ -15,7 +15,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
-	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
 )
 
@@ -72,8 +72,8 @@ type Config struct {
 	FileCollectEvery time.Duration
 	CacheSize        int  // aggregates the write side keeps in memory
 	SnapshotEach     int  // records folded before an aggregate snapshot is written
-	ProjectorWorkers int  // establishments projected at once; 0: projections.WorkersPerCPU per CPU
-	ProjectorCache   int  // establishments the projector holds in memory; 0: projections.DefaultCacheSize
+	ProjectorWorkers int  // establishments projected at once; 0: runner.WorkersPerCPU per CPU
+	ProjectorCache   int  // establishments the projector holds in memory; 0: runner.DefaultCacheSize
 	ProjectorReplay  bool // replay the whole log at start instead of resuming from the checkpoint
 	LogLevel         string
 	DuplicateTTL     time.Duration
@@ -134,7 +134,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.SnapshotEach, "snapshot-every", app.DefaultSnapshotEvery, "records folded into an establishment before its snapshot is written again")
 	fs.IntVar(&c.ProjectorWorkers, "projector-workers", 0, "establishments the projector renders and stores at once (0: 32 per CPU)")
 	fs.BoolVar(&c.ProjectorReplay, "projector-replay", false, "replay the whole event log at start instead of resuming from the projector's checkpoint")
-	fs.IntVar(&c.ProjectorCache, "projector-cache", projections.DefaultCacheSize, "establishments the projector keeps in memory (least recently projected first out)")
+	fs.IntVar(&c.ProjectorCache, "projector-cache", runner.DefaultCacheSize, "establishments the projector keeps in memory (least recently projected first out)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "base URL of the read API as clients reach it, in the URLs of uploaded files and the demo (default from --http)")
 	fs.Int64Var(&c.FileCacheBytes, "file-cache-bytes", readapi.DefaultFileCacheBytes, "memory the read API keeps uploaded files in, to serve them without asking NATS (negative: none)")
 	fs.DurationVar(&c.FileGrace, "file-grace", app.DefaultFileGrace, "how long an uploaded file nothing refers to is kept before a collection removes it")

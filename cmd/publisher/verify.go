@@ -22,8 +22,8 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/opencarte/publisher/events"
-	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/runner"
 )
 
 // verify rebuilds every establishment's documents from the event log and compares them with the
@@ -34,8 +34,8 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	var conn cliNATS
 	conn.register(fs, "NATS to read from")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
-	workers := fs.Int("workers", projections.DefaultVerifyWorkers, "establishments checked at once")
-	maxDiffs := fs.Int("max-differences", projections.DefaultMaxDifferences, "differences listed in the report (all are counted)")
+	workers := fs.Int("workers", runner.DefaultVerifyWorkers, "establishments checked at once")
+	maxDiffs := fs.Int("max-differences", runner.DefaultMaxDifferences, "differences listed in the report (all are counted)")
 	progress := fs.String("progress", "auto", "progress on stderr: bar, plain (a line every --progress-every), none, or auto (a bar on a terminal, plain lines otherwise)")
 	every := fs.Duration("progress-every", 5*time.Second, "interval of the plain progress lines")
 	publicURL := fs.String("public-url", "", "base URL the projector gives uploaded files under, as serve's --public-url (default from --http)")
@@ -77,9 +77,9 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	// Checked against the records the projector has projected: a change on its way is no
 	// difference.
 	var upTo uint64
-	_, stateName := projections.GenerationBuckets(dockey.GenerationOf(docs))
+	_, stateName := runner.GenerationBuckets(dockey.GenerationOf(docs))
 	if state, err := js.KeyValue(ctx, stateName); err == nil {
-		if cp, ok, err := projections.ReadCheckpoint(ctx, state); err == nil && ok {
+		if cp, ok, err := runner.ReadCheckpoint(ctx, state); err == nil && ok {
 			upTo = cp.Position
 		}
 	}
@@ -89,7 +89,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	if files == "" {
 		files = localURL(*httpAddr)
 	}
-	rep, err := projections.Verify(ctx, projections.VerifyConfig{
+	rep, err := runner.Verify(ctx, runner.VerifyConfig{
 		FilesURL: files,
 		Log:      store, KV: kv, Workers: *workers, MaxDifferences: *maxDiffs, Progress: show, UpTo: upTo,
 	})
@@ -165,7 +165,7 @@ func servedDocuments(ctx context.Context, js jetstream.JetStream) (string, error
 	if err != nil {
 		return "", err
 	}
-	docs, _ := projections.GenerationBuckets(g.current())
+	docs, _ := runner.GenerationBuckets(g.current())
 	return docs, nil
 }
 

@@ -1,4 +1,4 @@
-package projections
+package runner
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
-	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections"
 )
 
 // StateBucketName is the KV bucket where the projector keeps what lets it hold only some
@@ -27,19 +27,15 @@ const (
 
 func stateKey(slug string) string { return stateKeyPrefix + slug }
 
-// renderRevision names the renderer. A checkpoint written by a projector of another renderer is
-// not resumed from: the whole log is replayed and every bundle whose bytes differ is stored again.
-// TestRenderRevisionFollowsTheGoldens fails when the rendering of the golden establishments
-// changes and this number does not.
-const renderRevision = 2
-
 // stateFormat names the encoding of a stored establishment state, the domain's included: a state
 // of another format is not read, the establishment is rebuilt from the log instead.
 func stateFormat() string { return "projections/1+" + domain.StateFormat() }
 
 // checkpointFormat names what a checkpoint vouches for: states of stateFormat and bundles of this
 // renderer.
-func checkpointFormat() string { return stateFormat() + "+render/" + strconv.Itoa(renderRevision) }
+func checkpointFormat() string {
+	return stateFormat() + "+render/" + strconv.Itoa(projections.RenderRevision)
+}
 
 // StateStore is the part of the state bucket the projector uses; jetstream.KeyValue satisfies it.
 type StateStore interface {
@@ -129,35 +125,13 @@ func (p *Projector) saveCheckpoint(ctx context.Context, position uint64) error {
 // generation and the summary and change time the replay had reached, which the bucket does not
 // hold yet.
 type storedState struct {
-	Format   string          `json:"format"`
-	Log      string          `json:"log"`
-	Sequence uint64          `json:"sequence"`
-	State    json.RawMessage `json:"state"`
-	Replay   int64           `json:"replay,omitempty"`
-	Summary  *storedSummary  `json:"summary,omitempty"`
-	Changed  time.Time       `json:"changed,omitzero"`
-}
-
-type storedSummary struct {
-	Revision int64                   `json:"revision"`
-	Sequence uint64                  `json:"sequence"`
-	Access   storedAccess            `json:"access"`
-	Docs     map[string]storedDigest `json:"docs"`
-}
-
-type storedAccess struct {
-	Status              string                     `json:"status"`
-	APIEnabled          bool                       `json:"public_api_enabled"`
-	KeyHash             string                     `json:"key_hash,omitempty"`
-	MenuRedirectEnabled bool                       `json:"menu_redirect_enabled"`
-	MasterMenuURL       string                     `json:"master_menu_url,omitempty"`
-	Redirects           map[string]dockey.Redirect `json:"redirects,omitempty"`
-}
-
-type storedDigest struct {
-	Digest uint64 `json:"digest"`
-	Hashed bool   `json:"hashed"`
-	ETag   string `json:"etag"`
+	Format   string                   `json:"format"`
+	Log      string                   `json:"log"`
+	Sequence uint64                   `json:"sequence"`
+	State    json.RawMessage          `json:"state"`
+	Replay   int64                    `json:"replay,omitempty"`
+	Summary  *projections.SummaryJSON `json:"summary,omitempty"`
+	Changed  time.Time                `json:"changed,omitzero"`
 }
 
 // encodeState encodes t, an establishment of the log named log; with replay not zero, the
@@ -170,20 +144,8 @@ func encodeState(t *tracked, log string, replay int64) ([]byte, error) {
 	st := storedState{Format: stateFormat(), Log: log, Sequence: t.seq, State: state}
 	if replay != 0 {
 		st.Replay, st.Changed = replay, t.changed
-		if s := t.stored; s != nil {
-			a := s.access
-			st.Summary = &storedSummary{
-				Revision: s.revision,
-				Sequence: s.sequence,
-				Access: storedAccess{
-					Status: a.Status, APIEnabled: a.APIEnabled, KeyHash: a.KeyHash,
-					MenuRedirectEnabled: a.MenuRedirectEnabled, MasterMenuURL: a.MasterMenuURL, Redirects: a.Redirects,
-				},
-				Docs: make(map[string]storedDigest, len(s.docs)),
-			}
-			for name, d := range s.docs {
-				st.Summary.Docs[name] = storedDigest{Digest: d.digest, Hashed: d.hashed, ETag: d.etag}
-			}
+		if t.stored != nil {
+			st.Summary = t.stored.JSON()
 		}
 	}
 	return json.Marshal(st)
@@ -202,20 +164,8 @@ func decodeState(slug domain.Slug, log string, value []byte) (t *tracked, replay
 		return nil, 0, false
 	}
 	t = &tracked{agg: agg, seq: st.Sequence, changed: st.Changed}
-	if s := st.Summary; s != nil {
-		a := s.Access
-		t.stored = &summary{
-			revision: s.Revision,
-			sequence: s.Sequence,
-			access: dockey.Bundle{
-				Slug: string(slug), Status: a.Status, APIEnabled: a.APIEnabled, KeyHash: a.KeyHash,
-				MenuRedirectEnabled: a.MenuRedirectEnabled, MasterMenuURL: a.MasterMenuURL, Redirects: a.Redirects,
-			},
-			docs: make(map[string]docSummary, len(s.Docs)),
-		}
-		for name, d := range s.Docs {
-			t.stored.docs[name] = docSummary{digest: d.Digest, hashed: d.Hashed, etag: d.ETag}
-		}
+	if st.Summary != nil {
+		t.stored = st.Summary.Summary(string(slug))
 	}
 	return t, st.Replay, true
 }

@@ -1,70 +1,19 @@
 package projections
 
 import (
-	"context"
 	"encoding/base64"
-	"fmt"
 	"maps"
 	"math"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
-// MaxBundleSize is the largest encoded bundle, in bytes, the bucket accepts. The NATS server's
-// max_payload must be at least as large.
-const MaxBundleSize = 8 << 20
-
-// Bucket is the part of the KV bucket of bundles the projector uses; jetstream.KeyValue
-// satisfies it.
-type Bucket interface {
-	// Put stores value under key.
-	Put(ctx context.Context, key string, value []byte) (uint64, error)
-	// Get returns the value under key, or jetstream.ErrKeyNotFound.
-	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
-	// ListKeysFiltered lists the keys matching filters.
-	ListKeysFiltered(ctx context.Context, filters ...string) (jetstream.KeyLister, error)
-	// Watch passes the last value of every key matching keys, then nil, then every change.
-	Watch(ctx context.Context, keys string, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error)
-	// Status describes the bucket.
-	Status(ctx context.Context) (jetstream.KeyValueStatus, error)
-}
-
-// OpenBucket creates the bucket dockey.Bucket, or updates it to this configuration: one value
-// per key, file storage, values up to MaxBundleSize, replicas copies (at least 1). The bucket is
-// a *Bundles.
-func OpenBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	kv, err := openBucket(ctx, js, dockey.Bucket, "Rendered documents and access state, one bundle per establishment.", replicas)
-	if err != nil {
-		return nil, err
-	}
-	return NewBundles(js, kv), nil
-}
-
-// openBucket creates the bucket name, or updates it to this configuration: one value per key,
-// file storage, values up to MaxBundleSize, replicas copies (at least 1).
-func openBucket(ctx context.Context, js jetstream.JetStream, name, description string, replicas int) (jetstream.KeyValue, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:       name,
-		Description:  description,
-		History:      1,
-		Storage:      jetstream.FileStorage,
-		MaxValueSize: MaxBundleSize,
-		Replicas:     max(replicas, 1),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", name, err)
-	}
-	return kv, nil
-}
-
 // Value returns what the projector stores for e at revision: its bundle, rendered, compressed and
 // encoded.
 func Value(e *domain.Establishment, revision int64) ([]byte, error) {
 	b := Render(e, revision)
-	compress(&b)
+	Compress(&b)
 	return dockey.EncodeBundle(&b)
 }
 
@@ -75,8 +24,8 @@ func Value(e *domain.Establishment, revision int64) ([]byte, error) {
 // compresses every document, which costs far more than rendering it: FitsIn avoids that. files is
 // the projector's Config.FilesURL, under which the documents give uploaded files their URLs.
 func EncodedSize(e *domain.Establishment, files string) (int, error) {
-	b := renderAll(withFileURLs(e, files), nil).bundle(math.MaxInt64)
-	compress(&b)
+	b := renderAll(withFileURLs(e, files), nil).Bundle(math.MaxInt64)
+	Compress(&b)
 	data, err := dockey.EncodeBundle(&b)
 	return len(data), err
 }
@@ -87,7 +36,7 @@ func EncodedSize(e *domain.Establishment, files string) (int, error) {
 // alone (a gzip coding is never much larger than what it codes), and compresses only when that
 // bound is over the limit, which only very large establishments approach.
 func FitsIn(e *domain.Establishment, files string, limit int) (fits bool, size int, err error) {
-	bound, err := sizeBound(renderAll(withFileURLs(e, files), nil).bundle(math.MaxInt64))
+	bound, err := sizeBound(renderAll(withFileURLs(e, files), nil).Bundle(math.MaxInt64))
 	if err != nil || bound <= limit {
 		return err == nil, 0, err
 	}
@@ -116,7 +65,7 @@ func NamesFiles(e *domain.Establishment) bool { return refersByDigest(e) }
 func sizeBound(b dockey.Bundle) (int, error) {
 	b.MenuDetails = maps.Clone(b.MenuDetails) // emptied below: the caller's map stays whole
 	bound := 0
-	eachDocument(&b, func(d *dockey.Document) {
+	EachDocument(&b, func(_ string, d *dockey.Document) {
 		// The body as it is, its tag escaped, and a base64 gzip coding of at most the body plus
 		// its block and stream overheads; then the member names and punctuation.
 		n := len(d.Body)

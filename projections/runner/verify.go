@@ -1,4 +1,4 @@
-package projections
+package runner
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -192,7 +193,7 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		if err := dockey.Decode(e.Value(), &b); err != nil {
 			return true, fmt.Sprintf("stored bundle cannot be decoded: %v", err), nil
 		}
-		eachDocument(&b, func(d *dockey.Document) {
+		projections.EachDocument(&b, func(_ string, d *dockey.Document) {
 			if string(d.Body) == "null" {
 				d.Body = nil // stored for a document that is absent, as a draft's are
 			}
@@ -220,9 +221,9 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 	)
 	for _, rec := range recs {
 		if t := m.apply(rec); t != nil {
-			if u, ok := t.project(rec.Sequence, cfg.FilesURL); ok && u.write {
-				t.stored = summarize(&u.bundle)
-				want, last = &u.bundle, t
+			if u, ok := t.project(rec.Sequence, cfg.FilesURL); ok && u.Write {
+				t.stored = projections.Summarize(&u.Bundle)
+				want, last = &u.Bundle, t
 			}
 		}
 	}
@@ -237,17 +238,17 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		// A projector that rendered the log again (another renderer, another base URL of the
 		// files) raised the revision of what it stored anew: the same content at that revision
 		// is the bucket the log makes.
-		ahead := last.render(cfg.FilesURL, nil).bundle(got.Revision)
+		ahead := last.render(cfg.FilesURL, nil).Bundle(got.Revision)
 		ahead.Sequence = want.Sequence
 		want = &ahead
 	}
 	switch {
 	case got.Revision != want.Revision:
 		return true, fmt.Sprintf("content_revision %d stored, %d replayed", got.Revision, want.Revision), nil
-	case !sameAccess(got, want):
+	case !projections.SameAccess(got, want):
 		return true, "access fields differ (status, api, key, redirects)", nil
 	}
-	if changed := changedResources(got, want); len(changed) > 0 {
+	if changed := projections.ChangedResources(got, want); len(changed) > 0 {
 		return true, fmt.Sprintf("documents differ: %v", changed), nil
 	}
 	return true, "", nil

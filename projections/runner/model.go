@@ -1,4 +1,4 @@
-package projections
+package runner
 
 import (
 	"log/slog"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections"
 )
 
 // model holds establishments rebuilt from their records, each with the summary of the bundle a
@@ -21,7 +22,7 @@ type model struct {
 type tracked struct {
 	agg    *domain.Establishment
 	seq    uint64 // sequence of the last record applied to agg
-	stored *summary
+	stored *projections.BundleSummary
 	// changed is the time of the record that last changed the bundle: the one stored or, while
 	// replaying, the one the replay would have stored.
 	changed time.Time
@@ -76,13 +77,13 @@ func (t *tracked) apply(logger *slog.Logger, rec events.Record) {
 // It decides as project does, from the summaries of the documents rather than the documents: the
 // replay of a whole log renders every record and keeps only summaries, so that stamping each
 // document with a revision, then hashing it, would be most of its work.
-func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record, scratch *docScratch) {
+func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record, scratch *projections.Scratch) {
 	t.apply(logger, rec)
 	if !t.agg.Created {
 		return
 	}
-	scratch.reset() // the rendering summarized last is dead: nextSummary keeps no byte of it
-	if s, write := nextSummary(t.stored, t.render(files, scratch), int64(rec.Sequence), t.seq); write {
+	scratch.Reset() // the rendering summarized last is dead: nextSummary keeps no byte of it
+	if s, write := projections.NextSummary(t.stored, t.render(files, scratch), int64(rec.Sequence), t.seq); write {
 		t.stored = s
 		if len(rec.Events) > 0 {
 			t.changed = rec.Events[0].Time
@@ -93,17 +94,17 @@ func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record, s
 // project decides what follows the stored bundle of t now that its aggregate changed, with
 // floor the stream sequence of the change, files the base URL of uploaded files. ok is false
 // while the establishment does not exist: it has no bundle.
-func (t *tracked) project(floor uint64, files string) (u update, ok bool) {
+func (t *tracked) project(floor uint64, files string) (u projections.Update, ok bool) {
 	if !t.agg.Created {
-		return update{}, false
+		return projections.Update{}, false
 	}
-	u = next(t.stored, t.render(files, nil), int64(floor))
-	u.bundle.Sequence = t.seq
+	u = projections.Next(t.stored, t.render(files, nil), int64(floor))
+	u.Bundle.Sequence = t.seq
 	return u, true
 }
 
 // render renders t's aggregate, giving uploaded files their URLs under files, its documents
 // encoded into scratch unless nil.
-func (t *tracked) render(files string, scratch *docScratch) rendering {
-	return render(withFileURLs(t.agg, files), scratch)
+func (t *tracked) render(files string, scratch *projections.Scratch) projections.Rendering {
+	return projections.RenderWith(t.agg, files, scratch)
 }

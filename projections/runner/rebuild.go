@@ -1,4 +1,4 @@
-package projections
+package runner
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -81,21 +82,21 @@ func ReadCheckpoint(ctx context.Context, kv StateStore) (Checkpoint, bool, error
 func (p *Projector) replace(ctx context.Context, t *tracked, floor uint64) (bool, error) {
 	replayed := t.stored
 	c := t.render(p.cfg.FilesURL, nil)
-	u := update{bundle: c.bundle(replayed.revision)}
-	if floor != 0 && floor != replayed.fingerprint() {
+	u := projections.Update{Bundle: c.Bundle(replayed.Revision())}
+	if floor != 0 && floor != replayed.Fingerprint() {
 		prev, err := p.summaryIn(ctx, p.cfg.Replaces, string(t.agg.Slug))
 		if err != nil {
 			return false, err
 		}
-		if prev != nil && !prev.same(replayed) {
-			u = next(prev, c, replayed.revision)
+		if prev != nil && !prev.Same(replayed) {
+			u = projections.Next(prev, c, replayed.Revision())
 		}
 	}
-	u.bundle.Sequence = replayed.sequence
-	u.resources = nil
+	u.Bundle.Sequence = replayed.Sequence()
+	u.Resources = nil
 	ok, err := p.store(ctx, u)
 	if ok {
-		t.stored = summarize(&u.bundle)
+		t.stored = projections.Summarize(&u.Bundle)
 	}
 	return ok, err
 }
@@ -178,7 +179,7 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 	case cur == nil:
 		p.logger.Warn("the replaced bucket holds an establishment the new one does not", "slug", slug)
 		return false, nil
-	case cur.revision > prev.revision, cur.same(prev):
+	case cur.Revision() > prev.Revision(), cur.Same(prev):
 		return false, nil
 	}
 	// The establishment as the bucket's bundle shows it, at the revision that follows the
@@ -187,19 +188,19 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 	if err != nil {
 		return false, err
 	}
-	if t == nil || t.seq > cur.sequence {
+	if t == nil || t.seq > cur.Sequence() {
 		t = &tracked{agg: domain.New(parsed)}
 	}
-	if t.seq < cur.sequence {
+	if t.seq < cur.Sequence() {
 		var recs []events.Record
 		if err := p.retry(ctx, "read records of "+slug, func() error {
 			// Those before the one that stored the bundle, an unreadable message passed over as
 			// the projector passed over it, then that one, which it read.
-			before, err := p.cfg.Store.Before(ctx, slug, t.seq+1, cur.sequence, func(uint64, error) {})
+			before, err := p.cfg.Store.Before(ctx, slug, t.seq+1, cur.Sequence(), func(uint64, error) {})
 			if err != nil {
 				return err
 			}
-			last, err := p.cfg.Store.Range(ctx, slug, cur.sequence, cur.sequence)
+			last, err := p.cfg.Store.Range(ctx, slug, cur.Sequence(), cur.Sequence())
 			recs = append(before, last...)
 			return err
 		}); err != nil {
@@ -209,14 +210,14 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 			t.apply(p.logger, rec)
 		}
 	}
-	u := next(prev, t.render(p.cfg.FilesURL, nil), cur.revision)
-	if u.bundle.Revision <= cur.revision {
+	u := projections.Next(prev, t.render(p.cfg.FilesURL, nil), cur.Revision())
+	if u.Bundle.Revision <= cur.Revision() {
 		return false, nil
 	}
-	u.bundle.Sequence = cur.sequence
-	u.resources = nil
+	u.Bundle.Sequence = cur.Sequence()
+	u.Resources = nil
 	p.logger.Info("raised the revision of a bundle of the new generation above the replaced one", "slug", slug,
-		"revision", u.bundle.Revision, "was", cur.revision, "replaced", prev.revision)
+		"revision", u.Bundle.Revision, "was", cur.Revision(), "replaced", prev.Revision())
 	return p.store(ctx, u)
 }
 
@@ -308,24 +309,24 @@ func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 	var announced atomic.Int64
 	err = eachSlug(ctx, slugs, workers, cfg.Progress, func(ctx context.Context, slug string) error {
 		cur, err := readSummary(ctx, cfg.New, slug, logger)
-		if err != nil || cur == nil || cur.access.Status != dockey.StatusActive {
+		if err != nil || cur == nil || cur.Status() != dockey.StatusActive {
 			return err
 		}
 		prev, err := readSummary(ctx, cfg.Old, slug, logger)
 		if err != nil {
 			return err
 		}
-		if prev != nil && cur.revision <= prev.revision && cur.sequence <= cfg.Since && prev.sequence <= cfg.Since {
+		if prev != nil && cur.Revision() <= prev.Revision() && cur.Sequence() <= cfg.Since && prev.Sequence() <= cfg.Since {
 			return nil // the same documents, announced by the old generation's projector
 		}
 		last, err := cfg.Notifier.Announced(ctx, slug)
 		if err != nil && !errors.Is(err, events.ErrInvalidSignal) {
 			return err
 		}
-		if last >= cur.revision {
+		if last >= cur.Revision() {
 			return nil
 		}
-		if err := cfg.Notifier.Changed(ctx, Change{Slug: slug, Revision: cur.revision, Resources: cur.resources()}); err != nil {
+		if err := cfg.Notifier.Changed(ctx, Change{Slug: slug, Revision: cur.Revision(), Resources: cur.Resources()}); err != nil {
 			return err
 		}
 		announced.Add(1)

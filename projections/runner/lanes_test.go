@@ -1,4 +1,4 @@
-package projections
+package runner
 
 import (
 	"bytes"
@@ -59,7 +59,7 @@ func bucketValues(t *testing.T, kv jetstream.KeyValue) map[string][]byte {
 // to to of these only. It returns the sequence of the last record of the log.
 func generatedLog(t *testing.T, n *natsEnv, copies int, from, to int) uint64 {
 	t.Helper()
-	fixtures := []string{"testdata/dated/snapshot.json", "../cmd/publisher/demo.json", "testdata/uploaded-only/snapshot.json"}
+	fixtures := []string{"../testdata/dated/snapshot.json", "../../cmd/publisher/demo.json", "../testdata/uploaded-only/snapshot.json"}
 	// snapshot is fixture f imported as slug.
 	snapshot := func(f int, slug string) domain.EstablishmentInput {
 		s := readSnapshot(t, fixtures[f%len(fixtures)])

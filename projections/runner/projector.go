@@ -1,4 +1,4 @@
-package projections
+package runner
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -892,8 +893,8 @@ func (p *Projector) storedPrints(ctx context.Context, kv Bucket, slugs []string,
 			continue
 		}
 		prints[i] = unknownPrint
-		if s, err := summarizeStored(e.Value()); err == nil && s.fingerprint() != 0 {
-			prints[i] = s.fingerprint()
+		if s, err := projections.SummarizeStored(e.Value()); err == nil && s.Fingerprint() != 0 {
+			prints[i] = s.Fingerprint()
 		}
 	}
 }
@@ -963,13 +964,13 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (b
 	switch {
 	case (t == nil || t.stored == nil) && print == 0:
 		return false, nil // nothing was stored, nothing is to be
-	case t != nil && t.stored != nil && t.stored.fingerprint() == print:
+	case t != nil && t.stored != nil && t.stored.Fingerprint() == print:
 		// What the replay would have stored was stored when the bucket was read: nothing to
 		// render, nor to read again.
 		return false, p.reannounce(ctx, t, s.lastAnnounced())
 	}
 	var (
-		stored *summary // none when the bucket held none: only this projector writes to it
+		stored *projections.BundleSummary // none when the bucket held none: only this projector writes to it
 		err    error
 	)
 	if print != 0 {
@@ -989,18 +990,18 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (b
 	}
 	replayed := t.stored
 	t.stored = stored
-	if stored.same(replayed) {
+	if stored.Same(replayed) {
 		// What the replay would have stored is stored: nothing to render.
 		return false, p.reannounce(ctx, t, s.lastAnnounced())
 	}
-	u := next(stored, t.render(p.cfg.FilesURL, nil), replayed.revision)
-	u.bundle.Sequence = replayed.sequence // the record a projection one at a time last stored
-	if !u.write {
+	u := projections.Next(stored, t.render(p.cfg.FilesURL, nil), replayed.Revision())
+	u.Bundle.Sequence = replayed.Sequence() // the record a projection one at a time last stored
+	if !u.Write {
 		return false, p.reannounce(ctx, t, s.lastAnnounced())
 	}
 	ok, err = p.store(ctx, u)
 	if ok {
-		t.stored = summarize(&u.bundle)
+		t.stored = projections.Summarize(&u.Bundle)
 	}
 	return ok, err
 }
@@ -1014,7 +1015,7 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 		return err // no establishment, or a record delivered again
 	}
 	t.apply(p.logger, rec)
-	if recheck && t.stored != nil && rec.Sequence <= t.stored.sequence {
+	if recheck && t.stored != nil && rec.Sequence <= t.stored.Sequence() {
 		// Projected before the last stop, after the checkpoint: the stored bundle was written by
 		// this record or a later one, and its announcement may be what was lost.
 		if len(rec.Events) > 0 {
@@ -1023,7 +1024,7 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 		return p.reannounce(ctx, t, -1)
 	}
 	u, ok := t.project(rec.Sequence, p.cfg.FilesURL)
-	if !ok || !u.write {
+	if !ok || !u.Write {
 		return nil
 	}
 	if len(rec.Events) > 0 {
@@ -1034,7 +1035,7 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 		return err
 	}
 	if stored {
-		t.stored = summarize(&u.bundle)
+		t.stored = projections.Summarize(&u.Bundle)
 	}
 	return nil
 }
@@ -1042,8 +1043,8 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 // store writes the bundle of u, retrying until it is stored or ctx ends, then tells the
 // notifier when the revision rose. It reports false, without error, for a bundle larger than
 // Config.MaxValueSize: the establishment keeps its previous bundle until a later change fits.
-func (p *Projector) store(ctx context.Context, u update) (bool, error) {
-	b := &u.bundle
+func (p *Projector) store(ctx context.Context, u projections.Update) (bool, error) {
+	b := &u.Bundle
 	if name, ok := allJSON(b); !ok {
 		// Render writes JSON; this is the one check of it, here rather than at every read
 		// node's every start (dockey.DecodeShared takes a body whose tag is its own as it is).
@@ -1051,7 +1052,7 @@ func (p *Projector) store(ctx context.Context, u update) (bool, error) {
 			"revision", b.Revision, "document", name)
 		return false, nil
 	}
-	compress(b)
+	projections.Compress(b)
 	value, err := dockey.EncodeBundle(b)
 	if err != nil {
 		return false, err
@@ -1064,7 +1065,7 @@ func (p *Projector) store(ctx context.Context, u update) (bool, error) {
 	key := dockey.Key(b.Slug)
 	put := p.cfg.KV.Put
 	if pb, ok := p.cfg.KV.(printedBucket); ok {
-		print := storedOf(b).summary().fingerprint()
+		print := projections.StoredPrint(b)
 		put = func(ctx context.Context, key string, value []byte) (uint64, error) {
 			return pb.putPrinted(ctx, key, value, print)
 		}
@@ -1075,8 +1076,8 @@ func (p *Projector) store(ctx context.Context, u update) (bool, error) {
 	}); err != nil {
 		return false, err
 	}
-	if len(u.resources) > 0 {
-		if err := p.notify(ctx, Change{Slug: b.Slug, Revision: b.Revision, Resources: u.resources}); err != nil {
+	if len(u.Resources) > 0 {
+		if err := p.notify(ctx, Change{Slug: b.Slug, Revision: b.Revision, Resources: u.Resources}); err != nil {
 			return false, err
 		}
 	}
@@ -1088,7 +1089,7 @@ func (p *Projector) store(ctx context.Context, u update) (bool, error) {
 func allJSON(b *dockey.Bundle) (string, bool) {
 	var bad *dockey.Document
 	var checked [][]byte
-	eachDocument(b, func(d *dockey.Document) {
+	projections.EachDocument(b, func(_ string, d *dockey.Document) {
 		if bad != nil || len(d.Body) == 0 || slices.ContainsFunc(checked, func(c []byte) bool { return bytes.Equal(c, d.Body) }) {
 			return
 		}
@@ -1101,7 +1102,7 @@ func allJSON(b *dockey.Bundle) (string, bool) {
 		return "", true
 	}
 	name := ""
-	resourceDocs(b, func(n string, d *dockey.Document) {
+	projections.EachDocument(b, func(n string, d *dockey.Document) {
 		if bytes.Equal(d.Body, bad.Body) && name == "" {
 			name = n
 		}
@@ -1125,7 +1126,7 @@ func (p *Projector) notify(ctx context.Context, c Change) error {
 // (-1 asks the notifier), is older.
 func (p *Projector) reannounce(ctx context.Context, t *tracked, last int64) error {
 	n, ok := p.cfg.Notifier.(AnnouncedNotifier)
-	if !ok || t.stored == nil || t.stored.access.Status != dockey.StatusActive || p.cfg.Now().Sub(t.changed) > ReannounceWithin {
+	if !ok || t.stored == nil || t.stored.Status() != dockey.StatusActive || p.cfg.Now().Sub(t.changed) > ReannounceWithin {
 		return nil // nothing to announce, or nothing public
 	}
 	s := t.stored
@@ -1143,9 +1144,9 @@ func (p *Projector) reannounce(ctx context.Context, t *tracked, last int64) erro
 			return err
 		}
 	}
-	if last >= s.revision {
+	if last >= s.Revision() {
 		return nil
 	}
-	p.logger.Info("announcing a stored revision whose announcement was lost", "slug", slug, "revision", s.revision, "announced", last)
-	return p.notify(ctx, Change{Slug: slug, Revision: s.revision, Resources: s.resources()})
+	p.logger.Info("announcing a stored revision whose announcement was lost", "slug", slug, "revision", s.Revision(), "announced", last)
+	return p.notify(ctx, Change{Slug: slug, Revision: s.Revision(), Resources: s.Resources()})
 }

@@ -1,4 +1,4 @@
-package projections
+package runner
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -38,7 +39,7 @@ type lane struct {
 	// establishments in the middle of a pass, which the passes are sized to make rare.
 	saved map[string]struct{}
 	// scratch is where the lane's replays encode the documents they summarize.
-	scratch docScratch
+	scratch projections.Scratch
 }
 
 func newLane(p *Projector, size int) *lane {
@@ -203,8 +204,8 @@ func (l *lane) writeState(ctx context.Context, t *tracked) error {
 }
 
 // summaryIn returns the summary of the bundle kv holds for slug, nil when none is.
-func (p *Projector) summaryIn(ctx context.Context, kv Bucket, slug string) (*summary, error) {
-	var s *summary
+func (p *Projector) summaryIn(ctx context.Context, kv Bucket, slug string) (*projections.BundleSummary, error) {
+	var s *projections.BundleSummary
 	err := p.retry(ctx, "read bundle of "+slug, func() (err error) {
 		s, err = readSummary(ctx, kv, slug, p.logger)
 		return err
@@ -216,7 +217,7 @@ func (p *Projector) summaryIn(ctx context.Context, kv Bucket, slug string) (*sum
 // that cannot be read, which it logs (it is replaced by the next one stored).
 func readSummary(ctx context.Context, kv interface {
 	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
-}, slug string, logger *slog.Logger) (*summary, error) {
+}, slug string, logger *slog.Logger) (*projections.BundleSummary, error) {
 	e, err := kv.Get(ctx, dockey.Key(slug))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -224,7 +225,7 @@ func readSummary(ctx context.Context, kv interface {
 	case err != nil:
 		return nil, err
 	}
-	s, err := summarizeStored(e.Value())
+	s, err := projections.SummarizeStored(e.Value())
 	if err != nil {
 		logger.Warn("stored bundle cannot be read", "slug", slug, "err", err)
 		return nil, nil

@@ -1,4 +1,4 @@
-package projections
+package runner
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/events/natstest"
+	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -192,8 +193,8 @@ func allDemoResources() []string {
 func TestProjectorEndToEnd(t *testing.T) {
 	n := newNATSEnv(t)
 	const demo, cave = "chez-marcel", "cave-a-vins"
-	n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")                  // seq 1, 2
-	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10") // seq 3, 4
+	n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22")                  // seq 1, 2
+	seq := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10") // seq 3, 4
 
 	rec := &recorder{}
 	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: rec})
@@ -206,12 +207,12 @@ func TestProjectorEndToEnd(t *testing.T) {
 		slug, snapshot, today string
 		revision              int64
 	}{
-		{demo, "../cmd/publisher/demo.json", "2026-11-22", 2},
-		{cave, "testdata/uploaded-only/snapshot.json", "2026-03-10", 3},
+		{demo, "../../cmd/publisher/demo.json", "2026-11-22", 2},
+		{cave, "../testdata/uploaded-only/snapshot.json", "2026-03-10", 3},
 	} {
-		want := Render(fixture(t, tc.snapshot, date(t, tc.today)), tc.revision)
+		want := projections.Render(fixture(t, tc.snapshot, date(t, tc.today)), tc.revision)
 		want.Sequence = uint64(tc.revision) // the record of the change
-		compress(&want)
+		projections.Compress(&want)
 		wantValue, err := dockey.EncodeBundle(&want)
 		if err != nil {
 			t.Fatal(err)
@@ -232,7 +233,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 	}
 
 	// A visible change raises the revision to its sequence and names the resource.
-	s := readSnapshot(t, "../cmd/publisher/demo.json")
+	s := readSnapshot(t, "../../cmd/publisher/demo.json")
 	id := domain.Identity{Name: "Chez Marcel et Fils", BusinessType: "restaurant", Description: s.Description}
 	seq = n.append(t, demo, domain.IdentityChanged{Identity: id})
 	p.waitFor(t, seq)
@@ -354,16 +355,16 @@ func TestProjectorEndToEnd(t *testing.T) {
 func TestProjectorNeverGoesBelowStoredRevisions(t *testing.T) {
 	n := newNATSEnv(t)
 	const demo, cave = "chez-marcel", "cave-a-vins"
-	n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")
-	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22")
+	seq := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
 
 	// The bucket holds bundles from an earlier projector, ahead of this log: one rendered another
 	// way, one with the same content.
 	ctx := testContext(t)
-	other := fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	other := fixture(t, "../../cmd/publisher/demo.json", date(t, "2026-11-22"))
 	other.Identity.Name = "Rendu autrement"
 	put := func(b dockey.Bundle) uint64 {
-		compress(&b)
+		projections.Compress(&b)
 		v, err := dockey.EncodeBundle(&b)
 		if err != nil {
 			t.Fatal(err)
@@ -374,8 +375,8 @@ func TestProjectorNeverGoesBelowStoredRevisions(t *testing.T) {
 		}
 		return rev
 	}
-	put(Render(other, 1000))
-	caveKV := put(Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 500))
+	put(projections.Render(other, 1000))
+	caveKV := put(projections.Render(fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 500))
 
 	rec := &recorder{}
 	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: rec})
@@ -408,7 +409,7 @@ func TestProjectorLifecycle(t *testing.T) {
 	if err := p.WaitFor(ctx, 1); !errors.Is(err, context.Canceled) {
 		t.Errorf("wait with a cancelled context: got %v, want context.Canceled", err)
 	}
-	seq := n.importFixture(t, "testdata/dated/snapshot.json", "2026-11-18")
+	seq := n.importFixture(t, "../testdata/dated/snapshot.json", "2026-11-18")
 	p.waitFor(t, seq)
 	if err := p.Run(context.Background()); err == nil {
 		t.Errorf("second run: got no error")
@@ -452,7 +453,7 @@ func TestProjectorRetriesFailedWrites(t *testing.T) {
 	kv := &flakyBucket{Bucket: n.kv, failures: 2}
 	rec := &recorder{}
 	p := startProjectorWith(t, Config{Store: n.store, KV: kv, State: n.freshState(t), Notifier: rec})
-	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	seq := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
 	p.waitFor(t, seq)
 	if b, _, _ := entry(t, n.kv, "cave-a-vins"); b.Revision != int64(seq-1) {
 		t.Errorf("revision %d, want %d", b.Revision, seq-1)
@@ -470,9 +471,9 @@ func TestProjectorRetriesFailedWrites(t *testing.T) {
 
 func TestProjectorKeepsPreviousBundleWhenTooLarge(t *testing.T) {
 	n := newNATSEnv(t)
-	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
-	ref := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), int64(seq))
-	compress(&ref) // stored bundles carry the gzip coding of every document
+	seq := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
+	ref := projections.Render(fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), int64(seq))
+	projections.Compress(&ref) // stored bundles carry the gzip coding of every document
 	value, err := dockey.EncodeBundle(&ref)
 	if err != nil {
 		t.Fatal(err)
@@ -553,7 +554,7 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 	flaky := &announcer{}
 	flaky.failures.Store(2)
 	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: flaky})
-	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	seq := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
 	p.waitFor(t, seq)
 	first := flaky.take()
 	if len(first) != 1 || first[0].Revision != int64(seq-1) || flaky.calls.Load() != 3 {
@@ -644,8 +645,8 @@ func (a *announcer) set(changes []Change) {
 func TestStoredBundlesCarryTheirPrint(t *testing.T) {
 	n := newNATSEnv(t)
 	const demo, cave = "chez-marcel", "cave-a-vins"
-	n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")
-	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22")
+	seq := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
 	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
 	p.waitFor(t, seq)
 
@@ -665,11 +666,11 @@ func TestStoredBundlesCarryTheirPrint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := summarizeStored(msg.Data)
+		s, err := projections.SummarizeStored(msg.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want[i] = s.fingerprint()
+		want[i] = s.Fingerprint()
 		if got := msg.Header.Get(printHeader); got != strconv.FormatUint(want[i], 16) {
 			t.Errorf("%s: header %s %q, want the fingerprint of its summary, %x", slug, printHeader, got, want[i])
 		}
@@ -688,7 +689,7 @@ func TestStoredBundlesCarryTheirPrint(t *testing.T) {
 	}
 
 	// A bundle deleted is left out; one of an establishment absent from the list is counted.
-	other := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 7)
+	other := projections.Render(fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 7)
 	other.Slug = "ferme"
 	value, err := dockey.EncodeBundle(&other)
 	if err != nil {
@@ -742,7 +743,7 @@ func TestBundlesAbsentFromTheLogAreReportedInOneLine(t *testing.T) {
 // bundles stored with their fingerprints or, as an earlier version stored them, without.
 func testBundlesAbsentFromTheLog(t *testing.T, printed bool) {
 	n := newNATSEnv(t)
-	seq := n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")
+	seq := n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22")
 	if !printed {
 		// The establishment of the log has its bundle, without a fingerprint: the whole bucket is read.
 		first := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
@@ -758,7 +759,7 @@ func testBundlesAbsentFromTheLog(t *testing.T, printed bool) {
 			t.Fatalf("a bundle without a fingerprint: the headers read gives %v, want errNoPrints", err)
 		}
 	}
-	strangers := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 7)
+	strangers := projections.Render(fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 7)
 	for i := range 12 {
 		b := strangers
 		b.Slug = fmt.Sprintf("inconnu-%02d", i)
@@ -767,7 +768,7 @@ func testBundlesAbsentFromTheLog(t *testing.T, printed bool) {
 			t.Fatal(err)
 		}
 		if printed {
-			_, err = n.kv.(printedBucket).putPrinted(testContext(t), dockey.Key(b.Slug), v, storedOf(&b).summary().fingerprint())
+			_, err = n.kv.(printedBucket).putPrinted(testContext(t), dockey.Key(b.Slug), v, projections.StoredPrint(&b))
 		} else {
 			_, err = n.kv.Put(testContext(t), dockey.Key(b.Slug), v)
 		}
@@ -823,20 +824,20 @@ func TestDocumentsThatAreNotJSONAreNotStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := Render(fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 3)
+	b := projections.Render(fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 3)
 	bad := b
 	bad.Hours.Body = []byte(`{"business_hours":[`)
-	bad.Hours.ETag = ETag(bad.Hours.Body)
-	if stored, err := p.store(testContext(t), update{bundle: bad, write: true}); stored || err != nil {
+	bad.Hours.ETag = projections.ETag(bad.Hours.Body)
+	if stored, err := p.store(testContext(t), projections.Update{Bundle: bad, Write: true}); stored || err != nil {
 		t.Fatalf("store of a bundle whose hours are not JSON: stored %t, error %v; want neither", stored, err)
 	}
 	if _, err := n.kv.Get(testContext(t), dockey.Key(bad.Slug)); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("after it: get %v, want ErrKeyNotFound", err)
 	}
-	if name, ok := allJSON(&bad); ok || name != ResourceHours {
-		t.Errorf("allJSON: %q, %t; want %q, false", name, ok, ResourceHours)
+	if name, ok := allJSON(&bad); ok || name != projections.ResourceHours {
+		t.Errorf("allJSON: %q, %t; want %q, false", name, ok, projections.ResourceHours)
 	}
-	if stored, err := p.store(testContext(t), update{bundle: b, write: true}); !stored || err != nil {
+	if stored, err := p.store(testContext(t), projections.Update{Bundle: b, Write: true}); !stored || err != nil {
 		t.Fatalf("store of the rendered bundle: stored %t, error %v", stored, err)
 	}
 }

@@ -1,10 +1,8 @@
-package projections
+package runner
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -282,30 +281,6 @@ func TestProjectorReplaysWhenItsCheckpointDoesNotHold(t *testing.T) {
 	})
 }
 
-// TestRenderRevisionFollowsTheGoldens fails when the rendering of the golden establishments
-// changes while renderRevision stays: a projector resuming from a checkpoint of the previous
-// renderer would otherwise keep serving what it rendered.
-func TestRenderRevisionFollowsTheGoldens(t *testing.T) {
-	// The fingerprint of the golden documents each renderer renders.
-	fingerprints := map[int]string{
-		1: "1baa4ccc94594cf45f4d8c05aaf85f98b920eb4c1bea3058ca7644f680bbe853",
-		2: "a1642bf467a8f859cb1cdef9e27c853319baad134c0f247928759920cec0108e", // a draft holds no document
-	}
-	h := sha256.New()
-	for _, tc := range goldenCases {
-		b := Render(fixture(t, tc.snapshot, readToday(t, "testdata/"+tc.name)), goldenRevision)
-		files := goldenFiles(t, &b)
-		for _, name := range slices.Sorted(maps.Keys(files)) {
-			fmt.Fprintf(h, "%s/%s %d\n", tc.name, name, len(files[name]))
-			h.Write(files[name])
-		}
-	}
-	got := hex.EncodeToString(h.Sum(nil))
-	if fingerprints[renderRevision] != got {
-		t.Errorf("the golden documents of render revision %d have fingerprint %s, recorded %q: if the rendering changed, raise renderRevision and record the new fingerprint under it", renderRevision, got, fingerprints[renderRevision])
-	}
-}
-
 // At a resumption, an announcement lost in the stop is made, and a record that changed nothing
 // announces nothing, however long ago the stored revision was announced.
 func TestResumeAnnouncesWhatWasLostAndNothingElse(t *testing.T) {
@@ -317,7 +292,7 @@ func TestResumeAnnouncesWhatWasLostAndNothingElse(t *testing.T) {
 	}
 	first := &announcer{}
 	p := start(n.store, first)
-	seq := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	seq := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
 	p.waitFor(t, seq)
 	announced := first.take()
 	_ = p.stop(t)
@@ -370,7 +345,7 @@ func TestStateAheadOfTheRecordIsNotTrusted(t *testing.T) {
 	state := n.freshState(t)
 	const demo = "chez-marcel"
 	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state})
-	p.waitFor(t, n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22"))
+	p.waitFor(t, n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22"))
 	_ = p.stop(t)
 
 	url := "https://cdn.example.fr/carte-2.pdf"
@@ -403,18 +378,18 @@ func TestStateAheadOfTheRecordIsNotTrusted(t *testing.T) {
 // of a log restored from a backup is rebuilt from that log.
 func TestStateIsReadOnlyForItsLog(t *testing.T) {
 	t.Parallel()
-	e := fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22"))
-	b := Render(e, 7)
-	saved := &tracked{agg: e, seq: 42, stored: summarize(&b), changed: time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)}
+	e := fixture(t, "../../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	b := projections.Render(e, 7)
+	saved := &tracked{agg: e, seq: 42, stored: projections.Summarize(&b), changed: time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)}
 	value, err := encodeState(saved, "CONTENT@1", 99)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, replay, ok := decodeState(e.Slug, "CONTENT@1", value)
-	if !ok || replay != 99 || got.seq != 42 || !got.stored.same(saved.stored) || !got.changed.Equal(saved.changed) {
-		t.Fatalf("read back: ok %v, replay %d, seq %d, same summary %v", ok, replay, got.seq, ok && got.stored.same(saved.stored))
+	if !ok || replay != 99 || got.seq != 42 || !got.stored.Same(saved.stored) || !got.changed.Equal(saved.changed) {
+		t.Fatalf("read back: ok %v, replay %d, seq %d, same summary %v", ok, replay, got.seq, ok && got.stored.Same(saved.stored))
 	}
-	rendered := Render(got.agg, 7)
+	rendered := projections.Render(got.agg, 7)
 	have, err := dockey.EncodeBundle(&rendered)
 	if err != nil {
 		t.Fatal(err)
@@ -439,7 +414,7 @@ func TestOldChangesAreNotAnnouncedAgain(t *testing.T) {
 		down := &announcer{}
 		down.down.Store(true)
 		p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: down})
-		n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+		n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
 		deadline := time.Now().Add(testTimeout)
 		for down.calls.Load() == 0 {
 			if time.Now().After(deadline) {
@@ -472,7 +447,7 @@ func TestDraftsAreNeverAnnounced(t *testing.T) {
 	const draft = "cave-a-vins"
 	// The records are recent on the projectors' clock (testNow): a start checks the announcements
 	// of changes younger than ReannounceWithin.
-	snap := readSnapshot(t, "testdata/draft/snapshot.json")
+	snap := readSnapshot(t, "../testdata/draft/snapshot.json")
 	n.append(t, draft, importEvents(t, domain.New(draft), snap)...)
 	seq := n.append(t, draft, domain.DayStarted{Date: date(t, "2026-03-10")})
 	for _, replay := range []bool{false, false, true} {
@@ -485,9 +460,9 @@ func TestDraftsAreNeverAnnounced(t *testing.T) {
 		}
 	}
 
-	withDocs := renderAll(fixture(t, "testdata/draft/snapshot.json", date(t, "2026-03-10")), nil).bundle(int64(seq))
+	withDocs := renderedDraft(fixture(t, "../testdata/draft/snapshot.json", date(t, "2026-03-10")), int64(seq))
 	withDocs.Sequence = seq
-	compress(&withDocs)
+	projections.Compress(&withDocs)
 	value, err := dockey.EncodeBundle(&withDocs)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package projections
+package runner
 
 import (
 	"sync/atomic"
@@ -10,8 +10,8 @@ import (
 
 func TestVerifyComparesTheBucketWithTheLog(t *testing.T) {
 	n := newNATSEnv(t)
-	n.importFixture(t, "testdata/draft/snapshot.json", "2026-03-10") // a bundle without documents
-	seq := n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")
+	n.importFixture(t, "../testdata/draft/snapshot.json", "2026-03-10") // a bundle without documents
+	seq := n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22")
 	r := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
 	r.waitFor(t, seq)
 	seq = n.append(t, "chez-marcel", domain.MenuRedirectChanged{Enabled: false})
@@ -53,7 +53,7 @@ func TestVerifyListsABoundedNumberOfDifferences(t *testing.T) {
 	slugs := []string{"diff-a", "diff-b", "diff-c"}
 	var seq uint64
 	for _, slug := range slugs {
-		s := readSnapshot(t, "../cmd/publisher/demo.json")
+		s := readSnapshot(t, "../../cmd/publisher/demo.json")
 		s.Slug = slug
 		n.append(t, slug, importEvents(t, domain.New(domain.Slug(slug)), s)...)
 		seq = n.append(t, slug, domain.DayStarted{Date: date(t, "2026-11-22")})

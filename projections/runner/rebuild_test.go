@@ -1,4 +1,4 @@
-package projections
+package runner
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -19,11 +20,11 @@ import (
 func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
 	n := newNATSEnv(t)
 	const demo, cave = "chez-marcel", "cave-a-vins"
-	n.importFixture(t, "../cmd/publisher/demo.json", "2026-11-22")
-	built := n.importFixture(t, "testdata/uploaded-only/snapshot.json", "2026-03-10")
+	n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22")
+	built := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
 	ctx := testContext(t)
 	put := func(kv jetstream.KeyValue, b dockey.Bundle) {
-		compress(&b)
+		projections.Compress(&b)
 		v, err := dockey.EncodeBundle(&b)
 		if err != nil {
 			t.Fatal(err)
@@ -33,11 +34,11 @@ func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
 		}
 	}
 	// The first generation: the demo rendered another way, the cave as this renderer does.
-	other := fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	other := fixture(t, "../../cmd/publisher/demo.json", date(t, "2026-11-22"))
 	other.Identity.Name = "Rendu autrement"
-	put(n.kv, Render(other, 1000))
-	caveAgg := fixture(t, "testdata/uploaded-only/snapshot.json", date(t, "2026-03-10"))
-	put(n.kv, Render(caveAgg, 500))
+	put(n.kv, projections.Render(other, 1000))
+	caveAgg := fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10"))
+	put(n.kv, projections.Render(caveAgg, 500))
 
 	next, state, err := OpenGeneration(ctx, n.js, 2, 1)
 	if err != nil {
@@ -63,8 +64,8 @@ func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
 		t.Fatalf("%s followed: revision %d, want 501", cave, b.Revision)
 	}
 	caveAgg.Apply(master)
-	put(n.kv, Render(caveAgg, 700))
-	put(n.kv, Render(other, 2000))
+	put(n.kv, projections.Render(caveAgg, 700))
+	put(n.kv, projections.Render(other, 2000))
 	_, _, demoRev := entry(t, next, demo)
 
 	if err := p.stop(t); err != context.Canceled {
@@ -78,8 +79,8 @@ func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
 	if caveNow.Revision != 700 {
 		t.Errorf("%s settled: revision %d, want 700 (the replaced revision, the same documents)", cave, caveNow.Revision)
 	}
-	want := Render(caveAgg, 700)
-	compress(&want)
+	want := projections.Render(caveAgg, 700)
+	projections.Compress(&want)
 	if wantValue, _ := dockey.EncodeBundle(&want); !bytes.Equal(documentsOf(t, caveValue), documentsOf(t, wantValue)) {
 		t.Errorf("%s settled: documents differ from the rendering at 700", cave)
 	}

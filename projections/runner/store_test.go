@@ -1,0 +1,17 @@
+package runner
+
+import (
+	"testing"
+
+	"github.com/opencarte/publisher/projections"
+)
+
+func BenchmarkAllJSONDemo(b *testing.B) {
+	bundle := projections.Render(fixture(b, "../../cmd/publisher/demo.json", date(b, "2026-11-22")), 42)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := allJSON(&bundle); !ok {
+			b.Fatal("the demo's documents are not JSON")
+		}
+	}
+}
