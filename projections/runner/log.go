@@ -1,0 +1,30 @@
+package runner
+
+import (
+	"context"
+
+	"github.com/opencarte/publisher/events"
+)
+
+// Log is the event log the projector reads; *events.Store satisfies it.
+type Log interface {
+	// ReplayPart calls fn for every record from sequence from through to whose establishment
+	// keep accepts, and unreadable for every such message that is not a readable record; other,
+	// unless nil, receives every other message as stored, for events.DecodeRecord.
+	ReplayPart(ctx context.Context, from, to uint64, keep func(slug string) bool, fn func(events.Record) error, other func(slug string, seq uint64, data []byte) error, unreadable func(seq uint64, err error)) error
+	// Follow calls fn for every record from sequence from, stored or to come, until ctx is done.
+	Follow(ctx context.Context, from uint64, fn func(events.Record) error) error
+	// Before returns the records of one establishment from sequence from up to, not including,
+	// its record at sequence before, oldest first, and passes to unreadable every message of
+	// its that is not a readable record.
+	Before(ctx context.Context, slug string, from, before uint64, unreadable func(seq uint64, err error)) ([]events.Record, error)
+	// Range returns the records of one establishment from sequence from through to, which must
+	// be the sequence of one of its records, oldest first.
+	Range(ctx context.Context, slug string, from, to uint64) ([]events.Record, error)
+	// Slugs lists, sorted, the establishments with at least one record.
+	Slugs(ctx context.Context) ([]string, error)
+	// LastStreamSequence returns the sequence of the log's last record.
+	LastStreamSequence(ctx context.Context) (uint64, error)
+	// Identity tells this log apart from any other, one restored from a backup say.
+	Identity(ctx context.Context) (string, error)
+}

@@ -1,0 +1,82 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// store writes the bundle of u, retrying until it is stored or ctx ends, then tells the
+// notifier when the revision rose. It reports false, without error, for a bundle larger than
+// Config.MaxValueSize: the establishment keeps its previous bundle until a later change fits.
+func (p *Projector) store(ctx context.Context, u projections.Update) (bool, error) {
+	b := &u.Bundle
+	if name, ok := allJSON(b); !ok {
+		// Render writes JSON; this is the one check of it, here rather than at every read
+		// node's every start (dockey.DecodeShared takes a body whose tag is its own as it is).
+		p.logger.Error("rendered document is not JSON, previous bundle kept", "slug", b.Slug,
+			"revision", b.Revision, "document", name)
+		return false, nil
+	}
+	projections.Compress(b)
+	value, err := dockey.EncodeBundle(b)
+	if err != nil {
+		return false, err
+	}
+	if len(value) > p.cfg.MaxValueSize {
+		p.logger.Error("bundle too large, previous bundle kept", "slug", b.Slug,
+			"revision", b.Revision, "bytes", len(value), "max_bytes", p.cfg.MaxValueSize)
+		return false, nil
+	}
+	key := dockey.Key(b.Slug)
+	put := p.cfg.KV.Put
+	if pb, ok := p.cfg.KV.(printedBucket); ok {
+		print := projections.StoredPrint(b)
+		put = func(ctx context.Context, key string, value []byte) (uint64, error) {
+			return pb.putPrinted(ctx, key, value, print)
+		}
+	}
+	if err := p.retry(ctx, fmt.Sprintf("store bundle %s at revision %d", key, b.Revision), func() error {
+		_, err := put(ctx, key, value)
+		return err
+	}); err != nil {
+		return false, err
+	}
+	if len(u.Resources) > 0 {
+		if err := p.notify(ctx, Change{Slug: b.Slug, Revision: b.Revision, Resources: u.Resources}); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// allJSON reports whether every body of b is JSON, and otherwise names a document that is not.
+// Bodies equal to one already checked (a menu the same in two languages) are not checked again.
+func allJSON(b *dockey.Bundle) (string, bool) {
+	var bad *dockey.Document
+	var checked [][]byte
+	projections.EachDocument(b, func(_ string, d *dockey.Document) {
+		if bad != nil || len(d.Body) == 0 || slices.ContainsFunc(checked, func(c []byte) bool { return bytes.Equal(c, d.Body) }) {
+			return
+		}
+		if !events.ValidJSON(d.Body) {
+			bad = d
+		}
+		checked = append(checked, d.Body)
+	})
+	if bad == nil {
+		return "", true
+	}
+	name := ""
+	projections.EachDocument(b, func(n string, d *dockey.Document) {
+		if bytes.Equal(d.Body, bad.Body) && name == "" {
+			name = n
+		}
+	})
+	return name, false
+}
