@@ -28,196 +28,263 @@ import (
 // of its own. Memory also holds the list of the log's establishments
 // meanwhile: a slug and a fingerprint each.
 func (p *Projector) replayAll(ctx context.Context) (uint64, error) {
+	r := &replay{p: p, start: time.Now(), generation: time.Now().UnixNano()}
+	if err := r.readLog(ctx); err != nil {
+		return 0, err
+	}
+	if err := r.readStored(ctx); err != nil {
+		return 0, err
+	}
+	r.readFloors(ctx)
+	defer func() { <-r.floorsRead }()
+	r.openSpill()
+	defer r.closeSpill()
+	for pass := range r.passes {
+		if err := r.pass(ctx, pass); err != nil {
+			return 0, err
+		}
+	}
+	return r.last, r.finish(ctx)
+}
+
+// replay is one replay of the whole log: what it read before its passes, and its temporary files.
+type replay struct {
+	p          *Projector
+	start      time.Time
+	listed     time.Duration // how long reading the log's establishments took
+	generation int64         // tells the states this replay writes from those of any other
+
+	last      uint64   // the log's last sequence when the replay began
+	slugs     []string // the log's establishments, sorted
+	prints    []uint64 // the fingerprint of the stored bundle of each of slugs
+	announced []int64  // the last revision announced of each of slugs; nil when not known
+	tally     reconciled
+
+	// floors are the fingerprints of the bundles of Config.Replaces, read while the first pass
+	// replays; floorsRead tells when, and holds nil once taken.
+	floors     []uint64
+	floorsRead chan error
+
+	workers, passes int
+	// sp holds the records of the later passes; nil when there is one pass, or when they cannot
+	// be kept, the passes then reading the log each.
+	sp *spill
+}
+
+// readLog reads the log's last sequence, then its establishments, and removes the checkpoint:
+// a replay interrupted is started again at the next start, not resumed from an older checkpoint.
+func (r *replay) readLog(ctx context.Context) error {
 	// The position first: every establishment with a record up to it is among the slugs.
-	start := time.Now()
-	last, err := p.cfg.Store.LastStreamSequence(ctx)
-	if err != nil {
-		return 0, err
+	p := r.p
+	var err error
+	if r.last, err = p.cfg.Store.LastStreamSequence(ctx); err != nil {
+		return err
 	}
-	slugs, err := p.cfg.Store.Slugs(ctx)
-	if err != nil {
-		return 0, err
+	if r.slugs, err = p.cfg.Store.Slugs(ctx); err != nil {
+		return err
 	}
-	listed := time.Since(start)
-	// A replay interrupted is started again at the next start, not resumed from an older
-	// checkpoint.
-	if err := p.retry(ctx, "remove the checkpoint", func() error {
+	r.listed = time.Since(r.start)
+	r.workers = min(p.cfg.Workers, runtime.GOMAXPROCS(0))
+	r.passes = passesFor(len(r.slugs), p.cfg.CacheSize, r.workers)
+	return p.retry(ctx, "remove the checkpoint", func() error {
 		err := p.cfg.State.Delete(ctx, checkpointKey)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil
 		}
 		return err
-	}); err != nil {
-		return 0, err
-	}
-	var (
-		tally  reconciled
-		prints []uint64
-	)
+	})
+}
+
+// readStored reads the fingerprints of the stored bundles and, when the notifier tells them in
+// one read, the announcements of every establishment: its answer for each of the log's
+// establishments, the reconciliation then asking it nothing.
+func (r *replay) readStored(ctx context.Context) error {
+	p := r.p
 	if err := p.retry(ctx, "read the stored bundles", func() (err error) {
-		tally = reconciled{total: len(slugs)}
-		prints, err = p.storedPrints(ctx, p.cfg.KV, slugs, &tally)
+		r.tally = reconciled{total: len(r.slugs)}
+		r.prints, err = p.storedPrints(ctx, p.cfg.KV, r.slugs, &r.tally)
 		return err
 	}); err != nil {
-		return 0, err
+		return err
 	}
-	printed := time.Since(start)
-	// The announcements of every establishment, when the notifier tells them in one read: its
-	// answer for each of the log's establishments, the reconciliation then asking it nothing.
-	var announced []int64
+	printed := time.Since(r.start)
 	if n, ok := p.cfg.Notifier.(AllAnnouncedNotifier); ok {
 		if err := p.retry(ctx, "read the last announcements", func() error {
-			announced = make([]int64, len(slugs))
+			r.announced = make([]int64, len(r.slugs))
 			return n.AllAnnounced(ctx, func(slug string, revision int64) {
-				if i, found := slices.BinarySearch(slugs, slug); found {
-					announced[i] = revision
+				if i, found := slices.BinarySearch(r.slugs, slug); found {
+					r.announced[i] = revision
 				}
 			})
 		}); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	p.logger.Debug("projections: the replay read what it reconciles with", "establishments", len(slugs),
-		"log_listed", listed.Round(time.Millisecond), "bucket_read", (printed - listed).Round(time.Millisecond),
-		"announcements_read", (time.Since(start) - printed).Round(time.Millisecond))
-	// The fingerprints of the bundles of the bucket replaced, if any, read while the first pass
-	// replays: only its reconciliation needs them.
-	var floors []uint64
-	floorsRead := make(chan error, 1)
-	if p.cfg.Replaces != nil {
-		go func() {
-			floorsRead <- p.retry(ctx, "read the bundles of the bucket replaced", func() (err error) {
-				floors, err = p.storedPrints(ctx, p.cfg.Replaces, slugs, nil)
-				return err
-			})
-		}()
-	} else {
-		floorsRead <- nil
+	p.logger.Debug("projections: the replay read what it reconciles with", "establishments", len(r.slugs),
+		"log_listed", r.listed.Round(time.Millisecond), "bucket_read", (printed - r.listed).Round(time.Millisecond),
+		"announcements_read", (time.Since(r.start) - printed).Round(time.Millisecond))
+	return nil
+}
+
+// readFloors starts reading the fingerprints of the bundles of the bucket replaced, if any, while
+// the first pass replays: only its reconciliation needs them.
+func (r *replay) readFloors(ctx context.Context) {
+	r.floorsRead = make(chan error, 1)
+	if r.p.cfg.Replaces == nil {
+		r.floorsRead <- nil
+		return
 	}
-	defer func() { <-floorsRead }()
-	workers := min(p.cfg.Workers, runtime.GOMAXPROCS(0))
-	passes := passesFor(len(slugs), p.cfg.CacheSize, workers)
-	// The files of the later passes; nil when there is one pass, or when they cannot be kept, the
-	// passes then reading the log each.
-	var sp *spill
-	logEachPass := func(err error) {
-		p.logger.Warn("the replay reads the log once per pass", "passes", passes, "err", err)
-		if sp != nil {
-			sp.close()
-			sp = nil
-		}
-	}
-	if passes > 1 {
-		if sp, err = newSpill(p.cfg.SpillDir, passes); err != nil {
-			logEachPass(err)
-		}
-	}
-	defer func() {
-		if sp != nil {
-			sp.close()
-		}
-	}()
-	unreadable := func(seq uint64, err error) {
-		p.logger.Error("skip unreadable message of the event log", "seq", seq, "err", err)
-	}
-	generation := time.Now().UnixNano()
-	for pass := range passes {
-		keep := func(slug string) bool { return passOf(slug, passes) == pass }
-		// The first pass reads the log, and writes the records of the others to their files; each
-		// later pass reads its file.
-		read := func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
-			if sp != nil && pass > 0 {
-				err := sp.each(pass, keep, func(slug string, seq uint64, data []byte) error {
-					rec, err := events.DecodeRecord(slug, seq, data)
-					if err != nil {
-						unreadable(seq, err)
-						return nil
-					}
-					return dispatch(rec)
-				})
-				if errors.Is(err, errSpill) {
-					logEachPass(err) // the pass is made again, from the log
-				}
-				return last, err
-			}
-			if sp != nil {
-				if err := sp.reset(); err != nil {
-					logEachPass(err)
-				}
-			}
-			if sp == nil {
-				return last, p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, nil, unreadable)
-			}
-			other := func(slug string, seq uint64, data []byte) error {
-				sp.add(passOf(slug, passes), slug, seq, data)
-				return nil
-			}
-			if err := p.cfg.Store.ReplayPart(ctx, 1, last, keep, dispatch, other, unreadable); err != nil {
-				return 0, err
-			}
-			if err := sp.flush(); err != nil {
-				logEachPass(err)
-			}
-			return last, nil
-		}
-		var lanes []*lane
-		err := p.retry(ctx, "replay a share of the establishments", func() error {
-			// A pass that failed is made again from the start of what it reads, with lanes that
-			// know none of the states it saved.
-			lanes = make([]*lane, workers)
-			for i := range lanes {
-				lanes[i] = newLane(p, p.cfg.CacheSize/workers)
-				lanes[i].replay = generation
-			}
-			_, err := fanOut(ctx, lanes, recordSlug, p.replayRecord, read)
+	go func() {
+		r.floorsRead <- r.p.retry(ctx, "read the bundles of the bucket replaced", func() (err error) {
+			r.floors, err = r.p.storedPrints(ctx, r.p.cfg.Replaces, r.slugs, nil)
 			return err
 		})
-		if err != nil {
-			return 0, fmt.Errorf("replay: %w", err)
-		}
-		if floorsRead != nil {
-			err := <-floorsRead
-			floorsRead <- nil // for the deferred receive
-			if err != nil {
-				return 0, err
-			}
-		}
-		var share []storedPrint
-		for i, slug := range slugs {
-			if keep(slug) {
-				s := storedPrint{slug: slug, print: prints[i]}
-				if floors != nil {
-					s.floor = floors[i]
-				}
-				if announced != nil {
-					s.announced, s.knownAnnounced = announced[i], true
-				}
-				share = append(share, s)
-			}
-		}
-		if err := p.reconcile(ctx, lanes, share, &tally); err != nil {
-			return 0, fmt.Errorf("reconcile: %w", err)
-		}
-		if passes > 1 {
-			if sp != nil && pass > 0 {
-				sp.done(pass)
-			}
-			p.logger.Info("projections replayed a share of the establishments", "pass", pass+1, "passes", passes, "establishments", len(share))
-		}
+	}()
+}
+
+// waitFloors waits until the floors are read, and returns why they could not be.
+func (r *replay) waitFloors() error {
+	err := <-r.floorsRead
+	r.floorsRead <- nil // for the next pass, and the deferred receive
+	return err
+}
+
+// openSpill creates the files of the later passes, when there are several.
+func (r *replay) openSpill() {
+	if r.passes <= 1 {
+		return
 	}
-	if tally.absent > 0 {
+	var err error
+	if r.sp, err = newSpill(r.p.cfg.SpillDir, r.passes); err != nil {
+		r.readEachPass(err)
+	}
+}
+
+func (r *replay) closeSpill() {
+	if r.sp != nil {
+		r.sp.close()
+	}
+}
+
+// readEachPass gives up the files for err: every later pass reads the log.
+func (r *replay) readEachPass(err error) {
+	r.p.logger.Warn("the replay reads the log once per pass", "passes", r.passes, "err", err)
+	r.closeSpill()
+	r.sp = nil
+}
+
+// pass replays the share of the establishments of pass, then reconciles it with the bucket.
+func (r *replay) pass(ctx context.Context, pass int) error {
+	p := r.p
+	keep := func(slug string) bool { return passOf(slug, r.passes) == pass }
+	var lanes []*lane
+	err := p.retry(ctx, "replay a share of the establishments", func() error {
+		// A pass that failed is made again from the start of what it reads, with lanes that
+		// know none of the states it saved.
+		lanes = make([]*lane, r.workers)
+		for i := range lanes {
+			lanes[i] = newLane(p, p.cfg.CacheSize/r.workers)
+			lanes[i].replay = r.generation
+		}
+		_, err := fanOut(ctx, lanes, recordSlug, p.replayRecord, r.source(pass, keep))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	if err := r.waitFloors(); err != nil {
+		return err
+	}
+	share := r.share(keep)
+	if err := p.reconcile(ctx, lanes, share, &r.tally); err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	if r.passes > 1 {
+		if r.sp != nil && pass > 0 {
+			r.sp.done(pass)
+		}
+		p.logger.Info("projections replayed a share of the establishments", "pass", pass+1, "passes", r.passes, "establishments", len(share))
+	}
+	return nil
+}
+
+// source returns what reads the records of pass: the first pass reads the log, and writes the
+// records of the others to their files; each later pass reads its file.
+func (r *replay) source(pass int, keep func(string) bool) func(context.Context, func(events.Record) error) (uint64, error) {
+	return func(ctx context.Context, dispatch func(events.Record) error) (uint64, error) {
+		if r.sp != nil && pass > 0 {
+			err := r.sp.each(pass, keep, func(slug string, seq uint64, data []byte) error {
+				rec, err := events.DecodeRecord(slug, seq, data)
+				if err != nil {
+					r.unreadable(seq, err)
+					return nil
+				}
+				return dispatch(rec)
+			})
+			if errors.Is(err, errSpill) {
+				r.readEachPass(err) // the pass is made again, from the log
+			}
+			return r.last, err
+		}
+		if r.sp != nil {
+			if err := r.sp.reset(); err != nil {
+				r.readEachPass(err)
+			}
+		}
+		if r.sp == nil {
+			return r.last, r.p.cfg.Store.ReplayPart(ctx, 1, r.last, keep, dispatch, nil, r.unreadable)
+		}
+		other := func(slug string, seq uint64, data []byte) error {
+			r.sp.add(passOf(slug, r.passes), slug, seq, data)
+			return nil
+		}
+		if err := r.p.cfg.Store.ReplayPart(ctx, 1, r.last, keep, dispatch, other, r.unreadable); err != nil {
+			return 0, err
+		}
+		if err := r.sp.flush(); err != nil {
+			r.readEachPass(err)
+		}
+		return r.last, nil
+	}
+}
+
+func (r *replay) unreadable(seq uint64, err error) {
+	r.p.logger.Error("skip unreadable message of the event log", "seq", seq, "err", err)
+}
+
+// share returns the establishments keep accepts, with what was read of their stored bundles and
+// announcements.
+func (r *replay) share(keep func(string) bool) []storedPrint {
+	var share []storedPrint
+	for i, slug := range r.slugs {
+		if !keep(slug) {
+			continue
+		}
+		s := storedPrint{slug: slug, print: r.prints[i]}
+		if r.floors != nil {
+			s.floor = r.floors[i]
+		}
+		if r.announced != nil {
+			s.announced, s.knownAnnounced = r.announced[i], true
+		}
+		share = append(share, s)
+	}
+	return share
+}
+
+// finish reports what the reconciliation did and writes the checkpoint.
+func (r *replay) finish(ctx context.Context) error {
+	p := r.p
+	if r.tally.absent > 0 {
 		// One line, whatever their number: a count and the first few by slug.
 		p.logger.Warn("stored bundles of establishments absent from the log are left as they are",
-			"count", tally.absent, "examples", tally.examples)
+			"count", r.tally.absent, "examples", r.tally.examples)
 	}
-	p.logger.Info("projections reconciled with the stored bundles", "establishments", len(slugs), "written", tally.written)
+	p.logger.Info("projections reconciled with the stored bundles", "establishments", len(r.slugs), "written", r.tally.written)
 	p.replayed = time.Now().UTC()
-	if err := p.retry(ctx, "write the checkpoint", func() error {
-		return p.saveCheckpoint(ctx, last)
-	}); err != nil {
-		return 0, err
-	}
-	return last, nil
+	return p.retry(ctx, "write the checkpoint", func() error {
+		return p.saveCheckpoint(ctx, r.last)
+	})
 }
 
 // passesFor returns how many passes a replay of n establishments takes on workers lanes sharing a
