@@ -164,10 +164,7 @@ func (w *generationWatch) state() (generations, <-chan struct{}) {
 
 // projectedBy returns the generation of the documents p projects into, 0 when unknown.
 func projectedBy(p *runner.Projector) int {
-	if b, ok := p.Documents().(interface{ Bucket() string }); ok {
-		return dockey.GenerationOf(b.Bucket())
-	}
-	return 0
+	return dockey.GenerationOf(p.Bucket())
 }
 
 // Rewatch starts the watch again: after a reconnection, a watch whose consumer was lost would

@@ -250,11 +250,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			if err != nil {
 				return nil, err
 			}
+			signals := signalNotifier{s: m.Signals, rendered: rendered}
 			return runner.New(runner.Config{
 				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: replayAsked.Swap(false),
 				Logger: m.Logger.With("role", roleProjector),
 				// A change signal goes out once every document of the new revision is stored.
-				Notifier: signalNotifier{s: m.Signals, rendered: rendered},
+				Notifier: signals, Announcements: signals, AllAnnouncements: signals,
 				// A bundle larger than the server accepts is refused at once rather than retried.
 				MaxValueSize: m.maxBundle(),
 				Workers:      c.ProjectorWorkers,
@@ -1074,9 +1075,7 @@ func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
 	var docs string // the generation the record is projected into
 	if p := m.Projector(); p != nil {
 		if err = p.WaitFor(ctx, seq); err == nil {
-			if b, ok := p.Documents().(interface{ Bucket() string }); ok {
-				docs = b.Bucket()
-			}
+			docs = p.Bucket()
 		}
 	}
 	if errors.Is(err, runner.ErrStopped) {
@@ -1212,7 +1211,10 @@ type signalNotifier struct {
 	rendered prometheus.Counter // nil without metrics
 }
 
-var _ runner.AllAnnouncedNotifier = signalNotifier{}
+var _ interface {
+	runner.AnnouncedNotifier
+	runner.AllAnnouncements
+} = signalNotifier{}
 
 func (n signalNotifier) Changed(ctx context.Context, c runner.Change) error {
 	if n.rendered != nil {

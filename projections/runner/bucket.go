@@ -19,8 +19,8 @@ type Bucket interface {
 	Put(ctx context.Context, key string, value []byte) (uint64, error)
 	// Get returns the value under key, or jetstream.ErrKeyNotFound.
 	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
-	// ListKeysFiltered lists the keys matching filters.
-	ListKeysFiltered(ctx context.Context, filters ...string) (jetstream.KeyLister, error)
+	// Bucket returns the bucket's name.
+	Bucket() string
 	// Watch passes the last value of every key matching keys, then nil, then every change.
 	Watch(ctx context.Context, keys string, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error)
 	// Status describes the bucket.

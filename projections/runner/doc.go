@@ -22,8 +22,8 @@
 //     saved in the state bucket never says more than Position.
 //   - A Notifier hears of a change only after its bundle is stored, and only when the revision
 //     rose. A Notifier error is retried until it succeeds: a change stored is never left
-//     unannounced, and meanwhile the worker of that establishment waits. A start announces a
-//     stored revision whose announcement was lost, when the notifier tells what it announced.
+//     unannounced, and meanwhile the worker of that establishment waits. With
+//     Config.Announcements, a start announces a stored revision whose announcement was lost.
 //   - A bundle whose encoded form is larger than Config.MaxValueSize is refused, logged, and the
 //     previous bundle stays; a document that is not JSON is refused the same way. Every other
 //     failed write is retried until it succeeds or the context ends.

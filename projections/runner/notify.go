@@ -17,21 +17,26 @@ type Notifier interface {
 	Changed(ctx context.Context, c Change) error
 }
 
-// AnnouncedNotifier is a Notifier that can tell the last revision it announced for an
-// establishment (0 for none it still knows of). With it, the projector announces at start a
-// stored revision whose announcement was lost, in a crash between storing its bundle and
-// telling the notifier: the receivers of changes never miss the latest revision.
-type AnnouncedNotifier interface {
-	Notifier
+// Announcements tells the last revision a Notifier announced of an establishment (0 for none it
+// still knows of). With Config.Announcements, the projector announces at start a stored revision
+// whose announcement was lost, in a crash between storing its bundle and telling the notifier:
+// the receivers of changes never miss the latest revision.
+type Announcements interface {
 	Announced(ctx context.Context, slug string) (int64, error)
 }
 
-// AllAnnouncedNotifier is an AnnouncedNotifier that also tells, in one read, the last revision it
-// announced of every establishment it still knows of (those it does not are at 0): a replay of
-// the whole log checks the announcements of them all, which one question each would make last.
-type AllAnnouncedNotifier interface {
-	AnnouncedNotifier
+// AllAnnouncements tells, in one read, the last revision a Notifier announced of every
+// establishment it still knows of (those it does not are at 0): with Config.AllAnnouncements, a
+// replay of the whole log checks the announcements of them all, which one question each would
+// make last.
+type AllAnnouncements interface {
 	AllAnnounced(ctx context.Context, fn func(slug string, revision int64)) error
+}
+
+// AnnouncedNotifier is a Notifier that tells what it announced, as AnnounceSwitch needs.
+type AnnouncedNotifier interface {
+	Notifier
+	Announcements
 }
 
 // ReannounceWithin bounds how old a change may be for the projector to check at start that it
@@ -64,8 +69,8 @@ func (p *Projector) notify(ctx context.Context, c Change) error {
 // changed within ReannounceWithin and the notifier's last announcement for it, last when known
 // (-1 asks the notifier), is older.
 func (p *Projector) reannounce(ctx context.Context, t *tracked, last int64) error {
-	n, ok := p.cfg.Notifier.(AnnouncedNotifier)
-	if !ok || t.stored == nil || t.stored.Status() != dockey.StatusActive || p.cfg.Now().Sub(t.changed) > ReannounceWithin {
+	n := p.cfg.Announcements
+	if n == nil || t.stored == nil || t.stored.Status() != dockey.StatusActive || p.cfg.Now().Sub(t.changed) > ReannounceWithin {
 		return nil // nothing to announce, or nothing public
 	}
 	s := t.stored

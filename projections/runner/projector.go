@@ -45,6 +45,13 @@ type Config struct {
 	// Notifier, optional, is called after each stored rise of a revision, by several workers
 	// at once: it must be safe for concurrent use, as KV must.
 	Notifier Notifier
+	// Announcements, optional, tells what Notifier announced: with it, a start announces again
+	// a stored revision whose announcement was lost. Safe for concurrent use.
+	Announcements Announcements
+	// AllAnnouncements, optional, used with Announcements, tells in one read what Notifier
+	// announced of every establishment, which a replay of the whole log then asks nothing one by
+	// one.
+	AllAnnouncements AllAnnouncements
 	// MaxValueSize is the largest encoded bundle stored, in bytes; zero means MaxBundleSize. Set
 	// it to the connection's maximum payload when that is lower, so that an oversized bundle is
 	// refused at once instead of retried.
@@ -194,8 +201,9 @@ func New(cfg Config) (*Projector, error) {
 	}, nil
 }
 
-// Documents returns the bucket of bundles the projector writes to (Config.KV).
-func (p *Projector) Documents() Bucket { return p.cfg.KV }
+// Bucket returns the name of the bucket of bundles the projector writes to (Config.KV): which
+// generation it projects into, dockey.GenerationOf says.
+func (p *Projector) Bucket() string { return p.cfg.KV.Bucket() }
 
 // Position returns the sequence of the last record of the log whose effect is stored.
 func (p *Projector) Position() uint64 {

@@ -428,7 +428,7 @@ func TestProjectorLifecycle(t *testing.T) {
 
 // flakyBucket fails its first failures writes, then writes to the bucket it wraps.
 type flakyBucket struct {
-	Bucket
+	jetstream.KeyValue
 	mu       sync.Mutex
 	failures int
 	puts     int
@@ -445,12 +445,12 @@ func (f *flakyBucket) Put(ctx context.Context, key string, value []byte) (uint64
 	if fail {
 		return 0, errors.New("nats: timeout")
 	}
-	return f.Bucket.Put(ctx, key, value)
+	return f.KeyValue.Put(ctx, key, value)
 }
 
 func TestProjectorRetriesFailedWrites(t *testing.T) {
 	n := newNATSEnv(t)
-	kv := &flakyBucket{Bucket: n.kv, failures: 2}
+	kv := &flakyBucket{KeyValue: n.kv, failures: 2}
 	rec := &recorder{}
 	p := startProjectorWith(t, Config{Store: n.store, KV: kv, State: n.freshState(t), Notifier: rec})
 	seq := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
@@ -553,7 +553,7 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 	// Two failures, then the announcement.
 	flaky := &announcer{}
 	flaky.failures.Store(2)
-	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: flaky})
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: flaky, Announcements: flaky})
 	seq := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
 	p.waitFor(t, seq)
 	first := flaky.take()
@@ -566,7 +566,7 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 	down := &announcer{}
 	down.recorder.changes = first // what the notifier announced before
 	down.down.Store(true)
-	p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: down})
+	p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: down, Announcements: down})
 	p.waitFor(t, seq)
 	url := "https://cdn.example.fr/carte-2.pdf"
 	next := n.append(t, "cave-a-vins", domain.MasterMenuChanged{URL: &url})
@@ -587,13 +587,17 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 	// every last announcement in one read, which the replay then asks nothing one by one.
 	up := &announcer{}
 	all := &allAnnouncer{announcer: &announcer{}}
-	for _, notifier := range []interface {
-		AnnouncedNotifier
-		take() []Change
-	}{up, all} {
+	for _, tc := range []struct {
+		notifier interface {
+			AnnouncedNotifier
+			take() []Change
+		}
+		all AllAnnouncements
+	}{{up, nil}, {all, all}} {
+		notifier := tc.notifier
 		notifier.(interface{ set([]Change) }).set([]Change{first[0]})
 		for range 2 {
-			p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: notifier})
+			p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: notifier, Announcements: notifier, AllAnnouncements: tc.all})
 			p.waitFor(t, next)
 			_ = p.stop(t)
 		}

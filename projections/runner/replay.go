@@ -108,7 +108,8 @@ func (r *replay) readStored(ctx context.Context) error {
 		return err
 	}
 	printed := time.Since(r.start)
-	if n, ok := p.cfg.Notifier.(AllAnnouncedNotifier); ok {
+	// Without Announcements, nothing is announced again: the announcements are not needed.
+	if n := p.cfg.AllAnnouncements; n != nil && p.cfg.Announcements != nil {
 		if err := p.retry(ctx, "read the last announcements", func() error {
 			r.announced = make([]int64, len(r.slugs))
 			return n.AllAnnounced(ctx, func(slug string, revision int64) {

@@ -288,7 +288,7 @@ func TestResumeAnnouncesWhatWasLostAndNothingElse(t *testing.T) {
 	state := n.freshState(t)
 	const cave = "cave-a-vins"
 	start := func(log Log, a *announcer) *running {
-		return startProjectorWith(t, Config{Store: log, KV: n.kv, State: state, Notifier: a})
+		return startProjectorWith(t, Config{Store: log, KV: n.kv, State: state, Notifier: a, Announcements: a})
 	}
 	first := &announcer{}
 	p := start(n.store, first)
@@ -413,7 +413,7 @@ func TestOldChangesAreNotAnnouncedAgain(t *testing.T) {
 		state := n.freshState(t)
 		down := &announcer{}
 		down.down.Store(true)
-		p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: down})
+		p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: down, Announcements: down})
 		n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
 		deadline := time.Now().Add(testTimeout)
 		for down.calls.Load() == 0 {
@@ -425,7 +425,7 @@ func TestOldChangesAreNotAnnouncedAgain(t *testing.T) {
 		_ = p.stop(t)
 		stored, _, _ := entry(t, n.kv, cave)
 		a := &announcer{}
-		p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, Now: now})
+		p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, Announcements: a, Now: now})
 		p.waitFor(t, stored.Sequence)
 		_ = p.stop(t)
 		return a.take(), stored.Revision
@@ -452,7 +452,7 @@ func TestDraftsAreNeverAnnounced(t *testing.T) {
 	seq := n.append(t, draft, domain.DayStarted{Date: date(t, "2026-03-10")})
 	for _, replay := range []bool{false, false, true} {
 		a := &announcer{}
-		p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, ReplayAll: replay})
+		p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, Announcements: a, ReplayAll: replay})
 		p.waitFor(t, seq)
 		_ = p.stop(t)
 		if got := a.take(); len(got) != 0 {
@@ -471,7 +471,7 @@ func TestDraftsAreNeverAnnounced(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &announcer{}
-	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, ReplayAll: true})
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, Announcements: a, ReplayAll: true})
 	p.waitFor(t, seq)
 	_ = p.stop(t)
 	if got := a.take(); len(got) != 0 {
