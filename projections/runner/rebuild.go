@@ -142,7 +142,7 @@ func (p *Projector) Settle(ctx context.Context, from, to uint64) (int, error) {
 }
 
 // touched returns, sorted, the establishments with a record of log from sequence from through to.
-func touched(ctx context.Context, log Log, from, to uint64) ([]string, error) {
+func touched(ctx context.Context, log Replayer, from, to uint64) ([]string, error) {
 	if from > to {
 		return nil, nil
 	}
