@@ -14,13 +14,8 @@ import (
 // testKey is the API key of every fixture that enables the API.
 var testKey = domain.NewAPIKey([32]byte{1, 2, 3})
 
-// eventTime is the decision time written in test envelopes; rendering never looks at it, the
-// window of re-announcements measures it against testNow.
+// eventTime is the decision time written in test envelopes; rendering never looks at it.
 var eventTime = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
-
-// testNow is the projectors' clock in tests, an hour after eventTime: the changes of the test
-// logs are recent, whatever the day the tests run.
-func testNow() time.Time { return eventTime.Add(time.Hour) }
 
 // readSnapshot parses the import document at path.
 func readSnapshot(tb testing.TB, path string) domain.EstablishmentInput {
