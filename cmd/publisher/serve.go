@@ -15,6 +15,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/cmd/publisher/heapfloor"
 	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
 )
@@ -102,7 +103,7 @@ type Config struct {
 	WebhookRootCAs *x509.CertPool
 
 	// HeapFloor is the heap goal the garbage collector's goal is kept at while less is live (see
-	// heapFloor); 0: GOGC alone. It is the process's setting, applied by serve, not by Main.
+	// package heapfloor); 0: GOGC alone. It is the process's setting, applied by serve, not by Main.
 	HeapFloor int64
 }
 
@@ -139,7 +140,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.FileCacheBytes, "file-cache-bytes", readapi.DefaultFileCacheBytes, "memory the read API keeps uploaded files in, to serve them without asking NATS (negative: none)")
 	fs.DurationVar(&c.FileGrace, "file-grace", app.DefaultFileGrace, "how long an uploaded file nothing refers to is kept before a collection removes it")
 	fs.DurationVar(&c.FileCollectEvery, "file-collect-interval", 6*time.Hour, "how often the admin role removes uploaded files nothing refers to (0: only when asked)")
-	fs.Int64Var(&c.HeapFloor, "heap-floor-bytes", DefaultHeapFloor, "while the Go heap is small, GOGC is raised so that the heap may grow to about this size between collections (0: GOGC alone; GOMEMLIMIT still bounds the heap)")
+	fs.Int64Var(&c.HeapFloor, "heap-floor-bytes", heapfloor.Default, "while the Go heap is small, GOGC is raised so that the heap may grow to about this size between collections (0: GOGC alone; GOMEMLIMIT still bounds the heap)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.DuplicateTTL, "dedupe-window", time.Hour, "how long a command id is remembered for idempotent retries")
 	fs.DurationVar(&c.WaitLimit, "wait-limit", admin.DefaultWaitLimit, "longest ?wait=true waits for a change to be served before answering 202")
@@ -224,10 +225,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	if err != nil {
 		return err
 	}
-	if cfg.HeapFloor < 0 || cfg.HeapFloor > MaxHeapFloor {
-		return fmt.Errorf("--heap-floor-bytes %d: want 0 to %d", cfg.HeapFloor, int64(MaxHeapFloor))
+	if cfg.HeapFloor < 0 || cfg.HeapFloor > heapfloor.Max {
+		return fmt.Errorf("--heap-floor-bytes %d: want 0 to %d", cfg.HeapFloor, int64(heapfloor.Max))
 	}
-	defer startHeapFloor(uint64(cfg.HeapFloor), processGCPercent)()
+	defer heapfloor.Start(uint64(cfg.HeapFloor), heapfloor.ProcessGCPercent())()
 	m := &Main{Config: cfg, Logger: logger}
 	if err := m.Open(ctx); err != nil {
 		return err

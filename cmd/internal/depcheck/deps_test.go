@@ -29,6 +29,8 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/admin", []string{"projections", "readapi", "cmd"}, []string{"cmd/publisher/app"}},
 		// The storage guard is given its readings: it knows neither NATS nor the service.
 		{"cmd/publisher/capacity", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
+		// The heap floor is the standard library's collector settings and nothing else.
+		{"cmd/publisher/heapfloor", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com", "golang.org"}, nil},
 		// The one binary wires every role; it links neither the benchmark nor the tests' helpers.
 		{"cmd/publisher", []string{"cmd/scalebench", "cmd/internal", "events/natstest", "readapi/openapi/openapitest"}, nil},
 		// The benchmark runs the built binary and links none of its roles.
