@@ -42,254 +42,161 @@ const maxErrorLen = 512
 // maxDrain bounds how much of a response body is read, to reuse the connection.
 const maxDrain = 64 << 10
 
-// handleDue fans a closed window out: one queued delivery per enabled endpoint of the
-// establishment. Each delivery lists the window's resources, plus those of the endpoint's
-// delivery still queued or retrying (which the new one supersedes) and those of deliveries it
-// gave up on, so a receiver always learns everything that changed since it last said 2xx.
-func (d *Dispatcher) handleDue(parent context.Context, msg jetstream.Msg) {
-	ctx, cancel := context.WithTimeout(parent, stepTimeout)
-	defer cancel()
-	w, err := decodeJSON[window](msg.Data())
-	if err != nil || checkKeyPart(w.Establishment) != nil {
-		d.term(msg, "undecodable window", err)
-		return
-	}
-	meta, err := msg.Metadata()
-	if err != nil {
-		d.term(msg, "window without metadata", err)
-		return
-	}
-	w, read, err := d.closeWindow(ctx, w)
-	if err != nil {
-		d.nakLater(msg, "read window", err)
-		return
-	}
-	now := d.cfg.Now().UTC()
-	if w.Signals > 0 {
-		dedupe := "due-" + strconv.FormatUint(meta.Sequence.Stream, 10) + "-" + strconv.FormatUint(read, 10)
-		for _, ep := range d.mirror.endpoints(w.Establishment) {
-			if ep.Disabled {
-				// Kept for the delivery that follows its re-enabling.
-				if err := d.noteMissed(ctx, ep, w.Revision, w.Resources); err != nil {
-					d.nakLater(msg, "note changes missed by a disabled endpoint", err)
-					return
-				}
-				continue
-			}
-			if err := d.enqueue(ctx, w, ep, dedupe, now); err != nil {
-				d.nakLater(msg, "queue delivery", err) // queued ones are deduplicated next time
-				return
-			}
-		}
-	}
-	if read > 0 {
-		if err := d.purgeSignals(ctx, w.Establishment, read); err != nil {
-			d.nakLater(msg, "purge window", err)
-			return
-		}
-	}
-	if err := msg.Ack(); err != nil {
-		d.logger.Warn("webhook: ack window", "establishment", w.Establishment, "err", err)
-	}
-}
-
-// enqueue publishes one delivery of window w to endpoint ep. Its message id is dedupe and the
-// endpoint's id; handleDue derives dedupe from the window message's sequence and the last signal
-// read into w, so handling the same window again queues nothing new unless signals came since. The queue
-// keeps one message per endpoint: the new delivery replaces the previous one, which, if it was
-// not finished, is marked superseded and its resources carried over.
-func (d *Dispatcher) enqueue(ctx context.Context, w window, ep *endpointRecord, dedupe string, now time.Time) error {
-	subject := subjTask + endpointKey(ep.Establishment, ep.ID)
-	resources, revision := w.Resources, w.Revision
-	last, prev, prevRec, prevRev, err := d.unfinished(ctx, subject, ep.ID)
-	if err != nil {
-		return err
-	}
-	if last != nil {
-		// Revisions an endpoint is told never go back, even when signals of one establishment,
-		// handled concurrently, reach their windows out of order.
-		revision = max(revision, last.Revision)
-	}
-	if prev != nil {
-		resources = mergeResources(resources, prev.Resources)
-	}
-	var missedGen uint64
-	if ep.Missed != nil {
-		resources = mergeResources(resources, ep.Missed.Resources)
-		revision = max(revision, ep.Missed.Revision)
-		missedGen = ep.Missed.Gen
-	}
-	id := newDeliveryID(now)
-	body, err := encodePayload(Payload{
-		ID:        id,
-		Type:      EventContentUpdated,
-		Timestamp: now,
-		Data:      PayloadData{Establishment: w.Establishment, Revision: revision, Resources: resources},
-	})
-	if err != nil {
-		return err
-	}
-	t := task{
-		ID: id, Type: EventContentUpdated, Endpoint: ep.ID, Establishment: ep.Establishment,
-		Revision: revision, Resources: resources, CreatedAt: now, MissedGen: missedGen, Payload: body,
-	}
-	data, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	msgID := dedupe + "-" + ep.ID
-	ack, err := d.js.Publish(ctx, subject, data, jetstream.WithMsgID(msgID))
-	if err != nil {
-		return fmt.Errorf("queue delivery %s: %w", subject, err)
-	}
-	if prev == nil || ack.Duplicate {
-		return nil
-	}
-	key := deliveryKey(ep.ID, prev.ID)
-	err = d.saveDelivery(ctx, key, prevRec, prevRev, *prev, func(r *Delivery) {
-		if !r.Status.final() {
-			r.Status, r.Note, r.NextAttemptAt = StatusSuperseded, "superseded by "+id, time.Time{}
-		}
-	})
-	if err != nil {
-		d.logger.Warn("webhook: mark delivery superseded", "delivery", prev.ID, "err", err)
-	}
-	return nil
-}
-
-// unfinished returns the last delivery queued on subject, if any, and that same delivery again
-// if it is not finished yet, with its log record (a new one if it was never attempted) and the
-// record's revision.
-func (d *Dispatcher) unfinished(ctx context.Context, subject, endpointID string) (last, prev *task, rec *Delivery, rev uint64, err error) {
-	m, err := d.queue.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil, nil, 0, nil
-	}
-	if err != nil {
-		return nil, nil, nil, 0, fmt.Errorf("read queued delivery %s: %w", subject, err)
-	}
-	t, err := decodeJSON[task](m.Data)
-	if err != nil {
-		return nil, nil, nil, 0, nil // unreadable: its handler terminates it
-	}
-	rec, rev, err = d.getDelivery(ctx, deliveryKey(endpointID, t.ID))
-	switch {
-	case errors.Is(err, ErrDeliveryNotFound):
-		return &t, &t, newDelivery(t), 0, nil
-	case err != nil:
-		return nil, nil, nil, 0, err
-	case rec.Status.final():
-		return &t, nil, nil, 0, nil
-	}
-	return &t, &t, rec, rev, nil
-}
-
 // handleTask makes one attempt of a queued delivery and decides what comes next: done, given
 // up, superseded, or another attempt after a backoff, which JetStream keeps (a negative
 // acknowledgement with a delay), so a retry survives a restart of any dispatcher.
 func (d *Dispatcher) handleTask(parent context.Context, msg jetstream.Msg) {
 	ctx, cancel := context.WithTimeout(parent, d.attemptAckWait())
 	defer cancel()
-	t, err := decodeJSON[task](msg.Data())
-	if err != nil || checkEndpointKey(t.Establishment, t.Endpoint) != nil || checkKeyPart(t.ID) != nil {
-		d.term(msg, "undecodable delivery", err)
+	k, ok := d.takeTask(ctx, msg)
+	if !ok {
 		return
 	}
-	meta, err := msg.Metadata()
-	if err != nil {
-		d.term(msg, "delivery without metadata", err)
+	ep, ok := d.deliverable(ctx, k)
+	if !ok {
 		return
 	}
-	manual := strings.HasPrefix(msg.Subject(), subjManual)
-	logKey := deliveryKey(t.Endpoint, t.ID)
-
-	// A record exists unless this is the delivery's first try.
-	var rec *Delivery
-	var rev uint64
-	if meta.NumDelivered > 1 || t.Series > 0 {
-		rec, rev, err = d.getDelivery(ctx, logKey)
-		if err != nil && !errors.Is(err, ErrDeliveryNotFound) {
-			d.nakLater(msg, "read delivery record", err)
-			return
-		}
-	}
-	if rec == nil {
-		rec, rev = newDelivery(t), 0
-	}
-	if rec.Redeliveries > t.Series || (rec.Redeliveries == t.Series && rec.Status.final()) {
-		_ = msg.Ack() // already finished, before a crash or a lost acknowledgement, or superseded
-		return
-	}
-
-	finish := func(status Status, note string) {
-		err := d.saveDelivery(ctx, logKey, rec, rev, t, func(r *Delivery) {
-			if !r.Status.final() {
-				r.Status, r.Note, r.NextAttemptAt = status, note, time.Time{}
-			}
-		})
-		if err != nil {
-			d.nakLater(msg, "record delivery", err)
-			return
-		}
-		if err := msg.TermWithReason(string(status)); err != nil {
-			d.logger.Warn("webhook: term delivery", "delivery", t.ID, "err", err)
-		}
-	}
-
-	ep, ok := d.mirror.get(t.Establishment, t.Endpoint)
-	switch {
-	case !ok:
-		finish(StatusEndpointRemoved, "")
-		return
-	case ep.Disabled:
-		finish(StatusEndpointDisabled, ep.DisabledReason)
-		return
-	}
-	if !manual {
-		// Taken from the queue just before a newer delivery replaced it.
-		last, err := d.queue.GetLastMsgForSubject(ctx, msg.Subject())
-		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-			d.nakLater(msg, "check for a newer delivery", err)
-			return
-		}
-		if err == nil && last.Sequence > meta.Sequence.Stream {
-			note := ""
-			if newer, err := decodeJSON[task](last.Data); err == nil {
-				note = "superseded by " + newer.ID
-			}
-			finish(StatusSuperseded, note)
-			return
-		}
-	}
-
-	n := rec.attemptsIn(t.Series) + 1
+	n := k.rec.attemptsIn(k.t.Series) + 1
 	if n > d.cfg.MaxAttempts { // the last attempt was recorded, then the process stopped
-		finish(StatusFailed, "")
-		if !manual && len(rec.Attempts) > 0 {
-			d.noteOutcome(ctx, ep, t, StatusFailed, rec.Attempts[len(rec.Attempts)-1])
+		d.finish(ctx, k, StatusFailed, "")
+		if !k.manual && len(k.rec.Attempts) > 0 {
+			d.noteOutcome(ctx, ep, k.t, StatusFailed, k.rec.Attempts[len(k.rec.Attempts)-1])
 		}
 		return
 	}
 	_ = msg.InProgress()
-	a, retryAfter := d.attempt(ctx, ep, t.ID, t.Payload)
-	a.Number, a.Redelivery = n, t.Series
+	a, retryAfter := d.attempt(ctx, ep, k.t.ID, k.t.Payload)
+	a.Number, a.Redelivery = n, k.t.Series
+	status, delay := d.judge(a, n, retryAfter)
+	status, ok = d.recordAttempt(ctx, k, a, status, delay)
+	if !ok {
+		return
+	}
+	if d.cfg.OnAttempt != nil {
+		d.cfg.OnAttempt(status)
+	}
+	d.settle(k, a, status, delay)
+	if !k.manual || status == StatusEndpointGone {
+		d.noteOutcome(ctx, ep, k.t, status, a)
+	}
+}
 
-	var (
-		status Status
-		delay  time.Duration
-	)
+// taken is a queued delivery taken to attempt, with its record in the delivery log.
+type taken struct {
+	msg    jetstream.Msg
+	t      task
+	seq    uint64 // the message's sequence in the queue
+	manual bool   // a manual redelivery, not the endpoint's queued delivery
+	key    string // the record's key in the delivery log
+	rec    *Delivery
+	rev    uint64 // the record's revision, 0 for one not stored yet
+}
+
+// takeTask decodes msg and reads the delivery's record; it reports false when msg is settled
+// already: undecodable, finished before, or to be asked for again.
+func (d *Dispatcher) takeTask(ctx context.Context, msg jetstream.Msg) (*taken, bool) {
+	t, err := decodeJSON[task](msg.Data())
+	if err != nil || checkEndpointKey(t.Establishment, t.Endpoint) != nil || checkKeyPart(t.ID) != nil {
+		d.term(msg, "undecodable delivery", err)
+		return nil, false
+	}
+	meta, err := msg.Metadata()
+	if err != nil {
+		d.term(msg, "delivery without metadata", err)
+		return nil, false
+	}
+	k := &taken{
+		msg: msg, t: t, seq: meta.Sequence.Stream,
+		manual: strings.HasPrefix(msg.Subject(), subjManual),
+		key:    deliveryKey(t.Endpoint, t.ID),
+	}
+	// A record exists unless this is the delivery's first try.
+	if meta.NumDelivered > 1 || t.Series > 0 {
+		k.rec, k.rev, err = d.getDelivery(ctx, k.key)
+		if err != nil && !errors.Is(err, ErrDeliveryNotFound) {
+			d.nakLater(msg, "read delivery record", err)
+			return nil, false
+		}
+	}
+	if k.rec == nil {
+		k.rec, k.rev = newDelivery(t), 0
+	}
+	if k.rec.Redeliveries > t.Series || (k.rec.Redeliveries == t.Series && k.rec.Status.final()) {
+		_ = msg.Ack() // already finished, before a crash or a lost acknowledgement, or superseded
+		return nil, false
+	}
+	return k, true
+}
+
+// deliverable returns the endpoint k is to be sent to; it reports false when k is finished
+// instead: its endpoint removed or disabled, or the delivery superseded.
+func (d *Dispatcher) deliverable(ctx context.Context, k *taken) (*endpointRecord, bool) {
+	ep, ok := d.mirror.get(k.t.Establishment, k.t.Endpoint)
+	switch {
+	case !ok:
+		d.finish(ctx, k, StatusEndpointRemoved, "")
+		return nil, false
+	case ep.Disabled:
+		d.finish(ctx, k, StatusEndpointDisabled, ep.DisabledReason)
+		return nil, false
+	}
+	if k.manual {
+		return ep, true
+	}
+	// Taken from the queue just before a newer delivery replaced it.
+	last, err := d.queue.GetLastMsgForSubject(ctx, k.msg.Subject())
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		d.nakLater(k.msg, "check for a newer delivery", err)
+		return nil, false
+	}
+	if err == nil && last.Sequence > k.seq {
+		note := ""
+		if newer, err := decodeJSON[task](last.Data); err == nil {
+			note = "superseded by " + newer.ID
+		}
+		d.finish(ctx, k, StatusSuperseded, note)
+		return nil, false
+	}
+	return ep, true
+}
+
+// finish records that k ended with status, unless its record is final already, and terminates
+// its message.
+func (d *Dispatcher) finish(ctx context.Context, k *taken, status Status, note string) {
+	err := d.saveDelivery(ctx, k.key, k.rec, k.rev, k.t, func(r *Delivery) {
+		if !r.Status.final() {
+			r.Status, r.Note, r.NextAttemptAt = status, note, time.Time{}
+		}
+	})
+	if err != nil {
+		d.nakLater(k.msg, "record delivery", err)
+		return
+	}
+	if err := k.msg.TermWithReason(string(status)); err != nil {
+		d.logger.Warn("webhook: term delivery", "delivery", k.t.ID, "err", err)
+	}
+}
+
+// judge returns what attempt a, the n-th, makes of its delivery, and the wait before the next
+// attempt when there is one.
+func (d *Dispatcher) judge(a Attempt, n int, retryAfter time.Duration) (Status, time.Duration) {
 	switch {
 	case a.ok():
-		status = StatusDelivered
+		return StatusDelivered, 0
 	case a.StatusCode == http.StatusGone:
-		status = StatusEndpointGone
+		return StatusEndpointGone, 0
 	case n >= d.cfg.MaxAttempts:
-		status = StatusFailed
+		return StatusFailed, 0
 	default:
-		status = StatusRetrying
-		delay = d.retryDelay(n, retryAfter)
+		return StatusRetrying, d.retryDelay(n, retryAfter)
 	}
-	err = d.saveDelivery(ctx, logKey, rec, rev, t, func(r *Delivery) {
+}
+
+// recordAttempt stores attempt a and the status it gives k, and returns the status stored: a
+// newer delivery may have superseded k during the attempt. It reports false when the record
+// could not be written, and k is asked for again.
+func (d *Dispatcher) recordAttempt(ctx context.Context, k *taken, a Attempt, status Status, delay time.Duration) (Status, bool) {
+	err := d.saveDelivery(ctx, k.key, k.rec, k.rev, k.t, func(r *Delivery) {
 		r.appendAttempt(a)
 		if r.Status == StatusSuperseded && status != StatusDelivered && status != StatusEndpointGone {
 			return // a newer delivery replaced this one during the attempt
@@ -301,33 +208,33 @@ func (d *Dispatcher) handleTask(parent context.Context, msg jetstream.Msg) {
 	})
 	if err != nil {
 		// The attempt happened but is not recorded: retry soon rather than lose track of it.
-		d.nakLater(msg, "record attempt", err)
-		return
+		d.nakLater(k.msg, "record attempt", err)
+		return "", false
 	}
-	if rec.Status != status {
-		status = rec.Status // superseded
+	if k.rec.Status != status {
+		status = k.rec.Status // superseded
 	}
-	if d.cfg.OnAttempt != nil {
-		d.cfg.OnAttempt(status)
-	}
+	return status, true
+}
 
+// settle acknowledges k's message after attempt a, which gave it status: done, asked for again
+// after delay, or terminated.
+func (d *Dispatcher) settle(k *taken, a Attempt, status Status, delay time.Duration) {
+	var err error
 	switch status {
 	case StatusDelivered:
-		err = msg.Ack()
+		err = k.msg.Ack()
 	case StatusRetrying:
-		d.logger.Info("webhook attempt failed", "delivery", t.ID, "endpoint", t.Endpoint,
-			"attempt", n, "status", a.StatusCode, "err", a.Error, "retry_in", delay)
-		err = msg.NakWithDelay(delay)
+		d.logger.Info("webhook attempt failed", "delivery", k.t.ID, "endpoint", k.t.Endpoint,
+			"attempt", a.Number, "status", a.StatusCode, "err", a.Error, "retry_in", delay)
+		err = k.msg.NakWithDelay(delay)
 	default:
-		d.logger.Warn("webhook delivery ended", "delivery", t.ID, "endpoint", t.Endpoint,
-			"status", status, "attempts", n, "http_status", a.StatusCode, "err", a.Error)
-		err = msg.TermWithReason(string(status))
+		d.logger.Warn("webhook delivery ended", "delivery", k.t.ID, "endpoint", k.t.Endpoint,
+			"status", status, "attempts", a.Number, "http_status", a.StatusCode, "err", a.Error)
+		err = k.msg.TermWithReason(string(status))
 	}
 	if err != nil {
-		d.logger.Warn("webhook: settle delivery", "delivery", t.ID, "status", status, "err", err)
-	}
-	if !manual || status == StatusEndpointGone {
-		d.noteOutcome(ctx, ep, t, status, a)
+		d.logger.Warn("webhook: settle delivery", "delivery", k.t.ID, "status", status, "err", err)
 	}
 }
 
