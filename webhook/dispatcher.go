@@ -131,17 +131,31 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Dispatcher, error) {
 	return d, nil
 }
 
+// open creates or updates the streams, buckets and consumers the dispatcher uses.
 func (d *Dispatcher) open(ctx context.Context, nc *nats.Conn) error {
 	var err error
 	if d.js, err = jetstream.New(nc); err != nil {
 		return err
 	}
-	if _, err := events.OpenSignals(ctx, nc, d.cfg.Replicas); err != nil {
+	signals, err := d.openStreams(ctx, nc)
+	if err != nil {
 		return err
 	}
-	signals, err := d.js.Stream(ctx, events.SignalStreamName)
+	if err := d.openBuckets(ctx); err != nil {
+		return err
+	}
+	return d.openConsumers(ctx, signals)
+}
+
+// openStreams creates or updates the SIGNALS, WEBHOOK and WEBHOOK_QUEUE streams; it returns
+// SIGNALS.
+func (d *Dispatcher) openStreams(ctx context.Context, nc *nats.Conn) (signals jetstream.Stream, err error) {
+	if _, err := events.OpenSignals(ctx, nc, d.cfg.Replicas); err != nil {
+		return nil, err
+	}
+	signals, err = d.js.Stream(ctx, events.SignalStreamName)
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", events.SignalStreamName, err)
+		return nil, fmt.Errorf("stream %s: %w", events.SignalStreamName, err)
 	}
 	d.stream, err = d.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              StreamName,
@@ -157,7 +171,7 @@ func (d *Dispatcher) open(ctx context.Context, nc *nats.Conn) error {
 		AllowDirect:       true,
 	})
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", StreamName, err)
+		return nil, fmt.Errorf("stream %s: %w", StreamName, err)
 	}
 	d.queue, err = d.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              QueueStreamName,
@@ -173,8 +187,15 @@ func (d *Dispatcher) open(ctx context.Context, nc *nats.Conn) error {
 		AllowDirect:       true,
 	})
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", QueueStreamName, err)
+		return nil, fmt.Errorf("stream %s: %w", QueueStreamName, err)
 	}
+	return signals, nil
+}
+
+// openBuckets creates or updates the endpoint and delivery buckets, and opens the vault of
+// signing secrets.
+func (d *Dispatcher) openBuckets(ctx context.Context) error {
+	var err error
 	d.endpoints, err = d.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      EndpointsBucket,
 		Description: "Webhook endpoints and their signing secrets.",
@@ -199,6 +220,13 @@ func (d *Dispatcher) open(ctx context.Context, nc *nats.Conn) error {
 	if err != nil {
 		return fmt.Errorf("bucket %s: %w", DeliveriesBucket, err)
 	}
+	return nil
+}
+
+// openConsumers creates or updates the dispatcher's durable consumers: of signals, on the
+// signals stream, of closed windows and of deliveries.
+func (d *Dispatcher) openConsumers(ctx context.Context, signals jetstream.Stream) error {
+	var err error
 	d.signals, err = signals.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       consumerSignals,
 		Description:   "Webhook dispatchers: change signals to debounce.",
