@@ -52,11 +52,25 @@ func measureRaw(ctx context.Context, dir string, n, size int) (rawRates, error) 
 	data := make([]byte, size)
 	_, _ = rand.Read(data)
 	r := rawRates{n: n, size: size}
-
 	cas, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "CAS", Subjects: []string{"cas.*"}, Storage: jetstream.FileStorage})
 	if err != nil {
 		return r, err
 	}
+	if r.cas, err = rawAppend(ctx, js, n, data); err != nil {
+		return r, err
+	}
+	if r.async, err = rawAppendAsync(ctx, js, n, data); err != nil {
+		return r, err
+	}
+	if r.replay, err = rawReplay(ctx, cas, n); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// rawAppend appends n messages of data to subjects of the stream CAS, one each, with the
+// expected-last-sequence check, 16 at a time; it returns the messages appended per second.
+func rawAppend(ctx context.Context, js jetstream.JetStream, n int, data []byte) (float64, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -76,17 +90,22 @@ func measureRaw(ctx context.Context, dir string, n, size int) (rawRates, error) 
 		})
 	}
 	wg.Wait()
-	r.cas = float64(n) / time.Since(start).Seconds()
+	rate := float64(n) / time.Since(start).Seconds()
 	select {
 	case err := <-errs:
-		return r, fmt.Errorf("raw append: %w", err)
+		return rate, fmt.Errorf("raw append: %w", err)
 	default:
 	}
+	return rate, nil
+}
 
+// rawAppendAsync appends n messages of data asynchronously to a stream of its own, ASYNC; it
+// returns the messages acknowledged per second.
+func rawAppendAsync(ctx context.Context, js jetstream.JetStream, n int, data []byte) (float64, error) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ASYNC", Subjects: []string{"async.*"}, Storage: jetstream.FileStorage}); err != nil {
-		return r, err
+		return 0, err
 	}
-	start = time.Now()
+	start := time.Now()
 	for i := range n {
 		for {
 			_, err := js.PublishAsync(fmt.Sprintf("async.e%d", i), data)
@@ -96,7 +115,7 @@ func measureRaw(ctx context.Context, dir string, n, size int) (rawRates, error) 
 				continue
 			}
 			if err != nil {
-				return r, err
+				return 0, err
 			}
 			break
 		}
@@ -104,25 +123,28 @@ func measureRaw(ctx context.Context, dir string, n, size int) (rawRates, error) 
 	select {
 	case <-js.PublishAsyncComplete():
 	case <-time.After(5 * time.Minute):
-		return r, fmt.Errorf("raw asynchronous append: not acknowledged within 5 minutes")
+		return 0, fmt.Errorf("raw asynchronous append: not acknowledged within 5 minutes")
 	}
-	r.async = float64(n) / time.Since(start).Seconds()
+	return float64(n) / time.Since(start).Seconds(), nil
+}
 
-	cons, err := cas.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+// rawReplay reads the n messages of stream with an ordered consumer; it returns the messages read
+// per second.
+func rawReplay(ctx context.Context, stream jetstream.Stream, n int) (float64, error) {
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
 	if err != nil {
-		return r, err
+		return 0, err
 	}
 	it, err := cons.Messages()
 	if err != nil {
-		return r, err
+		return 0, err
 	}
 	defer it.Stop()
-	start = time.Now()
+	start := time.Now()
 	for range n {
 		if _, err := it.Next(); err != nil {
-			return r, fmt.Errorf("raw replay: %w", err)
+			return 0, fmt.Errorf("raw replay: %w", err)
 		}
 	}
-	r.replay = float64(n) / time.Since(start).Seconds()
-	return r, nil
+	return float64(n) / time.Since(start).Seconds(), nil
 }

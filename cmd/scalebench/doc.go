@@ -1,0 +1,43 @@
+// Command scalebench measures the publisher at its users' size on this machine: it generates N
+// realistic, varied establishments from a seed, measures the raw JetStream ceilings for messages
+// of their size, runs a fresh service (one process with every role on embedded NATS, built from
+// this tree), imports them with `publisher import`, and reports each step's figure and its ratio
+// to the ceiling it is bound by:
+//
+//   - import rate (establishments acknowledged per second, end to end) against appends with
+//     per-subject optimistic concurrency;
+//   - projection lag after the last acknowledgement, and projection throughput against replay;
+//   - peak memory of the service, and of an admin-only process serving 5,000 concurrent reads;
+//   - data size on disk;
+//   - restart-to-ready, and a restart across a day change: time until every date-dependent
+//     establishment has started its new local day, and until its documents are served;
+//   - webhooks: endpoints on a tenth of the establishments, all of them moved by the day change,
+//     on an HTTPS receiver on loopback, and how many deliveries each receives after it, and when;
+//   - the documents the mirror holds, and the memory of a process running the api role alone;
+//   - `publisher verify` duration and outcome;
+//   - publisher rebuild while the service serves: its rendering rate against the replay's, the
+//     pause of projection at the switch, and the webhooks it sends (none: the documents are the
+//     same);
+//   - a replay of the whole log by the projector alone, twice (the store first out of the page
+//     cache, then in it), against rendering and compressing every establishment without it.
+//
+// Usage (from the repository root):
+//
+//	go run ./cmd/scalebench -n 100000
+//
+// It needs several gigabytes of memory and disk at 100,000 establishments, and about as many
+// minutes; -n 5000 gives a quick look. Nothing it starts outlives it.
+//
+// # Layout and imports
+//
+// run calls the phases in turn (phases.go), each a method of bench that prints its figures as it
+// goes; the service under test is started and stopped by service.go, measured through its admin
+// API and CLI by measures.go and roles.go, and its webhooks received by hooks.go; raw.go
+// measures the ceilings. Its output lines and flags are what the README and scripts read: their
+// wording stays as it is.
+//
+// It runs the binary built from this tree, and links none of its roles nor readapi: it imports
+// the standard library, nats-server and nats.go (for the raw ceilings), cmd/internal/sample (the
+// generator), and domain, projections, projections/dockey and webhook for their types and
+// defaults (renderOnly renders as the projector does).
+package main
