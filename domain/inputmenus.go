@@ -93,30 +93,7 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *FieldErrorLi
 		if fe.Full() {
 			break
 		}
-		p := fmt.Sprintf("%sassets[%d]", prefix, i)
-		var as Asset
-		if as.LanguageScope, err = ParseLanguageScope(a.LanguageScope); err != nil {
-			fe.add(p+".language_scope", "%v", err)
-		}
-		if len(a.URLs) == 0 {
-			fe.add(p+".urls", "at least one url is required")
-		}
-		if len(a.URLs) > maxPages {
-			fe.add(p+".urls", "more than %d pages", maxPages)
-		}
-		for k, u := range a.URLs {
-			if fe.Full() {
-				break
-			}
-			if err := ValidateFileRef(u); err != nil {
-				fe.add(fmt.Sprintf("%s.urls[%d]", p, k), "%v", err)
-			}
-		}
-		as.URLs = slices.Clone(a.URLs)
-		if as.URLs == nil {
-			as.URLs = []string{}
-		}
-		out.Assets = append(out.Assets, as)
+		out.Assets = append(out.Assets, a.validate(fmt.Sprintf("%sassets[%d]", prefix, i), fe))
 	}
 	if mt.Source == SourceUploaded && len(v.Sections) > 0 {
 		fe.add(prefix+"sections", "must be empty for an uploaded menu: its content is in assets")
@@ -129,39 +106,72 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *FieldErrorLi
 		if fe.Full() {
 			break
 		}
-		p := fmt.Sprintf("%ssections[%d]", prefix, i)
-		sec := Section{Items: []Item{}}
-		if s.Name == nil {
-			fe.add(p+".name", "required")
-		} else {
-			sec.Name = s.Name.validate(p+".name", validateLine, maxName, fe)
-		}
-		if s.Position == nil {
-			sec.Position = i
-		} else {
-			sec.Position = *s.Position
-		}
-		if len(s.Items) > maxItems {
-			fe.add(p+".items", "more than %d items", maxItems)
-		}
-		for j, it := range s.Items {
-			if fe.Full() {
-				break
-			}
-			ip := fmt.Sprintf("%s.items[%d]", p, j)
-			item := it.validate(ip, fe)
-			if it.ID != nil {
-				if itemIDs[item.ID] {
-					fe.add(ip+".id", "duplicate item id %d in this version", item.ID)
-				}
-				itemIDs[item.ID] = true
-			}
-			sec.Items = append(sec.Items, item)
-		}
-		out.Sections = append(out.Sections, sec)
+		out.Sections = append(out.Sections, s.validate(fmt.Sprintf("%ssections[%d]", prefix, i), i, itemIDs, fe))
 	}
 	slices.SortStableFunc(out.Sections, func(a, b Section) int { return a.Position - b.Position })
 	return out
+}
+
+// validate checks a file of a version at path p.
+func (a AssetInput) validate(p string, fe *FieldErrorList) Asset {
+	var as Asset
+	var err error
+	if as.LanguageScope, err = ParseLanguageScope(a.LanguageScope); err != nil {
+		fe.add(p+".language_scope", "%v", err)
+	}
+	if len(a.URLs) == 0 {
+		fe.add(p+".urls", "at least one url is required")
+	}
+	if len(a.URLs) > maxPages {
+		fe.add(p+".urls", "more than %d pages", maxPages)
+	}
+	for k, u := range a.URLs {
+		if fe.Full() {
+			break
+		}
+		if err := ValidateFileRef(u); err != nil {
+			fe.add(fmt.Sprintf("%s.urls[%d]", p, k), "%v", err)
+		}
+	}
+	as.URLs = slices.Clone(a.URLs)
+	if as.URLs == nil {
+		as.URLs = []string{}
+	}
+	return as
+}
+
+// validate checks the i-th section of a version at path p; itemIDs holds the ids of the
+// version's items checked so far, an id being unique in its version.
+func (s SectionInput) validate(p string, i int, itemIDs map[int64]bool, fe *FieldErrorList) Section {
+	sec := Section{Items: []Item{}}
+	if s.Name == nil {
+		fe.add(p+".name", "required")
+	} else {
+		sec.Name = s.Name.validate(p+".name", validateLine, maxName, fe)
+	}
+	if s.Position == nil {
+		sec.Position = i
+	} else {
+		sec.Position = *s.Position
+	}
+	if len(s.Items) > maxItems {
+		fe.add(p+".items", "more than %d items", maxItems)
+	}
+	for j, it := range s.Items {
+		if fe.Full() {
+			break
+		}
+		ip := fmt.Sprintf("%s.items[%d]", p, j)
+		item := it.validate(ip, fe)
+		if it.ID != nil {
+			if itemIDs[item.ID] {
+				fe.add(ip+".id", "duplicate item id %d in this version", item.ID)
+			}
+			itemIDs[item.ID] = true
+		}
+		sec.Items = append(sec.Items, item)
+	}
+	return sec
 }
 
 func (it ItemInput) validate(p string, fe *FieldErrorList) Item {
