@@ -28,6 +28,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 )
 
 // The batch endpoint of the admin API, and what one request to it may hold.
@@ -97,8 +98,8 @@ func importCommand(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	url, token, dataDir := clientFlags(fs)
 	var cfg importConfig
 	cfg.flags(fs)
-	fs.Usage = usageWithEnv(fs, importSynopsis)
-	if err := parseFlags(fs, args, getenv); err != nil {
+	fs.Usage = envflag.Usage(fs, importSynopsis)
+	if err := envflag.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if err := cfg.check(); err != nil {

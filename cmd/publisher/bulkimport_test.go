@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 )
 
 // adminEnv is the environment that points the CLI at m's admin API.
@@ -563,7 +564,7 @@ func TestImportFlagsHaveEnvironmentTwins(t *testing.T) {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	clientFlags(fs)
 	cfg.flags(fs)
-	if err := parseFlags(fs, []string{"--parallel", "2"}, func(k string) string { return env[k] }); err != nil {
+	if err := envflag.Parse(fs, []string{"--parallel", "2"}, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.batch != 7 || cfg.parallel != 2 || cfg.progress != "plain" || cfg.progressEvery != time.Second {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -27,7 +28,7 @@ func TestFlagsHaveEnvironmentTwins(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg.flags(fs)
 	// The command line wins over the environment.
-	if err := parseFlags(fs, []string{"--http", "127.0.0.1:9001"}, func(k string) string { return env[k] }); err != nil {
+	if err := envflag.Parse(fs, []string{"--http", "127.0.0.1:9001"}, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.DataDir != "/srv/publisher" || cfg.HTTPAddr != "127.0.0.1:9001" || !cfg.Demo || cfg.ClockEvery != time.Minute ||
@@ -35,8 +36,8 @@ func TestFlagsHaveEnvironmentTwins(t *testing.T) {
 		t.Errorf("got %+v", cfg)
 	}
 	fs.VisitAll(func(f *flag.Flag) {
-		if !strings.HasPrefix(envName(f.Name), "PUBLISHER_") || strings.ContainsAny(envName(f.Name), "-.") {
-			t.Errorf("flag %s: twin %s", f.Name, envName(f.Name))
+		if !strings.HasPrefix(envflag.Name(f.Name), "PUBLISHER_") || strings.ContainsAny(envflag.Name(f.Name), "-.") {
+			t.Errorf("flag %s: twin %s", f.Name, envflag.Name(f.Name))
 		}
 	})
 }
@@ -46,7 +47,7 @@ func TestBadEnvironmentIsNamed(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	cfg.flags(fs)
-	err := parseFlags(fs, nil, func(k string) string {
+	err := envflag.Parse(fs, nil, func(k string) string {
 		if k == "PUBLISHER_ROLES" {
 			return "api,cook"
 		}

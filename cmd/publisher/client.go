@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 )
 
 // client drives the admin API over HTTP.
@@ -133,9 +135,9 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	url, token, dataDir := clientFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, adminUsage)
-		usageWithEnv(fs, "publisher admin [flags] <command> [args]")()
+		envflag.Usage(fs, "publisher admin [flags] <command> [args]")()
 	}
-	if err := parseFlags(fs, args, getenv); err != nil {
+	if err := envflag.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	a := fs.Args()

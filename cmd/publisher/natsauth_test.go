@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/events/natstest"
@@ -137,7 +138,7 @@ func TestExternalNATSCredentials(t *testing.T) {
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			c.NATSAuth.register(fs)
-			if err := parseFlags(fs, args, func(k string) string { return env[k] }); err != nil {
+			if err := envflag.Parse(fs, args, func(k string) string { return env[k] }); err != nil {
 				t.Fatal(err)
 			}
 			err := c.NATSAuth.load(func(k string) string { return env[k] })

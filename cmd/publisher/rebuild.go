@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/runner"
 )
@@ -40,8 +41,8 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	progress := fs.String("progress", "auto", "progress on stderr: bar, plain (a line every --progress-every), none, or auto (a bar on a terminal, plain lines otherwise)")
 	every := fs.Duration("progress-every", 5*time.Second, "interval of the plain progress lines")
 	logLevel := fs.String("log-level", "warn", "level of the log written to stderr: debug, info, warn or error")
-	fs.Usage = usageWithEnv(fs, "publisher rebuild [flags]")
-	if err := parseFlags(fs, args, getenv); err != nil {
+	fs.Usage = envflag.Usage(fs, "publisher rebuild [flags]")
+	if err := envflag.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if err := checkProgress(*progress, *every); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/cmd/publisher/heapfloor"
 	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
@@ -210,8 +211,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	fs.SetOutput(stderr)
 	var cfg Config
 	cfg.flags(fs)
-	fs.Usage = usageWithEnv(fs, "publisher serve [flags]")
-	if err := parseFlags(fs, args, getenv); err != nil {
+	fs.Usage = envflag.Usage(fs, "publisher serve [flags]")
+	if err := envflag.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/dockey"
 	"github.com/opencarte/publisher/projections/runner"
@@ -40,8 +41,8 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	every := fs.Duration("progress-every", 5*time.Second, "interval of the plain progress lines")
 	publicURL := fs.String("public-url", "", "base URL the projector gives uploaded files under, as serve's --public-url (default from --http)")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "the read API's listen address, when serve runs without --public-url")
-	fs.Usage = usageWithEnv(fs, "publisher verify [flags]")
-	if err := parseFlags(fs, args, getenv); err != nil {
+	fs.Usage = envflag.Usage(fs, "publisher verify [flags]")
+	if err := envflag.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if err := checkProgress(*progress, *every); err != nil {
