@@ -23,12 +23,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
-	"golang.org/x/term"
-
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
+	"github.com/opencarte/publisher/cmd/publisher/progress"
 )
 
 // The batch endpoint of the admin API, and what one request to it may hold.
@@ -52,17 +49,15 @@ import again appends nothing.`
 
 // importConfig holds the flags of the import command besides those of every client.
 type importConfig struct {
-	batch         int
-	parallel      int
-	progress      string
-	progressEvery time.Duration
+	batch    int
+	parallel int
+	progress progress.Options
 }
 
 func (c *importConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.batch, "batch", 200, fmt.Sprintf("documents per request (at most %d); a request is also cut before it reaches %d MiB", maxBatchDocuments, maxBatchBytes>>20))
 	fs.IntVar(&c.parallel, "parallel", 4, "requests in flight at once")
-	fs.StringVar(&c.progress, "progress", "auto", "progress on stderr: bar, plain (a line every --progress-every), none, or auto (a bar on a terminal, plain lines otherwise)")
-	fs.DurationVar(&c.progressEvery, "progress-every", 5*time.Second, "interval of the plain progress lines")
+	c.progress.Register(fs)
 }
 
 func (c importConfig) check() error {
@@ -72,18 +67,7 @@ func (c importConfig) check() error {
 	case c.parallel < 1:
 		return fmt.Errorf("--parallel %d: want at least 1", c.parallel)
 	}
-	return checkProgress(c.progress, c.progressEvery)
-}
-
-// checkProgress checks the --progress and --progress-every flags of a command.
-func checkProgress(mode string, every time.Duration) error {
-	switch {
-	case mode != "auto" && mode != "bar" && mode != "plain" && mode != "none":
-		return fmt.Errorf("--progress %q: want auto, bar, plain or none", mode)
-	case every <= 0:
-		return fmt.Errorf("--progress-every %s: want a positive duration", every)
-	}
-	return nil
+	return c.progress.Check()
 }
 
 // importFiles is the import command, reading - from the process's standard input.
@@ -136,8 +120,8 @@ type importer struct {
 
 	inputs []input
 	stats  importStats
-	msgs   io.Writer // stderr, or above the progress bar while it is drawn
-	bar    *mpb.Bar  // the progress bar, if one is drawn
+	msgs   io.Writer         // where messages go while the progress is shown
+	shown  *progress.Display // the progress, in input bytes whose documents are reported
 	cancel context.CancelCauseFunc
 	outErr error // the first failure to write to stdout; results go to stderr from then on
 }
@@ -497,7 +481,8 @@ func (im *importer) run(ctx context.Context, paths []string) error {
 	}
 
 	start := time.Now()
-	finishProgress := im.startProgress(total, start)
+	im.shown = im.startProgress(total, start)
+	im.msgs = im.shown.Messages()
 	stop, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	im.cancel = cancel
@@ -588,7 +573,7 @@ func (im *importer) run(ctx context.Context, paths []string) error {
 	case stop.Err() != nil:
 		fatal = context.Cause(stop)
 	}
-	finishProgress(fatal == nil)
+	im.shown.Stop(fatal == nil)
 	return im.summary(time.Since(start), fatal, unreadable)
 }
 
@@ -859,10 +844,7 @@ func (im *importer) report(b *batch) {
 	if msgs.Len() > 0 {
 		im.msgs.Write(msgs.Bytes())
 	}
-	s.doneBytes.Add(b.bytes)
-	if im.bar != nil {
-		im.bar.IncrInt64(b.bytes)
-	}
+	im.shown.SetCurrent(s.doneBytes.Add(b.bytes))
 }
 
 // refusal is the line naming a refused document and why.
@@ -880,121 +862,32 @@ func refusal(where, slug string, a *lineAnswer) string {
 	return sb.String()
 }
 
-// startProgress starts showing progress on stderr as --progress says and sets im.msgs, the
-// writer of the messages meanwhile. total is the input's bytes, -1 when unknown. The function
-// returned stops it; complete says whether the input was read to its end.
-func (im *importer) startProgress(total int64, start time.Time) func(complete bool) {
-	locked := &lockedWriter{w: im.stderr}
-	im.msgs = locked
-	switch progressMode(im.stderr, im.cfg.progress) {
-	case "plain":
-		stop := printEvery(locked, im.cfg.progressEvery, func() string { return im.progressLine(total, start) })
-		return func(bool) { stop() }
-	case "bar":
-		return im.startBar(total, start)
-	}
-	return func(bool) {}
-}
-
-// progressMode returns the progress display a --progress value asks for on w: auto is a bar on a
-// terminal and plain lines otherwise.
-func progressMode(w io.Writer, mode string) string {
-	if mode != "auto" {
-		return mode
-	}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return "bar"
-	}
-	return "plain"
-}
-
-// printEvery writes line() to w, as a line, every interval until the function it returns is
-// called; that function returns once no more line is written.
-func printEvery(w io.Writer, every time.Duration, line func() string) (stop func()) {
-	tick := time.NewTicker(every)
-	quit, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		for {
-			select {
-			case <-tick.C:
-				fmt.Fprintln(w, line())
-			case <-quit:
-				return
+// startProgress shows the progress on stderr as --progress says: a bar whose length is the
+// input's bytes, so its time left holds for documents of any size, labelled with the documents
+// handled and their rate, or a plain line every --progress-every. total is the input's bytes, -1
+// when unknown.
+func (im *importer) startProgress(total int64, start time.Time) *progress.Display {
+	s := &im.stats
+	return progress.Start(im.stderr, im.cfg.progress, start, progress.View{
+		Label: func() string {
+			text := fmt.Sprintf("%d documents", s.handled())
+			if n := s.refused.Load(); n > 0 {
+				text += fmt.Sprintf(", %d refused", n)
 			}
-		}
-	}()
-	return func() {
-		tick.Stop()
-		close(quit)
-		<-ended
-	}
+			return text
+		},
+		Count: s.handled,
+		Line:  func() string { return im.progressLine(total, start) },
+		Total: total,
+	})
 }
 
 // progressLine is a plain progress line, for logs.
 func (im *importer) progressLine(total int64, start time.Time) string {
 	s := &im.stats
-	line := fmt.Sprintf("imported %d documents (%.0f/s), refused %d", s.accepted(), rate(s.handled(), start), s.refused.Load())
+	line := fmt.Sprintf("imported %d documents (%.0f/s), refused %d", s.accepted(), progress.Rate(s.handled(), start), s.refused.Load())
 	if total > 0 {
 		line += fmt.Sprintf(", %d%% of input", s.doneBytes.Load()*100/total)
 	}
 	return line
-}
-
-func rate(n int64, since time.Time) float64 {
-	secs := time.Since(since).Seconds()
-	if secs <= 0 {
-		return 0
-	}
-	return float64(n) / secs
-}
-
-// startBar draws a bar whose length is the input's bytes, so its ETA holds for documents of
-// any size, labelled with the documents handled and their rate. Messages are written above it.
-func (im *importer) startBar(total int64, start time.Time) func(complete bool) {
-	p := mpb.New(mpb.WithOutput(im.stderr), mpb.WithAutoRefresh(), mpb.ContainerOptional(mpb.ForceTTY(), im.cfg.progress == "bar"))
-	s := &im.stats
-	count := decor.Any(func(decor.Statistics) string {
-		text := fmt.Sprintf("%d documents", s.handled())
-		if n := s.refused.Load(); n > 0 {
-			text += fmt.Sprintf(", %d refused", n)
-		}
-		return text
-	}, decor.WCSyncSpaceR)
-	speed := decor.Any(func(decor.Statistics) string { return fmt.Sprintf("%.0f/s", rate(s.handled(), start)) }, decor.WCSyncSpace)
-	var bar *mpb.Bar
-	if total < 0 {
-		bar = p.New(0, mpb.SpinnerStyle().PositionLeft(), mpb.BarWidth(2), mpb.PrependDecorators(count), mpb.AppendDecorators(speed))
-	} else {
-		bar = p.New(0, mpb.BarStyle(),
-			mpb.PrependDecorators(count),
-			mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), speed,
-				decor.OnComplete(decor.Name("ETA", decor.WC{C: decor.DextraSpace}), ""),
-				decor.OnComplete(decor.NewAverageETA(decor.ET_STYLE_GO, start, nil, decor.WC{C: decor.DextraSpace}), "done")))
-		// Set after creation, the total does not complete the bar when the input turns out larger
-		// than it was: only the end of the run does.
-		bar.SetTotal(total, false)
-	}
-	im.bar, im.msgs = bar, p
-	return func(complete bool) {
-		if complete {
-			bar.SetTotal(-1, true)
-		} else {
-			bar.Abort(false)
-		}
-		p.Wait()
-	}
-}
-
-// lockedWriter serializes the writes of the collector, the progress and the interruption
-// notice.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
+	"github.com/opencarte/publisher/cmd/publisher/progress"
 )
 
 // adminEnv is the environment that points the CLI at m's admin API.
@@ -362,7 +363,7 @@ func testImporter(t *testing.T, url string, stdout, stderr io.Writer) *importer 
 	if err != nil {
 		t.Fatal(err)
 	}
-	im := newImporter(c, importConfig{batch: 200, parallel: 2, progress: "none", progressEvery: time.Second}, strings.NewReader(""), stdout, stderr)
+	im := newImporter(c, importConfig{batch: 200, parallel: 2, progress: progress.Options{Mode: "none", Every: time.Second}}, strings.NewReader(""), stdout, stderr)
 	im.backoff = time.Millisecond
 	return im
 }
@@ -567,7 +568,7 @@ func TestImportFlagsHaveEnvironmentTwins(t *testing.T) {
 	if err := envflag.Parse(fs, []string{"--parallel", "2"}, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.batch != 7 || cfg.parallel != 2 || cfg.progress != "plain" || cfg.progressEvery != time.Second {
+	if cfg.batch != 7 || cfg.parallel != 2 || cfg.progress.Mode != "plain" || cfg.progress.Every != time.Second {
 		t.Errorf("got %+v, want batch 7, parallel 2 from the command line, plain every 1s", cfg)
 	}
 	if err := cfg.check(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
+	"github.com/opencarte/publisher/cmd/publisher/progress"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/runner"
 )
@@ -38,14 +39,14 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	handover := fs.Duration("handover-timeout", time.Minute, "how long the switch waits for the projector to hand over, and the old generation's removal for every read node to serve the new one")
 	switchTimeout := fs.Duration("switch-timeout", 2*time.Minute, "how long projection may stay paused for the switch before it is called off")
 	abandon := fs.Bool("abandon", false, "abandon the rebuild under way, removing the generation it built, instead of resuming it")
-	progress := fs.String("progress", "auto", "progress on stderr: bar, plain (a line every --progress-every), none, or auto (a bar on a terminal, plain lines otherwise)")
-	every := fs.Duration("progress-every", 5*time.Second, "interval of the plain progress lines")
+	var prog progress.Options
+	prog.Register(fs)
 	logLevel := fs.String("log-level", "warn", "level of the log written to stderr: debug, info, warn or error")
 	fs.Usage = envflag.Usage(fs, "publisher rebuild [flags]")
 	if err := envflag.Parse(fs, args, getenv); err != nil {
 		return err
 	}
-	if err := checkProgress(*progress, *every); err != nil {
+	if err := prog.Check(); err != nil {
 		return err
 	}
 	switch {
@@ -65,7 +66,7 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	defer nc.Close()
 	r := &rebuilder{
 		nc: nc, out: stderr, logger: logger, workers: *workers, cache: *cache, spillDir: *spillDir, verifyWorkers: *verifyWorkers,
-		handover: *handover, switchTimeout: *switchTimeout, progress: *progress, every: *every,
+		handover: *handover, switchTimeout: *switchTimeout, progress: prog,
 	}
 	if *abandon {
 		return r.abandon(ctx)
@@ -87,8 +88,7 @@ type rebuilder struct {
 	verifyWorkers int
 	handover      time.Duration
 	switchTimeout time.Duration
-	progress      string
-	every         time.Duration
+	progress      progress.Options
 	replicas      int
 }
 
@@ -272,7 +272,7 @@ func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
 
 	start := time.Now()
 	var rendered atomic.Int64
-	show, stopShow := startProgress(r.out, r.progress, r.every, start, "rendered")
+	show, stopShow := progress.Establishments(r.out, r.progress, start, "rendered")
 	run := func() (*runningProjector, error) {
 		return r.startProjector(ctx, rb, oldDocs, newDocs, newState, func(done, all int) {
 			rendered.Store(int64(done))
@@ -313,7 +313,7 @@ func (r *rebuilder) buildAndSwitch(ctx context.Context, rb rebuildState) error {
 
 	// Verified while it follows the log, against the records it has projected.
 	start = time.Now()
-	show, stopShow = startProgress(r.out, r.progress, r.every, start, "verified")
+	show, stopShow = progress.Establishments(r.out, r.progress, start, "verified")
 	rep, err := runner.Verify(ctx, runner.VerifyConfig{
 		Log: r.store, KV: newDocs, Workers: r.verifyWorkers, FilesURL: rb.FilesURL, Progress: show, Logger: r.logger,
 		UpTo: pr.p.Position(),
@@ -554,7 +554,7 @@ func (r *rebuilder) announce(ctx context.Context, rb rebuildState) error {
 			return err
 		}
 		start := time.Now()
-		show, stopShow := startProgress(r.out, r.progress, r.every, start, "compared")
+		show, stopShow := progress.Establishments(r.out, r.progress, start, "compared")
 		n, err := runner.AnnounceSwitch(ctx, runner.AnnounceConfig{
 			Old: oldDocs, New: newDocs, Notifier: signalNotifier{s: signals}, Since: rb.Position, Progress: show, Logger: r.logger,
 		})

@@ -12,16 +12,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
+	"github.com/opencarte/publisher/cmd/publisher/progress"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/dockey"
 	"github.com/opencarte/publisher/projections/runner"
@@ -37,15 +34,15 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
 	workers := fs.Int("workers", runner.DefaultVerifyWorkers, "establishments checked at once")
 	maxDiffs := fs.Int("max-differences", runner.DefaultMaxDifferences, "differences listed in the report (all are counted)")
-	progress := fs.String("progress", "auto", "progress on stderr: bar, plain (a line every --progress-every), none, or auto (a bar on a terminal, plain lines otherwise)")
-	every := fs.Duration("progress-every", 5*time.Second, "interval of the plain progress lines")
+	var prog progress.Options
+	prog.Register(fs)
 	publicURL := fs.String("public-url", "", "base URL the projector gives uploaded files under, as serve's --public-url (default from --http)")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "the read API's listen address, when serve runs without --public-url")
 	fs.Usage = envflag.Usage(fs, "publisher verify [flags]")
 	if err := envflag.Parse(fs, args, getenv); err != nil {
 		return err
 	}
-	if err := checkProgress(*progress, *every); err != nil {
+	if err := prog.Check(); err != nil {
 		return err
 	}
 	if *maxDiffs <= 0 {
@@ -85,7 +82,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 		}
 	}
 	start := time.Now()
-	show, stop := startProgress(stderr, *progress, *every, start, "verified")
+	show, stop := progress.Establishments(stderr, prog, start, "verified")
 	files := strings.TrimRight(*publicURL, "/")
 	if files == "" {
 		files = localURL(*httpAddr)
@@ -168,58 +165,6 @@ func servedDocuments(ctx context.Context, js jetstream.JetStream) (string, error
 	}
 	docs, _ := runner.GenerationBuckets(g.current())
 	return docs, nil
-}
-
-// startProgress shows a command's progress on w as mode says: a bar with the rate and the time
-// left, a line every interval, or nothing; verb says what is done to the establishments. It
-// returns the progress function and the function that ends the display (plain lines end with one
-// more), ok saying whether the work completed.
-func startProgress(w io.Writer, mode string, every time.Duration, start time.Time, verb string) (func(done, total int), func(ok bool)) {
-	var done, total atomic.Int64
-	record := func(d, t int) {
-		total.Store(int64(t))
-		for {
-			cur := done.Load()
-			if int64(d) <= cur || done.CompareAndSwap(cur, int64(d)) {
-				return
-			}
-		}
-	}
-	switch progressMode(w, mode) {
-	case "plain":
-		line := func() string {
-			return fmt.Sprintf("%s %d of %d establishments (%.0f/s)", verb, done.Load(), total.Load(), rate(done.Load(), start))
-		}
-		stop := printEvery(w, every, line)
-		return record, func(bool) {
-			stop()
-			fmt.Fprintln(w, line())
-		}
-	case "bar":
-		p := mpb.New(mpb.WithOutput(w), mpb.WithAutoRefresh(), mpb.ContainerOptional(mpb.ForceTTY(), true))
-		bar := p.New(0, mpb.BarStyle(),
-			mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
-				return fmt.Sprintf("%s %d of %d establishments", verb, done.Load(), total.Load())
-			}, decor.WCSyncSpaceR)),
-			mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace),
-				decor.Any(func(decor.Statistics) string { return fmt.Sprintf("%.0f/s", rate(done.Load(), start)) }, decor.WCSyncSpace),
-				decor.OnComplete(decor.Name("ETA", decor.WC{C: decor.DextraSpace}), ""),
-				decor.OnComplete(decor.NewAverageETA(decor.ET_STYLE_GO, start, nil, decor.WC{C: decor.DextraSpace}), "done")))
-		var sized sync.Once
-		return func(d, t int) {
-				record(d, t)
-				sized.Do(func() { bar.SetTotal(int64(t), false) })
-				bar.SetCurrent(done.Load())
-			}, func(ok bool) {
-				if ok {
-					bar.SetTotal(-1, true)
-				} else {
-					bar.Abort(false)
-				}
-				p.Wait()
-			}
-	}
-	return record, func(bool) {}
 }
 
 func fileExists(name string) bool {

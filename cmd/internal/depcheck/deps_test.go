@@ -29,6 +29,8 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/admin", []string{"projections", "readapi", "cmd"}, []string{"cmd/publisher/app"}},
 		// Flags with environment twins need nothing but the standard library.
 		{"cmd/publisher/envflag", []string{"github.com", "golang.org"}, nil},
+		// The progress display draws what a command gives it: it knows no store and no API.
+		{"cmd/publisher/progress", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
 		// The storage guard is given its readings: it knows neither NATS nor the service.
 		{"cmd/publisher/capacity", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
 		// The heap floor is the standard library's collector settings and nothing else.
