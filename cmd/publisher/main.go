@@ -15,6 +15,8 @@ import (
 	"os/signal"
 	"syscall"
 	_ "time/tzdata" // establishments' time zones must resolve on machines without a zoneinfo database
+
+	"github.com/opencarte/publisher/cmd/publisher/client"
 )
 
 func main() {
@@ -53,9 +55,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr, getenv)
 	case "import":
-		return importFiles(ctx, args[1:], stdout, stderr, getenv)
+		return client.Import(ctx, args[1:], os.Stdin, stdout, stderr, getenv)
 	case "admin":
-		return adminCommand(ctx, args[1:], stdout, stderr, getenv)
+		return client.Admin(ctx, args[1:], stdout, stderr, getenv)
 	case "verify":
 		return verify(ctx, args[1:], stdout, stderr, getenv)
 	case "rebuild":

@@ -27,6 +27,9 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/app", []string{"projections", "readapi", "webhook", "cmd"}, nil},
 		{"cmd/publisher/clock", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
 		{"cmd/publisher/admin", []string{"projections", "readapi", "cmd"}, []string{"cmd/publisher/app"}},
+		// The command line's client of the admin API talks HTTP: it knows neither the domain nor the
+		// log, nor the admin API's package, whose limits it restates.
+		{"cmd/publisher/client", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, []string{"cmd/publisher/envflag", "cmd/publisher/progress"}},
 		// Flags with environment twins need nothing but the standard library.
 		{"cmd/publisher/envflag", []string{"github.com", "golang.org"}, nil},
 		// The progress display draws what a command gives it: it knows no store and no API.

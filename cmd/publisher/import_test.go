@@ -1,26 +1,22 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
-	"github.com/opencarte/publisher/cmd/publisher/envflag"
+	"github.com/opencarte/publisher/cmd/publisher/client"
 	"github.com/opencarte/publisher/cmd/publisher/progress"
 )
 
@@ -61,19 +57,19 @@ func writeFile(tb testing.TB, path, content string) string {
 func importRun(tb testing.TB, env func(string) string, args ...string) (stdout, stderr string, err error) {
 	tb.Helper()
 	var out, errOut bytes.Buffer
-	err = importCommand(context.Background(), args, strings.NewReader(""), &out, &errOut, env)
+	err = client.Import(context.Background(), args, strings.NewReader(""), &out, &errOut, env)
 	return out.String(), errOut.String(), err
 }
 
 // results decodes the command's stdout, one result a line.
-func results(tb testing.TB, stdout string) []result {
+func results(tb testing.TB, stdout string) []client.Result {
 	tb.Helper()
-	var rs []result
+	var rs []client.Result
 	for _, line := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
 		if line == "" {
 			continue
 		}
-		var r result
+		var r client.Result
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&r); err != nil {
@@ -320,7 +316,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return resp
 	}
-	if r.URL.Path != importPath {
+	if r.URL.Path != client.ImportPath {
 		relay(w, forward())
 		return
 	}
@@ -357,15 +353,14 @@ func dropAnswer(t *testing.T, w http.ResponseWriter) {
 }
 
 // testImporter is an importer of paths through the admin API at url, retrying at once.
-func testImporter(t *testing.T, url string, stdout, stderr io.Writer) *importer {
+func testImporter(t *testing.T, url string, stdout, stderr io.Writer) *client.Importer {
 	t.Helper()
-	c, err := newClient(url, testAdminToken, "")
+	c, err := client.New(url, testAdminToken, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	im := newImporter(c, importConfig{batch: 200, parallel: 2, progress: progress.Options{Mode: "none", Every: time.Second}}, strings.NewReader(""), stdout, stderr)
-	im.backoff = time.Millisecond
-	return im
+	cfg := client.ImportConfig{Batch: 200, Parallel: 2, Progress: progress.Options{Mode: "none", Every: time.Second}, Backoff: time.Millisecond}
+	return client.NewImporter(c, cfg, strings.NewReader(""), stdout, stderr)
 }
 
 // A batch is tried again after a 503 (honouring its Retry-After) and after a lost answer, under
@@ -391,7 +386,7 @@ func TestImportRetriesUnderTheSameKey(t *testing.T) {
 	shops := writeFile(t, filepath.Join(t.TempDir(), "shops.ndjson"), demoLine(t, "retry-a")+"\n"+demoLine(t, "retry-b")+"\n")
 	before := m.lastSequence(t)
 	var out, errOut bytes.Buffer
-	if err := testImporter(t, url, &out, &errOut).run(context.Background(), []string{shops}); err != nil {
+	if err := testImporter(t, url, &out, &errOut).Run(context.Background(), []string{shops}); err != nil {
 		t.Fatalf("import: %v\n%s", err, errOut.String())
 	}
 	got := results(t, out.String())
@@ -432,7 +427,7 @@ func TestImportRetriesLinesAnswered503(t *testing.T) {
 	})
 	shops := writeFile(t, filepath.Join(t.TempDir(), "shops.ndjson"), demoLine(t, "busy-a")+"\n"+demoLine(t, "busy-b")+"\n")
 	var out, errOut bytes.Buffer
-	if err := testImporter(t, url, &out, &errOut).run(context.Background(), []string{shops}); err != nil {
+	if err := testImporter(t, url, &out, &errOut).Run(context.Background(), []string{shops}); err != nil {
 		t.Fatalf("import: %v\n%s", err, errOut.String())
 	}
 	got := results(t, out.String())
@@ -462,7 +457,7 @@ func TestImportStopsOnAWrongToken(t *testing.T) {
 	env := func(k string) string {
 		return map[string]string{"PUBLISHER_ADMIN_URL": m.AdminURL, "PUBLISHER_ADMIN_TOKEN": "wrong", "PUBLISHER_BATCH": "2", "PUBLISHER_PARALLEL": "1"}[k]
 	}
-	err := importCommand(context.Background(), []string{"--progress=none", shops}, nil, &out, &errOut, env)
+	err := client.Import(context.Background(), []string{"--progress=none", shops}, nil, &out, &errOut, env)
 	if err == nil || !strings.Contains(err.Error(), "401 Unauthorized") || !strings.Contains(err.Error(), "not imported") {
 		t.Errorf("import: got %v, want a 401 and documents not imported", err)
 	}
@@ -512,7 +507,7 @@ func TestImportStdin(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-22")
 	in := strings.NewReader(demoLine(t, "stdin-a") + "\n\n" + demoLine(t, "stdin-b") + "\n")
 	var out, errOut bytes.Buffer
-	if err := importCommand(context.Background(), []string{"--progress=none", "-"}, in, &out, &errOut, adminEnv(m)); err != nil {
+	if err := client.Import(context.Background(), []string{"--progress=none", "-"}, in, &out, &errOut, adminEnv(m)); err != nil {
 		t.Fatalf("import: %v\n%s", err, errOut.String())
 	}
 	got := results(t, out.String())
@@ -543,151 +538,10 @@ func TestImportBar(t *testing.T) {
 	}
 }
 
-func TestImportRefusesUnknownInputs(t *testing.T) {
-	dir := t.TempDir()
-	csv := writeFile(t, filepath.Join(dir, "shops.csv"), "slug,name\n")
-	env := func(k string) string { return map[string]string{"PUBLISHER_ADMIN_TOKEN": "unused"}[k] }
-	for _, args := range [][]string{{csv}, {filepath.Join(dir, "missing.ndjson")}, {"--batch", "1001", csv}, {"--progress", "loud", csv}, {}} {
-		if _, _, err := importRun(t, env, args...); err == nil {
-			t.Errorf("import %q: got no error", args)
-		}
-	}
-}
-
-func TestImportFlagsHaveEnvironmentTwins(t *testing.T) {
-	env := map[string]string{
-		"PUBLISHER_BATCH":          "7",
-		"PUBLISHER_PARALLEL":       "3",
-		"PUBLISHER_PROGRESS":       "plain",
-		"PUBLISHER_PROGRESS_EVERY": "1s",
-	}
-	var cfg importConfig
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	clientFlags(fs)
-	cfg.flags(fs)
-	if err := envflag.Parse(fs, []string{"--parallel", "2"}, func(k string) string { return env[k] }); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.batch != 7 || cfg.parallel != 2 || cfg.progress.Mode != "plain" || cfg.progress.Every != time.Second {
-		t.Errorf("got %+v, want batch 7, parallel 2 from the command line, plain every 1s", cfg)
-	}
-	if err := cfg.check(); err != nil {
-		t.Error(err)
-	}
-}
-
-// bytesOf reads as n bytes of b.
-type bytesOf struct {
-	n int64
-	b byte
-}
-
-func (r *bytesOf) Read(p []byte) (int, error) {
-	if r.n == 0 {
-		return 0, io.EOF
-	}
-	p = p[:min(int64(len(p)), r.n)]
-	for i := range p {
-		p[i] = r.b
-	}
-	r.n -= int64(len(p))
-	return len(p), nil
-}
-
-// A line far over the limit is read through without being held, nor sent, and the lines after
-// it keep their numbers.
-func TestOversizedLineIsNotHeld(t *testing.T) {
-	const huge = 64 << 20
-	in := io.MultiReader(strings.NewReader(`{"slug":"first"}`+"\n"+`{"slug":"big","name":"`), &bytesOf{huge, 'x'}, strings.NewReader("\"}\n"+`{"slug":"after"}`))
-	var batches []*batch
-	var read atomic.Int64
-	bt := &batcher{size: 10, seen: map[string]location{}, read: &read, cur: &batch{},
-		where: func(l location) string { return fmt.Sprint(l.line) },
-		emit:  func(b *batch) bool { batches = append(batches, b); return true }}
-
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	if err := readNDJSON(bt, 0, in, "big.ndjson"); err != nil {
-		t.Fatal(err)
-	}
-	runtime.ReadMemStats(&after)
-	bt.flush()
-	// Held whole, the line would take 64 MiB; kept to the limit, it takes the growth of a 4 MiB
-	// buffer.
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > huge/2 {
-		t.Errorf("reading a %d MiB line allocated %d MiB, want it bounded by the 4 MiB limit", huge>>20, alloc>>20)
-	}
-	if len(batches) != 1 {
-		t.Fatalf("got %d batches, want 1", len(batches))
-	}
-	b := batches[0]
-	if len(b.items) != 3 || b.items[1].at.line != 2 || !strings.Contains(b.items[1].local, "larger than 4 MiB") || b.items[2].at.line != 3 {
-		t.Errorf("items: got %+v, want line 2 refused and line 3 after it", b.items)
-	}
-	if want := `{"slug":"first"}` + "\n" + `{"slug":"after"}` + "\n"; string(b.body) != want {
-		t.Errorf("body: got %.100q, want %q", b.body, want)
-	}
-	if total := int64(len(`{"slug":"first"}`+"\n"+`{"slug":"big","name":"`+"\"}\n"+`{"slug":"after"}`)) + huge; b.bytes != total {
-		t.Errorf("input bytes: got %d, want %d", b.bytes, total)
-	}
-}
-
-// Batches are cut at --batch documents and before 8 MiB, and their key follows their content.
-func TestBatchesAreCut(t *testing.T) {
-	var batches []*batch
-	var read atomic.Int64
-	bt := &batcher{size: 5, seen: map[string]location{}, read: &read, cur: &batch{},
-		where: func(l location) string { return fmt.Sprint(l.line) },
-		emit:  func(b *batch) bool { batches = append(batches, b); return true }}
-	big := `{"slug":"%s","name":"` + strings.Repeat("x", 3<<20) + `"}`
-	var in strings.Builder
-	for i := range 4 {
-		fmt.Fprintf(&in, `{"slug":"s%d"}`+"\n", i)
-	}
-	for i := range 4 {
-		fmt.Fprintf(&in, big+"\n", fmt.Sprint("big", i))
-	}
-	if err := readNDJSON(bt, 0, bufio.NewReader(strings.NewReader(in.String())), "x.ndjson"); err != nil {
-		t.Fatal(err)
-	}
-	bt.flush()
-	var sizes []int
-	for i, b := range batches {
-		sizes = append(sizes, len(b.lines))
-		if b.seq != i || len(b.body) > maxBatchBytes {
-			t.Errorf("batch %d: seq %d, %d bytes", i, b.seq, len(b.body))
-		}
-	}
-	// 5 documents; then big1 and big2 (big3 would pass 8 MiB); then big3.
-	if fmt.Sprint(sizes) != "[5 2 1]" {
-		t.Errorf("batch sizes: got %v, want [5 2 1]", sizes)
-	}
-	if batchKey("r1", batches[0].body) == batchKey("r1", batches[1].body) || batchKey("r1", batches[0].body) != batchKey("r1", bytes.Clone(batches[0].body)) {
-		t.Errorf("batch keys do not follow content")
-	}
-	if batchKey("r1", batches[0].body) == batchKey("r2", batches[0].body) {
-		t.Errorf("two runs share a batch key")
-	}
-}
-
-func TestSlugOf(t *testing.T) {
-	for doc, want := range map[string]string{
-		`{"slug":"a","name":"x"}`:                         "a",
-		`{"name":{"fr":"x","slug":"no"},"slug":"b"}`:      "b",
-		`{"menu_types":[{"slug":"la-carte"}],"slug":"c"}`: "c",
-		`{"slug":"d\u002de"}`:                             "d-e",
-		`{"slug":"e",`:                                    "e",
-		`{"name":"x"}`:                                    "",
-		`{"slug":12}`:                                     "",
-		`{"Slug":"f"}`:                                    "",
-		`["slug","g"]`:                                    "",
-		`not json`:                                        "",
-		`{"name":"unterminated, "slug":"h"}`:              "",
-		`{"location":{"latitude":1.5},"slug":"i","x":[1,2]}`: "i",
-	} {
-		if got := slugOf([]byte(doc)); got != want {
-			t.Errorf("slugOf(%s) = %q, want %q", doc, got, want)
-		}
+// The import cuts its batches within the limits the batch endpoint states.
+func TestImportLimitsAreTheAdminAPIs(t *testing.T) {
+	if client.MaxBatchDocuments != admin.MaxBatchItems || client.MaxDocumentBytes != admin.MaxBodyBytes {
+		t.Errorf("import: %d documents of %d bytes a batch; the admin API takes %d of %d",
+			client.MaxBatchDocuments, client.MaxDocumentBytes, admin.MaxBatchItems, admin.MaxBodyBytes)
 	}
 }
