@@ -95,7 +95,12 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	if err != nil {
 		return err
 	}
-	took := time.Since(start)
+	return printVerifyReport(stdout, stderr, rep, time.Since(start))
+}
+
+// printVerifyReport prints the summary of a verification on stderr, with its duration and rate,
+// and its report on stdout; it fails when a document differs.
+func printVerifyReport(stdout, stderr io.Writer, rep runner.Report, took time.Duration) error {
 	fmt.Fprintf(stderr, "verify: %d establishments checked up to sequence %d in %s (%.0f/s), %d different\n",
 		rep.Checked, rep.Position, took.Round(time.Millisecond), float64(rep.Checked)/max(took.Seconds(), 1e-9), rep.Different)
 	if rep.UpTo > 0 && rep.UpTo < rep.Position {
