@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,27 +132,20 @@ func New(cfg Config) (*Commands, error) {
 	if c.fileGrace == 0 {
 		c.fileGrace = DefaultFileGrace
 	}
-	size := cmpOr(cfg.CacheSize, DefaultCacheSize)
+	size := cmp.Or(cfg.CacheSize, DefaultCacheSize)
 	cache, err := lru.New[domain.Slug, *aggregate](size)
 	if err != nil {
 		return nil, fmt.Errorf("app: cache: %w", err)
 	}
 	c.repo = &repository{
 		log: cfg.Log, snapshots: cfg.Snapshots, cache: cache,
-		loads: make(chan struct{}, cmpOr(cfg.MaxLoads, DefaultMaxLoads)),
-		every: cmpOr(cfg.SnapshotEvery, DefaultSnapshotEvery), c: c,
+		loads: make(chan struct{}, cmp.Or(cfg.MaxLoads, DefaultMaxLoads)),
+		every: cmp.Or(cfg.SnapshotEvery, DefaultSnapshotEvery), c: c,
 	}
 	if cfg.Snapshots == nil {
 		c.repo.snapshots = nil // a typed nil would look set
 	}
 	return c, nil
-}
-
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // Request names the establishment a command is for and, optionally, the id it is deduplicated
