@@ -821,9 +821,9 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		return err
 	}
 	m.AdminToken = token
-	hooks := webhookAdmin{Registry: m.Webhooks.Registry(), d: m.Webhooks}
+	hooks := deliveries{m.Webhooks}
 	cfg := admin.Config{
-		Commands: m.Commands, Token: token, WebhookOps: hooks,
+		Commands: m.Commands, Token: token, Deliveries: app.NewDeliveries(m.Commands, hooks, hooks),
 		Logger: m.Logger.With("role", roleAdmin), Status: m.status, WaitLimit: m.Config.WaitLimit,
 		Debug: debugHandler(), Observe: m.adminObserver(),
 	}
@@ -1234,9 +1234,6 @@ func (n signalNotifier) AllAnnounced(ctx context.Context, fn func(slug string, r
 	return n.s.LastRevisions(ctx, fn)
 }
 
-// webhookAdmin gives the admin API the registry and the dispatcher's operations.
-// endpointRegistry is the webhook registry as the write side uses it: endpoints named as the
-// domain names them.
 // fileSource serves the read API the uploaded files of the object store.
 type fileSource struct{ files *events.Files }
 
@@ -1251,37 +1248,6 @@ func (s fileSource) Open(ctx context.Context, name string) (readapi.StoredFile, 
 	return readapi.StoredFile{ContentType: fi.ContentType, Size: fi.Size, Reader: func(ctx context.Context, skip int64) io.Reader {
 		return s.files.Reader(ctx, fi, skip)
 	}}, nil
-}
-
-type endpointRegistry struct{ *webhook.Registry }
-
-func (r endpointRegistry) Endpoints(ctx context.Context, establishment string) ([]domain.WebhookEndpoint, error) {
-	endpoints, err := r.Registry.Endpoints(ctx, establishment)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]domain.WebhookEndpoint, len(endpoints))
-	for i, e := range endpoints {
-		out[i] = domain.WebhookEndpoint{ID: e.ID, URL: e.URL}
-	}
-	return out, nil
-}
-
-type webhookAdmin struct {
-	*webhook.Registry
-	d *webhook.Dispatcher
-}
-
-func (w webhookAdmin) Ping(ctx context.Context, establishment, id string) (webhook.Attempt, error) {
-	return w.d.Ping(ctx, establishment, id)
-}
-
-func (w webhookAdmin) DeliveryLog(ctx context.Context, endpointID string, limit int) ([]webhook.Delivery, error) {
-	return w.d.DeliveryLog(ctx, endpointID, limit)
-}
-
-func (w webhookAdmin) Redeliver(ctx context.Context, deliveryID string) error {
-	return w.d.Redeliver(ctx, deliveryID)
 }
 
 // memoryMetrics are the runtime/metrics the status reports, by the name it gives them.

@@ -39,7 +39,7 @@ func (s *memSecrets) Create(_ context.Context, establishment, id, url, secret st
 	defer s.mu.Unlock()
 	if e, ok := s.endpoints[id]; ok {
 		if s.owners[id] != establishment {
-			return "", webhook.ErrInvalidEndpoint
+			return "", &app.Refusal{Kind: app.KindInvalid, Err: webhook.ErrInvalidEndpoint}
 		}
 		return e.URL, nil
 	}
@@ -54,7 +54,7 @@ func (s *memSecrets) Remove(_ context.Context, establishment, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.owners[id] != establishment {
-		return webhook.ErrEndpointNotFound
+		return &app.Refusal{Kind: app.KindNotFound, Err: webhook.ErrEndpointNotFound}
 	}
 	delete(s.m, id)
 	delete(s.endpoints, id)

@@ -21,22 +21,10 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
-	"github.com/opencarte/publisher/webhook"
 )
 
 // MaxBodyBytes bounds an admin request body.
 const MaxBodyBytes = 4 << 20
-
-// webhookOperations are the operator's views and actions on deliveries. Optional: without them
-// the routes that need them answer 404.
-type webhookOperations interface {
-	Endpoints(ctx context.Context, establishment string) ([]webhook.Endpoint, error)
-	Endpoint(ctx context.Context, establishment, id string) (webhook.Endpoint, error)
-	Enable(ctx context.Context, establishment, id string) error
-	Ping(ctx context.Context, establishment, id string) (webhook.Attempt, error)
-	DeliveryLog(ctx context.Context, endpointID string, limit int) ([]webhook.Delivery, error)
-	Redeliver(ctx context.Context, deliveryID string) error
-}
 
 // projection lets a write wait until its events are served, when the caller asks for it.
 type projection interface {
@@ -48,8 +36,8 @@ type projection interface {
 type Config struct {
 	Commands *app.Commands
 	Token    string // bearer token every request must carry
-	// WebhookOps is optional; it serves the endpoint, delivery log, ping and redelivery routes.
-	WebhookOps webhookOperations
+	// Deliveries is optional; it serves the endpoint, delivery log, ping and redelivery routes.
+	Deliveries *app.Deliveries
 	// Projection is optional; with it, ?wait=true on a write answers once the change is served.
 	Projection projection
 	Logger     *slog.Logger
@@ -135,7 +123,7 @@ func (a *API) Handler() http.Handler {
 	handle(http.MethodDelete, est+"/menu-types/:menu_type/versions/:version", a.withdrawVersion)
 	handle(http.MethodPost, est+"/webhooks", a.registerWebhook)
 	handle(http.MethodDelete, est+"/webhooks/:id", a.removeWebhook)
-	if a.cfg.WebhookOps != nil {
+	if a.cfg.Deliveries != nil {
 		handle(http.MethodGet, est+"/webhooks", a.listWebhooks)
 		handle(http.MethodPost, est+"/webhooks/:id/rotate-secret", a.rotateSecret)
 		handle(http.MethodPost, est+"/webhooks/:id/enable", a.enableWebhook)
@@ -429,18 +417,6 @@ func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, res ap
 	writeJSON(w, status, body)
 }
 
-// webhookKinds are the kinds of the webhook registry's refusals.
-var webhookKinds = []app.KindRule{
-	{Target: webhook.ErrInvalidEndpoint, Kind: app.KindInvalid},
-	{Target: webhook.ErrRefusedAddress, Kind: app.KindInvalid},
-	{Target: webhook.ErrInvalidSecret, Kind: app.KindInvalid},
-	{Target: webhook.ErrResolverUnavailable, Kind: app.KindUnavailable},
-	{Target: webhook.ErrEndpointNotFound, Kind: app.KindNotFound},
-	{Target: webhook.ErrDeliveryNotFound, Kind: app.KindNotFound},
-	{Target: webhook.ErrDeliveryInProgress, Kind: app.KindConflict},
-	{Target: webhook.ErrEndpointDisabled, Kind: app.KindConflict},
-}
-
 // statuses maps each kind of refusal to its status and error text.
 var statuses = map[app.Kind]struct {
 	code int
@@ -452,6 +428,7 @@ var statuses = map[app.Kind]struct {
 	app.KindTooLarge:            {http.StatusRequestEntityTooLarge, "Content too large"},
 	app.KindUnsupported:         {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	app.KindUnavailable:         {http.StatusServiceUnavailable, "Service unavailable"},
+	app.KindDeclined:            {http.StatusServiceUnavailable, "Service unavailable"},
 	app.KindInsufficientStorage: {http.StatusInsufficientStorage, "Insufficient storage"},
 	app.KindInternal:            {http.StatusInternalServerError, "Internal server error"},
 }
@@ -466,14 +443,14 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 // named for invalid input (within the bounds of fieldDetails), the refusal's text otherwise,
 // nothing of a fault of this service's own (which is logged).
 func (a *API) refusal(r *http.Request, err error) (status int, text string, details []string) {
-	kind := app.KindOf(err, webhookKinds...)
+	kind := app.KindOf(err)
 	st := statuses[kind]
 	switch fields := fieldDetails(err); {
 	case fields != nil:
 		details = fields
 	case kind == app.KindInternal:
 		a.cfg.Logger.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	case kind == app.KindUnavailable && !errors.Is(err, webhook.ErrResolverUnavailable) && !errors.Is(err, app.ErrFilesUnavailable):
+	case kind == app.KindUnavailable:
 		// The cause is this service's own (the event log, a store): say what, not how.
 		a.cfg.Logger.Warn("admin request not served", "method", r.Method, "path", r.URL.Path, "err", err)
 		details = []string{app.ErrUnavailable.Error()}

@@ -16,17 +16,10 @@ func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request, ps httprouter
 	if !ok {
 		return
 	}
-	eps, err := a.cfg.WebhookOps.Endpoints(r.Context(), string(slug))
+	eps, err := a.cfg.Deliveries.Endpoints(r.Context(), slug)
 	if err != nil {
 		a.fail(w, r, err)
 		return
-	}
-	if len(eps) == 0 {
-		// No endpoint: an establishment without any, or none at all (404).
-		if _, err := a.cfg.Commands.Get(r.Context(), slug); err != nil {
-			a.fail(w, r, err)
-			return
-		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"endpoints": eps})
 }
@@ -66,11 +59,7 @@ func (a *API) enableWebhook(w http.ResponseWriter, r *http.Request, ps httproute
 	if !ok {
 		return
 	}
-	if err := a.cfg.WebhookOps.Enable(r.Context(), string(slug), ps.ByName("id")); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	ep, err := a.cfg.WebhookOps.Endpoint(r.Context(), string(slug), ps.ByName("id"))
+	ep, err := a.cfg.Deliveries.Enable(r.Context(), slug, ps.ByName("id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -85,7 +74,7 @@ func (a *API) pingWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.
 	if !ok {
 		return
 	}
-	at, err := a.cfg.WebhookOps.Ping(r.Context(), string(slug), ps.ByName("id"))
+	at, err := a.cfg.Deliveries.Ping(r.Context(), slug, ps.ByName("id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -98,22 +87,11 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request, ps httprout
 	if !ok {
 		return
 	}
-	id := ps.ByName("id")
-	// The log is keyed by endpoint; the endpoint must belong to this establishment.
-	if _, err := a.cfg.WebhookOps.Endpoint(r.Context(), string(slug), id); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	limit := 50
+	limit := app.DefaultDeliveryLog
 	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"limit: want 1 to 1000"})
-			return
-		}
-		limit = n
+		limit, _ = strconv.Atoi(v) // not a number: 0, which the query refuses as out of range
 	}
-	log, err := a.cfg.WebhookOps.DeliveryLog(r.Context(), id, limit)
+	log, err := a.cfg.Deliveries.Log(r.Context(), slug, ps.ByName("id"), limit)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -123,7 +101,7 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request, ps httprout
 
 func (a *API) redeliver(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id := ps.ByName("id")
-	if err := a.cfg.WebhookOps.Redeliver(r.Context(), id); err != nil {
+	if err := a.cfg.Deliveries.Redeliver(r.Context(), id); err != nil {
 		a.fail(w, r, err)
 		return
 	}

@@ -3,10 +3,15 @@
 // establishment, lets package domain decide, and appends the events to the log with optimistic
 // concurrency and idempotency. Keys, ids and secrets are minted here, never by a transport: the
 // admin HTTP API, the command line, the demo, bulk import and the clock all call these methods,
-// and a transport only decodes, calls and maps the error's Kind to its own status.
+// and a transport only decodes, calls and maps the error's Kind to its own status. Its sibling
+// Deliveries holds the operator's views and actions on webhook endpoints and their deliveries,
+// in the same shape: a transport reaches the webhook dispatcher only through it.
 //
-// It imports domain and events, and declares the small interfaces it needs of the webhook
-// registry; it never imports a transport.
+// It imports domain and events. It does not import the webhook dispatcher: it declares the small
+// interfaces it needs of it (webhookRegistry, endpointStates, deliveryLog) and answers with types
+// of its own (EndpointState, Attempt, Delivery), and the dispatcher's refusals get their kinds
+// where it is wired in (Classify). It never imports a transport. Every refusal a transport can
+// meet has a Kind, given by one table (KindOf): a new sentinel is a new row there.
 //
 // # Loading an establishment
 //

@@ -76,11 +76,13 @@ const (
 	KindUnavailable                     // a dependency did not answer; retrying may work
 	KindUnsupported                     // content of a type that is not accepted
 	KindInsufficientStorage             // the stores have too little room left; retrying once room is made works
+	KindDeclined                        // this process cannot do it now, and says why: no file store, a host that does not resolve
 )
 
-// kinds is the one table from this package's and domain's errors to kinds: a new sentinel is a
-// new row, never a new case in a handler. A transport passes the rows of the other packages it
-// serves (the webhook registry's) to KindOf.
+// kinds is the one table from the errors of this package, domain and events to kinds: a new
+// sentinel is a new row, never a new case in a handler. The refusals of a package this one does
+// not import (the webhook dispatcher's) are given their kinds where it is wired in, by Classify
+// with that package's rows.
 var kinds = []struct {
 	target error
 	kind   Kind
@@ -99,15 +101,19 @@ var kinds = []struct {
 	{domain.ErrMalformedFile, KindInvalid},
 	{ErrStorageFull, KindInsufficientStorage},
 	{events.ErrStorageFull, KindInsufficientStorage},
-	{ErrFilesUnavailable, KindUnavailable},
+	{ErrFilesUnavailable, KindDeclined},
 	{ErrUnavailable, KindUnavailable},
 	{context.DeadlineExceeded, KindUnavailable},
 	{context.Canceled, KindUnavailable},
 }
 
-// KindOf returns the kind of err: KindInvalid for field errors, the kind of the first sentinel of
-// the table that err matches, else KindInternal.
+// KindOf returns the kind of err: the kind of the first *Refusal in its chain, else KindInvalid for
+// field errors, else the kind of the first sentinel of extra then of the table that err matches,
+// else KindInternal.
 func KindOf(err error, extra ...KindRule) Kind {
+	if r, ok := errors.AsType[*Refusal](err); ok {
+		return r.Kind
+	}
 	if len(domain.FieldErrors(err)) > 0 {
 		return KindInvalid
 	}
@@ -128,4 +134,30 @@ func KindOf(err error, extra ...KindRule) Kind {
 type KindRule struct {
 	Target error
 	Kind   Kind
+}
+
+// Refusal is an error with the kind its maker gave it, which KindOf honours before anything else:
+// a refusal of a package this one does not import, given its kind where that package is wired in
+// (see Classify), or a transport's own refusal of a request it could not read. Its text is its
+// error's.
+type Refusal struct {
+	Kind Kind
+	Err  error
+}
+
+func (e *Refusal) Error() string { return e.Err.Error() }
+func (e *Refusal) Unwrap() error { return e.Err }
+
+// Classify returns err as a *Refusal of the kind of the first rule whose target it matches, or
+// err itself when it matches none.
+func Classify(err error, rules ...KindRule) error {
+	if err == nil {
+		return nil
+	}
+	for _, r := range rules {
+		if errors.Is(err, r.Target) {
+			return &Refusal{Kind: r.Kind, Err: err}
+		}
+	}
+	return err
 }
