@@ -11,6 +11,36 @@ import (
 	"github.com/opencarte/publisher/domain"
 )
 
+func (a *API) registerWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	req, ok := request(w, r, ps)
+	if !ok {
+		return
+	}
+	var in struct {
+		URL string `json:"url"`
+	}
+	if !decodeBody(w, r, &in) {
+		return
+	}
+	res, err := a.cfg.Commands.RegisterWebhook(r.Context(), req, in.URL)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	body := map[string]any{"result": res.Result}
+	if !res.Duplicate {
+		body["endpoint"] = res.Endpoint
+	}
+	a.respond(w, r, http.StatusCreated, res.Result, body)
+}
+
+func (a *API) removeWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if req, ok := request(w, r, ps); ok {
+		res, err := a.cfg.Commands.RemoveWebhook(r.Context(), req, ps.ByName("id"))
+		a.answer(w, r, res, err)
+	}
+}
+
 func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	slug, ok := pathSlug(w, ps, "slug")
 	if !ok {

@@ -1,0 +1,77 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/domain"
+)
+
+// MaxBodyBytes bounds an admin request body.
+const MaxBodyBytes = 4 << 20
+
+// projection lets a write wait until its events are served, when the caller asks for it.
+type projection interface {
+	// Served returns once the record at sequence seq of establishment slug is served.
+	Served(ctx context.Context, slug domain.Slug, seq uint64) error
+}
+
+// Config wires an admin API.
+type Config struct {
+	Commands *app.Commands
+	Token    string // bearer token every request must carry
+	// Deliveries is optional; it serves the endpoint, delivery log, ping and redelivery routes.
+	Deliveries *app.Deliveries
+	// Projection is optional; with it, ?wait=true on a write answers once the change is served.
+	Projection projection
+	Logger     *slog.Logger
+	// Observe, when set, is told the route pattern ("POST /admin/v1/…/activate") and the status of
+	// every request a route answered: command outcomes by type.
+	Observe func(route string, status int)
+	// Debug, when set, answers under /admin/debug/, behind the token (profiling).
+	Debug http.Handler
+	// Status is optional extra status reported by GET /admin/v1/status.
+	Status func(ctx context.Context) map[string]any
+	// BatchWorkers is how many documents of a batch import are imported at once; 0 is
+	// DefaultBatchWorkers.
+	BatchWorkers int
+	// MaxInFlight is how many requests are handled at once; 0 is DefaultMaxInFlight.
+	MaxInFlight int
+	// Uploads is how many uploaded files are read and stored at once; 0 is DefaultUploads.
+	Uploads int
+	// WaitLimit bounds ?wait=true; 0 is DefaultWaitLimit.
+	WaitLimit time.Duration
+}
+
+// API is the admin HTTP API: the back office's way to change content.
+type API struct {
+	cfg      Config
+	uploads  chan []byte // the buffers of the files being read and stored; nil until first used
+	failures *failures
+}
+
+// NewAPI validates cfg and returns the API.
+func NewAPI(cfg Config) (*API, error) {
+	if cfg.Commands == nil || cfg.Logger == nil {
+		return nil, errors.New("admin: commands and logger are required")
+	}
+	if len(cfg.Token) < 16 {
+		return nil, errors.New("admin: token must be at least 16 characters")
+	}
+	a := &API{cfg: cfg, uploads: make(chan []byte, cmpOr(cfg.Uploads, DefaultUploads)), failures: newFailures()}
+	for range cap(a.uploads) {
+		a.uploads <- nil
+	}
+	return a, nil
+}
+
+func cmpOr(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,106 @@
+package admin
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/opencarte/publisher/events"
+)
+
+// DefaultMaxInFlight is how many admin requests are handled at once unless configured.
+const DefaultMaxInFlight = 64
+
+// bounded lets at most Config.MaxInFlight requests be handled at once; the others wait for a
+// turn, or for their client to give up. Thousands of clients at once then cost their
+// connections, not thousands of states decoded and encoded side by side.
+func (a *API) bounded(next http.Handler) http.Handler {
+	n := a.cfg.MaxInFlight
+	if n <= 0 {
+		n = DefaultMaxInFlight
+	}
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-slots }()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticate refuses every request without the bearer token. The scheme name is
+// case-insensitive (RFC 9110, section 11.1); the token is compared in constant time. The right
+// token is served at once, whatever its address sent before; a wrong or missing one is answered
+// 401 after the penalty its address has earned (see failures).
+func (a *API) authenticate(next http.Handler) http.Handler {
+	want := []byte(a.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimLeft(token, " ")), want) == 1 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		d, done, busy := a.failures.fail(clientOf(r), time.Now())
+		if busy {
+			w.Header().Set("Retry-After", strconv.Itoa(int(d/time.Second)))
+			writeError(w, http.StatusTooManyRequests, "Too many requests", []string{"Authorization: wrong tokens from this address are waiting already"})
+			return
+		}
+		waited := d <= 0 || events.Sleep(r.Context(), d) == nil
+		done()
+		if !waited {
+			return // the client gave up: nobody reads the answer
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
+		writeError(w, http.StatusUnauthorized, "Unauthorized", nil)
+	})
+}
+
+// observed returns h, telling Observe the status of each of its answers under route.
+func (a *API) observed(route string, h httprouter.Handle) httprouter.Handle {
+	observe := a.cfg.Observe
+	if observe == nil {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		sw := &statusWriter{ResponseWriter: w}
+		h(sw, r, ps)
+		observe(route, sw.statusCode())
+	}
+}
+
+// statusWriter records the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) statusCode() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
