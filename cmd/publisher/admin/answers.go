@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -39,7 +38,7 @@ func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, res ap
 	if r.URL.Query().Get("wait") == "true" {
 		served := res.Version == 0 // nothing to wait for: no establishment, or nothing appended
 		if !served && a.cfg.Projection != nil {
-			ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(a.cfg.WaitLimit, DefaultWaitLimit))
+			ctx, cancel := context.WithTimeout(r.Context(), a.cfg.WaitLimit)
 			err := a.cfg.Projection.Served(ctx, res.Slug, res.Version)
 			cancel()
 			if served = err == nil; !served {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -54,7 +55,7 @@ type API struct {
 	failures *failures
 }
 
-// NewAPI validates cfg and returns the API.
+// NewAPI validates cfg, settles its defaults and returns the API.
 func NewAPI(cfg Config) (*API, error) {
 	if cfg.Commands == nil || cfg.Logger == nil {
 		return nil, errors.New("admin: commands and logger are required")
@@ -62,16 +63,14 @@ func NewAPI(cfg Config) (*API, error) {
 	if len(cfg.Token) < 16 {
 		return nil, errors.New("admin: token must be at least 16 characters")
 	}
-	a := &API{cfg: cfg, uploads: make(chan []byte, cmpOr(cfg.Uploads, DefaultUploads)), failures: newFailures()}
+	// A count of 0, or less, is its default.
+	cfg.BatchWorkers = cmp.Or(max(cfg.BatchWorkers, 0), DefaultBatchWorkers)
+	cfg.MaxInFlight = cmp.Or(max(cfg.MaxInFlight, 0), DefaultMaxInFlight)
+	cfg.Uploads = cmp.Or(max(cfg.Uploads, 0), DefaultUploads)
+	cfg.WaitLimit = cmp.Or(cfg.WaitLimit, DefaultWaitLimit)
+	a := &API{cfg: cfg, uploads: make(chan []byte, cfg.Uploads), failures: newFailures()}
 	for range cap(a.uploads) {
 		a.uploads <- nil
 	}
 	return a, nil
-}
-
-func cmpOr(v, def int) int {
-	if v <= 0 {
-		return def
-	}
-	return v
 }

@@ -76,16 +76,12 @@ func (a *API) importBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, MaxBatchBytes), 64<<10)
 
 	var (
-		mu      sync.Mutex
-		answer  batchAnswer
-		wg      sync.WaitGroup
-		jobs    = make(chan func())
-		workers = a.cfg.BatchWorkers
+		mu     sync.Mutex
+		answer batchAnswer
+		wg     sync.WaitGroup
+		jobs   = make(chan func())
 	)
-	if workers <= 0 {
-		workers = DefaultBatchWorkers
-	}
-	for range workers {
+	for range a.cfg.BatchWorkers {
 		wg.Go(func() {
 			for job := range jobs {
 				job()

@@ -18,11 +18,7 @@ const DefaultMaxInFlight = 64
 // turn, or for their client to give up. Thousands of clients at once then cost their
 // connections, not thousands of states decoded and encoded side by side.
 func (a *API) bounded(next http.Handler) http.Handler {
-	n := a.cfg.MaxInFlight
-	if n <= 0 {
-		n = DefaultMaxInFlight
-	}
-	slots := make(chan struct{}, n)
+	slots := make(chan struct{}, a.cfg.MaxInFlight)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case slots <- struct{}{}:
