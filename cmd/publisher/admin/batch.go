@@ -63,7 +63,7 @@ func (a *API) importBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/x-ndjson" && mt != "application/jsonl" && mt != "application/json") {
-			writeError(w, http.StatusUnsupportedMediaType, "Unsupported media type", []string{"Content-Type: want application/x-ndjson"})
+			a.fail(w, r, errWantNDJSON)
 			return
 		}
 	}
@@ -126,45 +126,52 @@ func (a *API) importBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	}
 	// A body cut short still had its complete lines imported: their results, keys included, are
 	// answered with the error, since a key is shown once.
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.Is(readErr, errTooManyItems):
-		answer.Error, answer.Details = "Request body too large", []string{fmt.Sprintf("body: at most %d documents per request; the first %d were imported, the rest were not read", MaxBatchItems, MaxBatchItems)}
-		writeJSON(w, http.StatusRequestEntityTooLarge, answer)
-	case errors.As(readErr, &tooLarge):
-		answer.Error, answer.Details = "Request body too large", []string{fmt.Sprintf("body: at most %d bytes per request; the complete lines before were imported, the rest were not read", MaxBatchBytes)}
-		writeJSON(w, http.StatusRequestEntityTooLarge, answer)
-	case readErr != nil:
-		answer.Error, answer.Details = "Bad request", []string{"body: " + readErr.Error() + "; the complete lines before were imported"}
-		writeJSON(w, http.StatusBadRequest, answer)
-	default:
-		writeJSON(w, http.StatusOK, answer)
+	status := http.StatusOK
+	if readErr != nil {
+		status, answer.Error, answer.Details = a.refusal(r, batchReadError(readErr))
 	}
+	writeJSON(w, status, answer)
 }
 
-var errTooManyItems = errors.New("too many documents")
+// Refusals of a batch.
+var (
+	errWantNDJSON   = &app.Refusal{Kind: app.KindUnsupported, Err: errors.New("Content-Type: want application/x-ndjson")}
+	errTooManyItems = errors.New("too many documents")
+)
+
+// batchReadError is the refusal of a batch whose body could not be read to its end, answered
+// with the results of the lines read before.
+func batchReadError(err error) error {
+	switch {
+	case errors.Is(err, errTooManyItems):
+		return &app.Refusal{Kind: app.KindBodyTooLarge, Err: fmt.Errorf("body: at most %d documents per request; the first %d were imported, the rest were not read", MaxBatchItems, MaxBatchItems)}
+	case errors.As(err, new(*http.MaxBytesError)):
+		return &app.Refusal{Kind: app.KindBodyTooLarge, Err: fmt.Errorf("body: at most %d bytes per request; the complete lines before were imported, the rest were not read", MaxBatchBytes)}
+	}
+	return malformed(fmt.Errorf("body: %w; the complete lines before were imported", err))
+}
 
 // batchJob decodes one line into item and returns the import to run, or nil when the line was
 // refused before any command (item then says why).
 func (a *API) batchJob(r *http.Request, item *batchItem, data []byte, tooLong bool, key string, lines map[string]int, mu *sync.Mutex) func() {
-	refuse := func(status int, text string, details ...string) func() {
-		item.Status, item.Error, item.Details = status, text, details
+	refuse := func(err error) func() {
+		item.Status, item.Error, item.Details = a.refusal(r, err)
 		return nil
 	}
 	if tooLong {
-		return refuse(http.StatusRequestEntityTooLarge, "Request body too large", fmt.Sprintf("line: at most %d bytes", MaxBodyBytes))
+		return refuse(&app.Refusal{Kind: app.KindBodyTooLarge, Err: fmt.Errorf("line: at most %d bytes", MaxBodyBytes)})
 	}
 	var snap domain.EstablishmentInput
 	if err := decodeDocument(data, &snap); err != nil {
-		return refuse(http.StatusBadRequest, "Bad request", fieldDetails(err)...)
+		return refuse(malformed(err))
 	}
 	item.Slug = snap.Slug
 	slug, err := domain.ParseSlug(snap.Slug)
 	if err != nil {
-		return refuse(http.StatusUnprocessableEntity, "Unprocessable entity", "slug: "+err.Error())
+		return refuse(invalid(fmt.Errorf("slug: %w", err)))
 	}
 	if first, seen := lines[snap.Slug]; seen {
-		return refuse(http.StatusUnprocessableEntity, "Unprocessable entity", fmt.Sprintf("slug: %q is already given on line %d of this request", snap.Slug, first))
+		return refuse(invalid(fmt.Errorf("slug: %q is already given on line %d of this request", snap.Slug, first)))
 	}
 	lines[snap.Slug] = item.Line
 	req := app.Request{Slug: slug}

@@ -1,9 +1,17 @@
 // Package admin is the admin HTTP API: the back office's way to change content. It is a transport
-// only: each handler decodes its request strictly, calls one method of the write side's
-// application layer (package app), and maps the error's kind to a status through one table
-// (statuses); keys, ids and secrets are minted by app, never here. Field errors become the
-// details of an answer through fieldDetails only, which names at most domain.MaxFieldErrors and
-// counts the rest: an error answer stays within a few tens of kilobytes whatever the request.
+// only: each handler decodes its request strictly, calls the write side's application layer
+// (package app: Commands, and Deliveries for webhook endpoints and their deliveries), and maps
+// the error's kind to a status through one table (statuses, in errors.go); keys, ids and secrets
+// are minted by app, never here. Its own refusals of a request it cannot read (a body that does
+// not parse, is too large or too slow, a bad Idempotency-Key or path value) are *app.Refusal
+// values with a kind, answered through the same table: no handler chooses a status. Field errors
+// become the details of an answer through fieldDetails only, which names at most
+// domain.MaxFieldErrors and counts the rest: an error answer stays within a few tens of kilobytes
+// whatever the request. Only the router's own answers (404, 405, a panic's 500) and
+// authentication's (401, 429) are written directly.
+//
+// It imports app, domain and events (for its context-aware sleep), never the webhook dispatcher
+// nor any other role. The surface is in routes.go, one file per resource beside it.
 //
 // Every request carries the bearer token. Writes may carry an Idempotency-Key, which names one
 // request (method, path, body): its command id derives from them, so a retry is applied once and

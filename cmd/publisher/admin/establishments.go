@@ -32,7 +32,7 @@ func (a *API) listEstablishments(w http.ResponseWriter, r *http.Request, _ httpr
 }
 
 func (a *API) getEstablishment(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	slug, ok := pathSlug(w, ps, "slug")
+	slug, ok := a.pathSlug(w, r, ps, "slug")
 	if !ok {
 		return
 	}
@@ -45,12 +45,12 @@ func (a *API) getEstablishment(w http.ResponseWriter, r *http.Request, ps httpro
 }
 
 func (a *API) putEstablishment(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	req, ok := request(w, r, ps)
+	req, ok := a.request(w, r, ps)
 	if !ok {
 		return
 	}
 	var snap domain.EstablishmentInput
-	if !decodeBody(w, r, &snap) {
+	if !a.decode(w, r, &snap) {
 		return
 	}
 	res, err := a.cfg.Commands.Import(r.Context(), req, snap)
@@ -75,28 +75,28 @@ func withKey(res app.KeyResult) map[string]any {
 }
 
 func (a *API) activate(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	if req, ok := request(w, r, ps); ok {
+	if req, ok := a.request(w, r, ps); ok {
 		res, err := a.cfg.Commands.Activate(r.Context(), req)
 		a.answer(w, r, res, err)
 	}
 }
 
 func (a *API) disableAPI(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	if req, ok := request(w, r, ps); ok {
+	if req, ok := a.request(w, r, ps); ok {
 		res, err := a.cfg.Commands.DisableAPI(r.Context(), req)
 		a.answer(w, r, res, err)
 	}
 }
 
 func (a *API) enableAPI(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	if req, ok := request(w, r, ps); ok {
+	if req, ok := a.request(w, r, ps); ok {
 		res, err := a.cfg.Commands.EnableAPI(r.Context(), req)
 		a.answerWithKey(w, r, res, err)
 	}
 }
 
 func (a *API) regenerateKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	if req, ok := request(w, r, ps); ok {
+	if req, ok := a.request(w, r, ps); ok {
 		res, err := a.cfg.Commands.RegenerateKey(r.Context(), req)
 		a.answerWithKey(w, r, res, err)
 	}
@@ -106,8 +106,8 @@ func (a *API) setMenuRedirect(w http.ResponseWriter, r *http.Request, ps httprou
 	var in struct {
 		Enabled *bool `json:"enabled"`
 	}
-	req, ok := request(w, r, ps)
-	if !ok || !decodeBody(w, r, &in) {
+	req, ok := a.request(w, r, ps)
+	if !ok || !a.decode(w, r, &in) {
 		return
 	}
 	if in.Enabled == nil {
@@ -119,16 +119,16 @@ func (a *API) setMenuRedirect(w http.ResponseWriter, r *http.Request, ps httprou
 }
 
 func (a *API) publishVersion(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	typ, version, ok := versionPath(w, ps)
+	typ, version, ok := a.versionPath(w, r, ps)
 	if !ok {
 		return
 	}
-	req, ok := request(w, r, ps)
+	req, ok := a.request(w, r, ps)
 	if !ok {
 		return
 	}
 	var in domain.VersionInput
-	if !decodeBody(w, r, &in) {
+	if !a.decode(w, r, &in) {
 		return
 	}
 	if in.ID == "" {
@@ -143,11 +143,11 @@ func (a *API) publishVersion(w http.ResponseWriter, r *http.Request, ps httprout
 }
 
 func (a *API) withdrawVersion(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	typ, version, ok := versionPath(w, ps)
+	typ, version, ok := a.versionPath(w, r, ps)
 	if !ok {
 		return
 	}
-	if req, ok := request(w, r, ps); ok {
+	if req, ok := a.request(w, r, ps); ok {
 		res, err := a.cfg.Commands.WithdrawVersion(r.Context(), req, typ, version)
 		a.answer(w, r, res, err)
 	}

@@ -76,6 +76,12 @@ func uploadRequest(r *http.Request, slug domain.Slug, files []app.File) app.Requ
 // errBodyCut means an upload's body ended before it was whole, or came too slowly.
 var errBodyCut = errors.New("body: the upload was cut off or too slow")
 
+// Refusals of an upload before any of its files is stored.
+var (
+	errUploadTooLarge = &app.Refusal{Kind: app.KindTooLarge, Err: fmt.Errorf("body: at most %d bytes in one upload", maxUploadBody)}
+	errNoBoundary     = malformed(errors.New("Content-Type: multipart/form-data without a boundary"))
+)
+
 // Refusals of an upload's multipart framing, each answered 400 with its text.
 var (
 	errPartHeaderTooLarge  = errors.New("body: a multipart part's header is too large")
@@ -97,7 +103,7 @@ func (a *API) readFiles(w http.ResponseWriter, r *http.Request, maxFiles int) ([
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	multi := mt == "multipart/form-data"
 	if !multi && r.ContentLength > domain.MaxMenuFileBytes || r.ContentLength > maxUploadBody {
-		writeError(w, http.StatusRequestEntityTooLarge, "Content too large", []string{fmt.Sprintf("file: %d bytes: %v", r.ContentLength, domain.ErrFileTooLarge)})
+		a.fail(w, r, fmt.Errorf("file: %d bytes: %w", r.ContentLength, domain.ErrFileTooLarge))
 		return nil, false
 	}
 	body := http.MaxBytesReader(w, r.Body, maxUploadBody)
@@ -110,7 +116,7 @@ func (a *API) readFiles(w http.ResponseWriter, r *http.Request, maxFiles int) ([
 	}
 	store := func(part io.Reader) bool {
 		if len(files) == maxFiles {
-			writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{fmt.Sprintf("files: at most %d in one upload", maxFiles)})
+			a.fail(w, r, &domain.FieldError{Field: "files", Reason: fmt.Sprintf("at most %d in one upload", maxFiles)})
 			return false
 		}
 		f, err := a.storeFile(r.Context(), part)
@@ -125,13 +131,13 @@ func (a *API) readFiles(w http.ResponseWriter, r *http.Request, maxFiles int) ([
 		return files, store(body)
 	}
 	if params["boundary"] == "" {
-		writeError(w, http.StatusBadRequest, "Bad request", []string{"Content-Type: multipart/form-data without a boundary"})
+		a.fail(w, r, errNoBoundary)
 		return nil, false
 	}
 	r.Body = body
 	mr, err := r.MultipartReader()
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "Bad request", []string{"body: " + err.Error()})
+		a.fail(w, r, malformed(fmt.Errorf("body: %w", err)))
 		return nil, false
 	}
 	for {
@@ -151,7 +157,7 @@ func (a *API) readFiles(w http.ResponseWriter, r *http.Request, maxFiles int) ([
 		}
 	}
 	if len(files) == 0 {
-		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{`file: none in the request (a part with a file name, or named "file")`})
+		a.fail(w, r, &domain.FieldError{Field: "file", Reason: `none in the request (a part with a file name, or named "file")`})
 		return nil, false
 	}
 	return files, true
@@ -179,30 +185,38 @@ func framingError(err error) error {
 	return fmt.Errorf("%w: %w", errMultipartMalformed, err)
 }
 
-// failRead answers an upload whose file named field could not be read or was refused.
+// failRead answers an upload whose file named field could not be read or was refused: a body
+// that could not be read whole as the body's refusal, a file's own refusal under its field.
 func (a *API) failRead(w http.ResponseWriter, r *http.Request, field string, err error) {
+	if refusal := bodyRefusal(err); refusal != nil {
+		a.fail(w, r, refusal)
+		return
+	}
+	status, text, details := a.refusal(r, err)
+	for i := range details {
+		details[i] = field + ": " + details[i]
+	}
+	writeError(w, status, text, details)
+}
+
+// bodyRefusal is the refusal of an upload whose body could not be read whole, by what cut it:
+// its multipart framing, its size, its pace or its end. It is nil when err is none of these.
+func bodyRefusal(err error) error {
 	for _, refusal := range framingRefusals {
 		if errors.Is(err, refusal) {
-			writeError(w, http.StatusBadRequest, "Bad request", []string{refusal.Error()})
-			return
+			return malformed(refusal)
 		}
 	}
-	var tooLarge *http.MaxBytesError
 	var netErr net.Error
 	switch {
-	case errors.As(err, &tooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, "Content too large", []string{fmt.Sprintf("body: at most %d bytes in one upload", maxUploadBody)})
+	case errors.As(err, new(*http.MaxBytesError)):
+		return errUploadTooLarge
 	case errors.As(err, &netErr) && netErr.Timeout():
-		writeError(w, http.StatusRequestTimeout, "Request timeout", []string{errBodyCut.Error()})
+		return &app.Refusal{Kind: app.KindTimeout, Err: errBodyCut}
 	case errors.Is(err, errBodyCut), errors.Is(err, io.ErrUnexpectedEOF):
-		writeError(w, http.StatusBadRequest, "Bad request", []string{errBodyCut.Error()})
-	default:
-		status, text, details := a.refusal(r, err)
-		for i := range details {
-			details[i] = field + ": " + details[i]
-		}
-		writeError(w, status, text, details)
+		return malformed(errBodyCut)
 	}
+	return nil
 }
 
 // storeFile reads one file, at most one byte over the limit, into a buffer of its own, and
@@ -266,7 +280,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 // putMasterMenu serves PUT .../master-menu: a file, which becomes the unified card, or a JSON
 // body {"url": ...} naming an external URL, the digest of a stored file, or null for none.
 func (a *API) putMasterMenu(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	slug, ok := pathSlug(w, ps, "slug")
+	slug, ok := a.pathSlug(w, r, ps, "slug")
 	if !ok {
 		return
 	}
@@ -274,8 +288,8 @@ func (a *API) putMasterMenu(w http.ResponseWriter, r *http.Request, ps httproute
 		var in struct {
 			URL *string `json:"url"`
 		}
-		req, ok := request(w, r, ps)
-		if !ok || !decodeBody(w, r, &in) {
+		req, ok := a.request(w, r, ps)
+		if !ok || !a.decode(w, r, &in) {
 			return
 		}
 		res, err := a.cfg.Commands.SetMasterMenu(r.Context(), req, in.URL)
@@ -297,7 +311,7 @@ func (a *API) putMasterMenu(w http.ResponseWriter, r *http.Request, ps httproute
 
 // deleteMasterMenu serves DELETE .../master-menu: the establishment has no unified card anymore.
 func (a *API) deleteMasterMenu(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	if req, ok := request(w, r, ps); ok {
+	if req, ok := a.request(w, r, ps); ok {
 		res, err := a.cfg.Commands.SetMasterMenu(r.Context(), req, nil)
 		a.answer(w, r, res, err)
 	}
@@ -306,21 +320,21 @@ func (a *API) deleteMasterMenu(w http.ResponseWriter, r *http.Request, ps httpro
 // addAsset serves POST .../menu-types/:menu_type/versions/:version/assets?language_scope=...:
 // the files of the body, in order, become the pages of one new file of the version.
 func (a *API) addAsset(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	slug, ok := pathSlug(w, ps, "slug")
+	slug, ok := a.pathSlug(w, r, ps, "slug")
 	if !ok {
 		return
 	}
-	typ, version, ok := versionPath(w, ps)
+	typ, version, ok := a.versionPath(w, r, ps)
 	if !ok {
 		return
 	}
 	scope := r.URL.Query().Get("language_scope")
 	if scope == "" {
-		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{"language_scope: required query parameter (fr, en or fr_en)"})
+		a.fail(w, r, &domain.FieldError{Field: "language_scope", Reason: "required query parameter (fr, en or fr_en)"})
 		return
 	}
 	if _, err := domain.ParseLanguageScope(scope); err != nil {
-		writeError(w, http.StatusUnprocessableEntity, "Unprocessable entity", []string{err.Error()})
+		a.fail(w, r, invalid(err))
 		return
 	}
 	if err := a.cfg.Commands.CheckFileTarget(r.Context(), slug, typ, version); err != nil {

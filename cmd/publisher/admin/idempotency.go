@@ -28,7 +28,7 @@ func commandID(r *http.Request) string {
 // the method and path it was sent with (so the same key on another establishment or another
 // operation is another command), followed by a digest of the body (so the service can tell a
 // retry from the key's reuse for a different request). A malformed key is a 400, never ignored.
-func idempotency(next http.Handler) http.Handler {
+func (a *API) idempotency(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		keys := r.Header.Values("Idempotency-Key")
 		if len(keys) == 0 || r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -36,7 +36,7 @@ func idempotency(next http.Handler) http.Handler {
 			return
 		}
 		if err := checkIdempotencyKey(keys); err != nil {
-			writeError(w, http.StatusBadRequest, "Bad request", []string{"Idempotency-Key: " + err.Error()})
+			a.fail(w, r, malformed(fmt.Errorf("Idempotency-Key: %w", err)))
 			return
 		}
 		if isUpload(r) {
@@ -52,12 +52,7 @@ func idempotency(next http.Handler) http.Handler {
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 		if err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				writeError(w, http.StatusRequestEntityTooLarge, "Request body too large", []string{fmt.Sprintf("body: at most %d bytes", MaxBodyBytes)})
-				return
-			}
-			writeError(w, http.StatusBadRequest, "Bad request", []string{"body: " + err.Error()})
+			a.fail(w, r, bodyError(fmt.Errorf("body: %w", err)))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -46,7 +46,7 @@ func (a *API) routes() http.Handler {
 		handle(http.MethodGet, est+"/webhooks/:id/deliveries", a.listDeliveries)
 		handle(http.MethodPost, "/admin/v1/deliveries/:id/redeliver", a.redeliver)
 	}
-	return a.authenticate(a.bounded(idempotency(r)))
+	return a.authenticate(a.bounded(a.idempotency(r)))
 }
 
 // router returns a router that answers what no route does: an unknown path 404, a known path

@@ -12,14 +12,14 @@ import (
 )
 
 func (a *API) registerWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	req, ok := request(w, r, ps)
+	req, ok := a.request(w, r, ps)
 	if !ok {
 		return
 	}
 	var in struct {
 		URL string `json:"url"`
 	}
-	if !decodeBody(w, r, &in) {
+	if !a.decode(w, r, &in) {
 		return
 	}
 	res, err := a.cfg.Commands.RegisterWebhook(r.Context(), req, in.URL)
@@ -35,14 +35,14 @@ func (a *API) registerWebhook(w http.ResponseWriter, r *http.Request, ps httprou
 }
 
 func (a *API) removeWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	if req, ok := request(w, r, ps); ok {
+	if req, ok := a.request(w, r, ps); ok {
 		res, err := a.cfg.Commands.RemoveWebhook(r.Context(), req, ps.ByName("id"))
 		a.answer(w, r, res, err)
 	}
 }
 
 func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	slug, ok := pathSlug(w, ps, "slug")
+	slug, ok := a.pathSlug(w, r, ps, "slug")
 	if !ok {
 		return
 	}
@@ -57,14 +57,14 @@ func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request, ps httprouter
 // rotateSecret issues a new signing secret; the previous one keeps signing for the grace period
 // (default 24h), so receivers can switch without missing a delivery.
 func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	slug, ok := pathSlug(w, ps, "slug")
+	slug, ok := a.pathSlug(w, r, ps, "slug")
 	if !ok {
 		return
 	}
 	var in struct {
 		Grace string `json:"grace"`
 	}
-	if r.ContentLength != 0 && !decodeBody(w, r, &in) {
+	if r.ContentLength != 0 && !a.decode(w, r, &in) {
 		return
 	}
 	grace := 24 * time.Hour
@@ -85,7 +85,7 @@ func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request, ps httprouter
 }
 
 func (a *API) enableWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	slug, ok := pathSlug(w, ps, "slug")
+	slug, ok := a.pathSlug(w, r, ps, "slug")
 	if !ok {
 		return
 	}
@@ -100,7 +100,7 @@ func (a *API) enableWebhook(w http.ResponseWriter, r *http.Request, ps httproute
 // pingWebhook sends a test delivery now and answers with its attempt; a receiver that fails is
 // reported in the attempt, not as an error of this request.
 func (a *API) pingWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	slug, ok := pathSlug(w, ps, "slug")
+	slug, ok := a.pathSlug(w, r, ps, "slug")
 	if !ok {
 		return
 	}
@@ -113,7 +113,7 @@ func (a *API) pingWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.
 }
 
 func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	slug, ok := pathSlug(w, ps, "slug")
+	slug, ok := a.pathSlug(w, r, ps, "slug")
 	if !ok {
 		return
 	}

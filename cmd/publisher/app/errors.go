@@ -73,10 +73,16 @@ const (
 	KindNotFound                        // the establishment, menu type, version or endpoint does not exist
 	KindConflict                        // a transition that does not exist, or a race kept lost
 	KindTooLarge                        // the content would not fit the stores
-	KindUnavailable                     // a dependency did not answer; retrying may work
+	KindUnavailable                     // the event log or a store did not answer; retrying may work
 	KindUnsupported                     // content of a type that is not accepted
 	KindInsufficientStorage             // the stores have too little room left; retrying once room is made works
 	KindDeclined                        // this process cannot do it now, and says why: no file store, a host that does not resolve
+
+	// The kinds of a transport's refusals of a request it could not read, before any command.
+
+	KindMalformed    // the request cannot be read: bad JSON, an unknown member, a bad header, a body cut off
+	KindBodyTooLarge // the request's body is over the transport's bound
+	KindTimeout      // the request's body came too slowly
 )
 
 // kinds is the one table from the errors of this package, domain and events to kinds: a new

@@ -28,8 +28,8 @@ func TestClassify(t *testing.T) {
 	if got := Classify(nil, rules...); got != nil {
 		t.Errorf("nil: got %v, want nil", got)
 	}
-	fields := &Refusal{Kind: KindConflict, Err: &domain.FieldError{Field: "body", Reason: "invalid JSON"}}
-	if got := KindOf(fmt.Errorf("decode: %w", fields)); got != KindConflict {
-		t.Errorf("refusal holding field errors: got kind %d, want %d", got, KindConflict)
+	fields := &Refusal{Kind: KindMalformed, Err: &domain.FieldError{Field: "body", Reason: "invalid JSON"}}
+	if got := KindOf(fmt.Errorf("decode: %w", fields)); got != KindMalformed {
+		t.Errorf("refusal holding field errors: got kind %d, want %d", got, KindMalformed)
 	}
 }
