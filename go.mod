@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/felixge/httpsnoop v1.1.0
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/goccy/go-json v0.12.0
 	github.com/google/go-cmp v0.7.0

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/felixge/httpsnoop"
 	"github.com/julienschmidt/httprouter"
 	"github.com/opencarte/publisher/events"
 )
@@ -58,45 +59,15 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// observed returns h, telling Observe the status of each of its answers under route.
+// observed returns h, telling Observe the status of each of its answers under route. The writer
+// h is given keeps every interface of w (and unwraps to it for http.ResponseController).
 func (a *API) observed(route string, h httprouter.Handle) httprouter.Handle {
 	observe := a.cfg.Observe
 	if observe == nil {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		sw := &statusWriter{ResponseWriter: w}
-		h(sw, r, ps)
-		observe(route, sw.statusCode())
+		m := httpsnoop.CaptureMetricsFn(w, func(w http.ResponseWriter) { h(w, r, ps) })
+		observe(route, m.Code)
 	}
-}
-
-// statusWriter records the status of an answer.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-// Unwrap gives http.ResponseController the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *statusWriter) statusCode() int {
-	if w.status == 0 {
-		return http.StatusOK
-	}
-	return w.status
 }
