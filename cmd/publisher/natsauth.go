@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 )
 
 // embeddedSeedFile is the file, in the data directory, holding the seed of the one user the
@@ -65,7 +66,7 @@ func (a *natsAuth) load(getenv func(string) string) error {
 		if a.User == "" {
 			return errors.New("--nats-password-file: needs --nats-user")
 		}
-		b, err := readSecretFile(a.PasswordFile)
+		b, err := secretfile.Read(a.PasswordFile)
 		if err != nil {
 			return fmt.Errorf("--nats-password-file: %w", err)
 		}
@@ -87,7 +88,7 @@ func (a *natsAuth) load(getenv func(string) string) error {
 		if file == "" {
 			continue
 		}
-		if _, err := readSecretFile(file); err != nil {
+		if _, err := secretfile.Read(file); err != nil {
 			return fmt.Errorf("%s: %w", flagName, err)
 		}
 	}
@@ -131,34 +132,15 @@ func embeddedUser(dir string) (seedFile string, user nkeys.KeyPair, err error) {
 		if err != nil {
 			return "", nil, err
 		}
-		if _, err := createOnce(seedFile, append(seed, '\n')); err != nil {
+		if _, err := secretfile.CreateOnce(seedFile, append(seed, '\n')); err != nil {
 			return "", nil, err
 		}
 	}
 	return embeddedUserRead(seedFile)
 }
 
-// createOnce writes content to a new file at path that only its owner reads, and says whether it
-// did: of two processes starting on one directory, the second finds the first's file and keeps
-// it. A file whose write failed is removed, since a partial one would stop every later start.
-func createOnce(path string, content []byte) (bool, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	_, werr := f.Write(content)
-	if err := errors.Join(werr, f.Close()); err != nil {
-		os.Remove(path)
-		return false, fmt.Errorf("write %s: %w", path, err)
-	}
-	return true, nil
-}
-
 func embeddedUserRead(seedFile string) (string, nkeys.KeyPair, error) {
-	seed, err := readSecretFile(seedFile)
+	seed, err := secretfile.Read(seedFile)
 	if err != nil {
 		return "", nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
+	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/events/natstest"
@@ -93,7 +94,7 @@ func TestEmbeddedNATSRequiresItsUser(t *testing.T) {
 	}
 	bad := &Main{Config: Config{DataDir: dir, NATSListen: "127.0.0.1:-1", HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0",
 		AdminToken: testAdminToken, Replicas: 1, DuplicateTTL: time.Hour, ClockEvery: time.Hour}}
-	if err := bad.Open(context.Background()); !errors.Is(err, errSecretFileOpen) {
+	if err := bad.Open(context.Background()); !errors.Is(err, secretfile.ErrOpen) {
 		bad.Close()
 		t.Errorf("open with a seed readable by others: %v, want a refusal naming the mode", err)
 	}
@@ -224,7 +225,7 @@ func TestNATSCredentialFilesOthersCanReadAreRefused(t *testing.T) {
 					}
 					return
 				}
-				if msg := fmt.Sprint(err); !errors.Is(err, errSecretFileOpen) || !strings.HasPrefix(msg, c.flag+": ") || !strings.Contains(msg, "chmod 600 "+file) {
+				if msg := fmt.Sprint(err); !errors.Is(err, secretfile.ErrOpen) || !strings.HasPrefix(msg, c.flag+": ") || !strings.Contains(msg, "chmod 600 "+file) {
 					t.Errorf("%s at mode %04o: got %v, want a refusal naming the flag and chmod 600 %s", c.flag, mode, err, file)
 				}
 			})

@@ -27,6 +27,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/clock"
+	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
@@ -848,7 +849,7 @@ func (m *Main) adminToken() (string, error) {
 		return c.AdminToken, nil
 	}
 	if c.AdminTokenFile != "" {
-		b, err := readSecretFile(c.AdminTokenFile)
+		b, err := secretfile.Read(c.AdminTokenFile)
 		if err != nil {
 			return "", fmt.Errorf("--admin-token-file: %w", err)
 		}
@@ -859,7 +860,7 @@ func (m *Main) adminToken() (string, error) {
 		return token, nil
 	}
 	path := filepath.Join(c.DataDir, "admin-token")
-	b, err := readSecretFile(path)
+	b, err := secretfile.Read(path)
 	if err == nil && len(strings.TrimSpace(string(b))) >= 16 {
 		return strings.TrimSpace(string(b)), nil
 	}

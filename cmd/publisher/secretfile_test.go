@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 	"github.com/opencarte/publisher/webhook"
 )
 
@@ -65,7 +66,7 @@ func TestSecretFilesOthersCanReadAreRefused(t *testing.T) {
 				}
 				m, err := startOn(t, dir, func(cfg *Config) { c.config(cfg, file) })
 				if mode != 0o600 {
-					if !errors.Is(err, errSecretFileOpen) || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "chmod 600 "+file) {
+					if !errors.Is(err, secretfile.ErrOpen) || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "chmod 600 "+file) {
 						t.Errorf("start with %s at mode %04o: got %v, want a refusal naming %s and chmod 600 %s", c.name, mode, err, file, file)
 					}
 					return
@@ -110,40 +111,5 @@ func TestSecretFilesTheServiceWritesAreTheOwners(t *testing.T) {
 	}
 	if r := do(t, http.MethodGet, m.AdminURL+"/admin/v1/status", nil, "Authorization", "Bearer "+token); r.status != http.StatusOK {
 		t.Errorf("status with the kept token: got %d, want 200", r.status)
-	}
-}
-
-// TestReadSecretFile: the mode bits decide, not who could open the file (tests run as root).
-func TestReadSecretFile(t *testing.T) {
-	for _, c := range []struct {
-		mode os.FileMode
-		ok   bool
-	}{
-		{0o600, true},
-		{0o400, true},
-		{0o700, true},
-		{0o644, false},
-		{0o640, false},
-		{0o604, false},
-		{0o620, false},
-		{0o602, false},
-		{0o610, false},
-	} {
-		t.Run(fmt.Sprintf("%04o", c.mode), func(t *testing.T) {
-			file := filepath.Join(t.TempDir(), "secret")
-			if err := os.WriteFile(file, []byte("s3cret"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(file, c.mode); err != nil {
-				t.Fatal(err)
-			}
-			b, err := readSecretFile(file)
-			switch {
-			case c.ok && (err != nil || string(b) != "s3cret"):
-				t.Errorf("mode %04o: got %q, %v; want the content", c.mode, b, err)
-			case !c.ok && (!errors.Is(err, errSecretFileOpen) || b != nil):
-				t.Errorf("mode %04o: got %q, %v; want a refusal", c.mode, b, err)
-			}
-		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 	"github.com/opencarte/publisher/webhook"
 )
 
@@ -41,19 +42,19 @@ func (m *Main) masterKeys() (*webhook.MasterKeys, error) {
 	if path == "" {
 		path, generate = filepath.Join(c.DataDir, defaultSecretKeyFile), true
 	}
-	b, err := readSecretFile(path)
+	b, err := secretfile.Read(path)
 	if errors.Is(err, fs.ErrNotExist) && generate {
 		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)
 		}
-		created, cerr := createOnce(path, []byte(webhook.NewMasterKey()+"\n"))
+		created, cerr := secretfile.CreateOnce(path, []byte(webhook.NewMasterKey()+"\n"))
 		if cerr != nil {
 			return nil, cerr
 		}
 		if created {
 			m.Logger.Info("webhook signing secrets: generated their master key", "file", path)
 		}
-		b, err = readSecretFile(path)
+		b, err = secretfile.Read(path)
 	}
 	if err != nil && generate {
 		return nil, fmt.Errorf("master key of webhook signing secrets: %w", err)
