@@ -249,7 +249,7 @@ func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 func (m *Main) serveMetrics(addr string) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.metrics, promhttp.HandlerOpts{ErrorLog: nil}))
-	url, err := m.listen(addr, listenerMetrics, "metrics", mux)
+	url, err := m.listen(addr, capacity.ListenerMetrics, "metrics", mux)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

@@ -76,7 +76,7 @@ type Main struct {
 	// budget shares the process's file descriptors between its listeners; reads is the read
 	// API's listener, closed last, listeners the others.
 	storage   *capacity.Guard // the room the stores have left
-	budget    connBudget
+	budget    capacity.Budget
 	reads     *listening
 	listeners []*listening
 	apiLn     net.Listener // the read API's listener, bound before the roles start
@@ -127,9 +127,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if c.MetricsAddr != "" {
 		m.metrics = prometheus.NewRegistry()
 	}
-	m.budget = newConnBudget(openFileLimit(), c.MaxConns, c.MaxConnsPerClient)
-	m.Logger.Info("connection limits", "open_file_limit", m.budget.fdLimit, "reserved", m.budget.reserve,
-		"read_api", m.budget.api, "admin_api", m.budget.admin, "metrics", m.budget.metrics, "per_client", m.budget.perClient, "files", m.budget.files)
+	m.budget = capacity.NewBudget(capacity.OpenFileLimit(), c.MaxConns, c.MaxConnsPerClient, readapi.DefaultFileDescriptors)
+	m.Logger.Info("connection limits", "open_file_limit", m.budget.FDLimit, "reserved", m.budget.Reserve,
+		"read_api", m.budget.API, "admin_api", m.budget.Admin, "metrics", m.budget.Metrics, "per_client", m.budget.PerClient, "files", m.budget.Files)
 	if err := m.connect(); err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		}
 		m.HTTPURL = "http://" + m.apiLn.Addr().String()
 		m.starting = &startingHandler{m: m}
-		m.serve(m.apiLn, listenerAPI, "read api", m.starting)
+		m.serve(m.apiLn, capacity.ListenerAPI, "read api", m.starting)
 	}
 	if m.NATS == nil {
 		if err := awaitConnection(ctx, m, m.Conn); err != nil {
@@ -800,8 +800,8 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI), Metrics: metrics,
 		Behind: lag.behind, MaxLag: c.ReadyMaxLag, Degraded: m.Degraded,
 		KeyQuota: c.KeyQuota, IPQuota: c.IPQuota, RedirectQuota: c.RedirectQuota, Window: c.QuotaWindow,
-		TrustedProxies: c.TrustedProxies, ProxiedClientRequests: m.budget.perClient, AccessLog: c.AccessLog,
-		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes, FileDescriptors: m.budget.files,
+		TrustedProxies: c.TrustedProxies, ProxiedClientRequests: m.budget.PerClient, AccessLog: c.AccessLog,
+		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes, FileDescriptors: m.budget.Files,
 	})
 	if err != nil {
 		return err
@@ -833,7 +833,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	url, err := m.listen(m.Config.AdminAddr, listenerAdmin, "admin api", api.Handler())
+	url, err := m.listen(m.Config.AdminAddr, capacity.ListenerAdmin, "admin api", api.Handler())
 	if err != nil {
 		return fmt.Errorf("admin api: %w", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/events"
 )
 
@@ -306,7 +307,7 @@ func TestFloodChild(t *testing.T) {
 // from another address are answered, the admin API too, and the process stays up.
 func TestConnectionFloodLeavesTheServiceUp(t *testing.T) {
 	childFDs, flood := uint64(1024), 2000
-	if parent := openFileLimit(); parent < 5000 {
+	if parent := capacity.OpenFileLimit(); parent < 5000 {
 		// This process needs twice the flood in descriptors: scale it to what it may open.
 		childFDs, flood = parent/5, int(parent/5)*2
 	}

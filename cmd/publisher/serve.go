@@ -15,6 +15,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/cmd/publisher/heapfloor"
 	"github.com/opencarte/publisher/projections/runner"
@@ -92,7 +93,7 @@ type Config struct {
 	AccessLog       bool
 	// MaxConns caps the read API's connections below its share of the file descriptors; 0: the
 	// share. MaxConnsPerClient is what one client address may hold on each listener; 0:
-	// DefaultConnsPerClient.
+	// capacity.DefaultConnsPerClient.
 	MaxConns          int
 	MaxConnsPerClient int
 
@@ -157,7 +158,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	})
 	fs.BoolVar(&c.AccessLog, "access-log", false, "log one line per read API request")
 	fs.IntVar(&c.MaxConns, "max-connections", 0, "connections the read API keeps open at most, within what the open file limit leaves once a quarter of it (256 to 4,096) is kept for the process (0: that, at most 16,384)")
-	fs.IntVar(&c.MaxConnsPerClient, "max-connections-per-client", DefaultConnsPerClient, "connections one client address (an IPv6 /64) may keep open on each listener, at most a quarter of the listener's; a trusted proxy's count only in the total")
+	fs.IntVar(&c.MaxConnsPerClient, "max-connections-per-client", capacity.DefaultConnsPerClient, "connections one client address (an IPv6 /64) may keep open on each listener, at most a quarter of the listener's; a trusted proxy's count only in the total")
 	fs.DurationVar(&c.WebhookWindow, "webhook-window", 30*time.Second, "changes of one establishment within this window make one webhook delivery")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 10*time.Second, "time limit of one webhook delivery attempt")
 	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "allow webhook receivers on loopback and private addresses (local use only)")

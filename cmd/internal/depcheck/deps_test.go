@@ -36,7 +36,8 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/progress", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
 		// The admin API is a transport: it reaches the webhook dispatcher through app only.
 		{"cmd/publisher/admin", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
-		// The storage guard is given its readings: it knows neither NATS nor the service.
+		// The storage guard and the descriptor budget are given their readings: they know neither
+		// NATS nor the service.
 		{"cmd/publisher/capacity", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
 		// The heap floor is the standard library's collector settings and nothing else.
 		{"cmd/publisher/heapfloor", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com", "golang.org"}, nil},

@@ -1,16 +1,3 @@
-// Package capacity watches the room the service's storage has left, and refuses writes while
-// it is short, before the store itself runs out.
-//
-// Two readings decide: the free space of the volume the embedded NATS server stores on, and
-// JetStream's own count of the bytes it stores against its limit. Writes that grow the log
-// without bound (commands, uploads, webhook registrations) are refused once either has less than
-// a reserve left; what keeps the service running (leases, checkpoints, the projector's documents,
-// the clock's day changes) goes on writing into that reserve. A full volume would make the NATS
-// server stop JetStream altogether; a full JetStream limit would refuse the leases too. The
-// readings are taken every second, so writes are accepted again as soon as room is made, without a
-// restart.
-//
-// It imports nothing of the service: the readings are functions its caller gives.
 package capacity
 
 import (
