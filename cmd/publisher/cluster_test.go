@@ -95,22 +95,6 @@ func TestProcessesStartBeforeTheirCluster(t *testing.T) {
 	}
 }
 
-func TestRedactedURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"nats://user:secret@n1:4222":                     "nats://n1:4222",
-		"nats://token@n1:4222, nats://u:p@n2:4222":       "nats://n1:4222,nats://n2:4222",
-		"nats://n1:4222":                                 "nats://n1:4222",
-		"tls://admin:pa%40ss@nats.internal:4443/?x=1#fr": "tls://nats.internal:4443/?x=1#fr",
-		"svc:S3cret@127.0.0.1:4222":                      "127.0.0.1:4222",
-		"nats://u:pa#ss@h:4222":                          "nats://h:4222",
-		"nats://u:1234/x@h:4222":                         "nats://h:4222",
-	} {
-		if got := redactedURL(in); got != want {
-			t.Errorf("redactedURL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestPermanentNATSErrorsStopTheStart: what waiting cannot mend ends the start at once, with its
 // cause and without the credentials: a wrong password, or replicas on a server without a cluster.
 func TestPermanentNATSErrorsStopTheStart(t *testing.T) {

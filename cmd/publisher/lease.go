@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/opencarte/publisher/cmd/publisher/node"
 )
 
 // Roles whose work must be done by one process at a time run under a lease: a key of the bucket
@@ -161,7 +162,7 @@ func (l *lease) keep(ctx context.Context) error {
 		sent := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, left)
 		rev, err := l.kv.Update(rctx, l.name, []byte(l.holder), l.rev)
-		if err != nil && (errors.Is(err, jetstream.ErrKeyExists) || hasCode(err, jetstream.JSErrCodeStreamWrongLastSequence)) {
+		if err != nil && (errors.Is(err, jetstream.ErrKeyExists) || node.HasCode(err, jetstream.JSErrCodeStreamWrongLastSequence)) {
 			// A renewal whose answer was lost may have been applied: the lease is still ours if
 			// it names this holder, and a renewal from the revision read proves it.
 			if e, gerr := l.kv.Get(rctx, l.name); gerr == nil && string(e.Value()) == l.holder {

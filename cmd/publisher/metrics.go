@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -34,7 +33,7 @@ func (m *Main) openMetrics() {
 	reg.MustRegister(collectorFunc{
 		describe: connected.Describe,
 		collect: func(ch chan<- prometheus.Metric) {
-			for _, nc := range append([]*nats.Conn{m.Conn}, m.conns...) {
+			for _, nc := range m.node.Conns() {
 				if nc == nil {
 					continue
 				}

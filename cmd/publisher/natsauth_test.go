@@ -2,20 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,6 +19,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
+	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
@@ -40,7 +33,7 @@ func TestEmbeddedNATSRequiresItsUser(t *testing.T) {
 	dir := t.TempDir()
 	m := openMain(t, dir, "2026-11-24")
 	url := m.NATS.ClientURL()
-	seed := filepath.Join(dir, embeddedSeedFile)
+	seed := filepath.Join(dir, node.SeedFile)
 	info, err := os.Stat(seed)
 	if err != nil {
 		t.Fatal(err)
@@ -56,9 +49,9 @@ func TestEmbeddedNATSRequiresItsUser(t *testing.T) {
 		t.Errorf("anonymous connection: %v, want an authorization violation", err)
 	}
 	other, _ := nkeys.CreateUser()
-	if opt, err := nkeyOption(other); err != nil {
+	if pub, err := other.PublicKey(); err != nil {
 		t.Fatal(err)
-	} else if nc, err := nats.Connect(url, opt, nats.NoReconnect()); err == nil {
+	} else if nc, err := nats.Connect(url, nats.Nkey(pub, other.Sign), nats.NoReconnect()); err == nil {
 		nc.Close()
 		t.Error("another nkey user was accepted")
 	}
@@ -103,7 +96,7 @@ func TestEmbeddedNATSRequiresItsUser(t *testing.T) {
 // TestExternalNATSCredentials: roles connect to an external server with a password taken from the
 // environment or a file, or an nkey seed file, and check its certificate against --nats-ca.
 func TestExternalNATSCredentials(t *testing.T) {
-	caFile, certFile, keyFile := writeTestCertificate(t)
+	caFile, certFile, keyFile := natstest.WriteCertificate(t)
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -128,21 +121,21 @@ func TestExternalNATSCredentials(t *testing.T) {
 		"cert without key": {"--nats-cert", certFile},
 	} {
 		t.Run(name, func(t *testing.T) {
-			env := map[string]string{natsPasswordEnv: opts.Password}
+			env := map[string]string{node.PasswordEnv: opts.Password}
 			switch name {
 			case "wrong password":
-				env[natsPasswordEnv] = "wrong"
+				env[node.PasswordEnv] = "wrong"
 			case "no password":
-				delete(env, natsPasswordEnv)
+				delete(env, node.PasswordEnv)
 			}
 			var c Config
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			c.NATSAuth.register(fs)
+			c.NATSAuth.Register(fs)
 			if err := envflag.Parse(fs, args, func(k string) string { return env[k] }); err != nil {
 				t.Fatal(err)
 			}
-			err := c.NATSAuth.load(func(k string) string { return env[k] })
+			err := c.NATSAuth.Load(func(k string) string { return env[k] })
 			switch name {
 			case "no password", "two credentials", "cert without key":
 				if err == nil {
@@ -187,86 +180,6 @@ func TestExternalNATSCredentials(t *testing.T) {
 	}
 }
 
-// TestNATSCredentialFilesOthersCanReadAreRefused: the files holding an external NATS's
-// credentials are refused at start when group or others can open them, naming the flag, the file
-// and the chmod that fixes it; the owner's alone, they are taken.
-func TestNATSCredentialFilesOthersCanReadAreRefused(t *testing.T) {
-	_, cert, _ := writeTestCertificate(t)
-	cases := []struct {
-		flag string
-		args []string // the other flags it needs
-	}{
-		{"--nats-password-file", []string{"--nats-user", "publisher"}},
-		{"--nats-nkey", nil},
-		{"--nats-creds", nil},
-		{"--nats-key", []string{"--nats-cert", cert}},
-	}
-	for _, c := range cases {
-		for _, mode := range []os.FileMode{0o644, 0o640, 0o600} {
-			t.Run(fmt.Sprintf("%s/%04o", c.flag, mode), func(t *testing.T) {
-				file := filepath.Join(t.TempDir(), "secret")
-				if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Chmod(file, mode); err != nil {
-					t.Fatal(err)
-				}
-				var a natsAuth
-				fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-				fs.SetOutput(io.Discard)
-				a.register(fs)
-				if err := fs.Parse(append([]string{c.flag, file}, c.args...)); err != nil {
-					t.Fatal(err)
-				}
-				err := a.load(func(string) string { return "" })
-				if mode == 0o600 {
-					if err != nil {
-						t.Errorf("%s at mode 0600: got %v, want it taken", c.flag, err)
-					}
-					return
-				}
-				if msg := fmt.Sprint(err); !errors.Is(err, secretfile.ErrOpen) || !strings.HasPrefix(msg, c.flag+": ") || !strings.Contains(msg, "chmod 600 "+file) {
-					t.Errorf("%s at mode %04o: got %v, want a refusal naming the flag and chmod 600 %s", c.flag, mode, err, file)
-				}
-			})
-		}
-	}
-}
-
-// writeTestCertificate writes a self-signed certificate for 127.0.0.1, its key, and the same
-// certificate as the authority to trust.
-func writeTestCertificate(t *testing.T) (ca, cert, key string) {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "nats test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cert, cert, key
-}
-
 // TestForgedEventsAreNeverServed: events appended to the log behind the commands' back, by a
 // client holding the NATS credentials, are checked again when read: a redirect to a javascript:
 // URL, a key hash of the wrong form or a menu file on a data: URL is logged and skipped, and
@@ -280,7 +193,7 @@ func TestForgedEventsAreNeverServed(t *testing.T) {
 	}
 	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
 
-	opt, err := nats.NkeyOptionFromSeed(filepath.Join(dir, embeddedSeedFile))
+	opt, err := nats.NkeyOptionFromSeed(filepath.Join(dir, node.SeedFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,23 +286,5 @@ func TestCredentialsInTheURLAreNotLogged(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), fmt.Sprintf("127.0.0.1:%d", port)) {
 		t.Errorf("the logs do not name the server:\n%s", logs.String())
-	}
-}
-
-// TestLoopbackURL: verify uses the local data directory's user only for a server on this machine.
-func TestLoopbackURL(t *testing.T) {
-	for url, want := range map[string]bool{
-		"nats://127.0.0.1:4222":                      true,
-		"nats://localhost:4222, nats://[::1]:4222":   true,
-		"127.0.0.1:4222":                             true,
-		"nats://u:p@127.0.0.1:4222":                  true,
-		"nats://nats-1:4222":                         false,
-		"nats://127.0.0.1:4222,nats://10.0.0.2:4222": false,
-		"tls://nats.example.com:4222":                false,
-		"nats://127.0.0.1.attacker.example:4222":     false,
-	} {
-		if got := loopbackURL(url); got != want {
-			t.Errorf("loopbackURL(%q) = %v, want %v", url, got, want)
-		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/metrics"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +26,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/clock"
+	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
@@ -59,18 +59,11 @@ type Main struct {
 	MetricsURL  string // base URL of the metrics listener, when one is configured
 	AdminToken  string
 	Clock       *settableClock
-	// natsUser signs the embedded server's challenge; natsOptions carry the credentials and TLS
-	// of an external NATS.
-	natsUser    nats.Option
-	natsOptions []nats.Option
-	natsOpts    *server.Options // the embedded server's, nil with an external NATS
-	// jetStreamRestarted are called once the embedded server's JetStream started again.
-	jetStreamRestarted []func()
-	ClockRole          *clock.Clock // nil unless the clock role runs
-	Signals            *events.Signals
-	Webhooks           *webhook.Dispatcher // nil unless the webhook or admin role runs
+	ClockRole   *clock.Clock // nil unless the clock role runs
+	Signals     *events.Signals
+	Webhooks    *webhook.Dispatcher // nil unless the webhook or admin role runs
 
-	conns  []*nats.Conn // the roles' own connections
+	node   *node.Node // the NATS this process talks to, and its connections
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the roles' loops
 	// budget shares the process's file descriptors between its listeners; reads is the read
@@ -147,12 +140,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.starting = &startingHandler{m: m}
 		m.serve(m.apiLn, capacity.ListenerAPI, "read api", m.starting)
 	}
-	if m.NATS == nil {
-		if err := awaitConnection(ctx, m, m.Conn); err != nil {
-			return err
-		}
+	if err := m.node.AwaitConnection(ctx); err != nil {
+		return err
 	}
-	if err := m.openStorageGuard(ctx, js); err != nil {
+	if err := m.openStorageGuard(ctx); err != nil {
 		return err
 	}
 	m.Store, err = provision(ctx, m, "the event log", func(ctx context.Context) (*events.Store, error) {
@@ -172,7 +163,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("open generations bucket: %w", err)
 	}
 	m.run(runCtx, "generations", m.Generations.run)
-	m.onReconnect(m.Conn, m.Generations.Rewatch)
+	m.node.OnReconnect(m.Conn, m.Generations.Rewatch)
 	g, _ := m.Generations.state()
 	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
 		switch {
@@ -200,7 +191,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("open change signals: %w", err)
 	}
 	if c.has(roleWebhook) || c.has(roleAdmin) {
-		wc, err := m.dialRole(roleWebhook)
+		wc, err := m.node.Dial(roleWebhook)
 		if err != nil {
 			return err
 		}
@@ -220,7 +211,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("open webhook dispatcher: %w", err)
 		}
-		m.onReconnect(wc, m.Webhooks.Reconnected)
+		m.node.OnReconnect(wc, m.Webhooks.Reconnected)
 	}
 	if c.has(roleAPI) || c.has(roleAdmin) {
 		if m.Files, err = provision(ctx, m, "the files store", func(ctx context.Context) (*events.Files, error) {
@@ -574,162 +565,10 @@ func (m *Main) openCommands() error {
 	return err
 }
 
-// syncQueue bounds the queue of a synchronous subscription, which the client otherwise
-// allocates for 65,536 messages (512 KB) each time. The only ones this service makes carry
-// one batch of direct gets (at most a few hundred messages) each, and a load makes one.
-var syncQueue = nats.SyncQueueLen(1024)
-
-// natsErrors logs the connection's asynchronous errors (a subscription falling behind, say)
-// through the service's logger rather than the client's own printing to standard error.
-func (m *Main) natsErrors() nats.Option {
-	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-		subject := ""
-		if sub != nil {
-			subject = sub.Subject
-		}
-		m.Logger.Warn("nats: asynchronous error", "subject", subject, "err", err)
-	})
-}
-
-// maxBundle is the largest bundle of documents this deployment stores: the bucket's limit, or the
-// connection's maximum payload when lower.
-func (m *Main) maxBundle() int { return int(min(m.Conn.MaxPayload(), runner.MaxBundleSize)) }
-
-// connect starts the embedded NATS server unless a URL is configured, and connects to NATS.
-func (m *Main) connect() error {
-	c := &m.Config
-	if c.NATSURL != "" {
-		var err error
-		if m.natsOptions, err = c.NATSAuth.options(); err != nil {
-			return err
-		}
-		nc, err := m.dial("publisher")
-		if err != nil {
-			return err
-		}
-		m.Conn = nc
-		return nil
-	}
-	host, portText, err := net.SplitHostPort(c.NATSListen)
-	if err != nil {
-		return fmt.Errorf("--nats-listen %q: %w", c.NATSListen, err)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return fmt.Errorf("--nats-listen %q: bad port", c.NATSListen)
-	}
-	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
-	// No connection is anonymous, not even a local one: the server accepts one nkey user, whose
-	// seed only this process's user can read.
-	_, user, err := embeddedUser(c.DataDir)
-	if err != nil {
-		return fmt.Errorf("embedded nats user: %w", err)
-	}
-	users, err := embeddedUsers(user)
-	if err != nil {
-		return err
-	}
-	if m.natsUser, err = nkeyOption(user); err != nil {
-		return err
-	}
-	opts := &server.Options{
-		Nkeys:      users,
-		ServerName: "publisher",
-		Host:       host,
-		Port:       port,
-		JetStream:  true,
-		StoreDir:   filepath.Join(c.DataDir, "nats"),
-		SyncAlways: c.SyncAlways,
-		NoSigs:     true,
-		NoLog:      c.LogLevel != "debug",
-		MaxPayload: 8 << 20,
-		// An explicit limit: see embeddedMaxStore.
-		JetStreamMaxStore: embeddedMaxStore(c),
-	}
-	m.natsOpts = opts.Clone() // what JetStream starts again from
-	s, err := server.NewServer(opts)
-	if err != nil {
-		return fmt.Errorf("embedded nats: %w", err)
-	}
-	if c.LogLevel == "debug" {
-		s.ConfigureLogger()
-	}
-	go s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		return errors.New("embedded nats did not start within 30s")
-	}
-	m.NATS = s
-	nc, err := m.dial("publisher")
-	if err != nil {
-		return err
-	}
-	m.Conn = nc
-	return nil
-}
-
-// dial opens a connection named name to the embedded server, or to the configured cluster. The
-// documents mirror, which loads every bundle at start, and the webhook dispatcher, which reads
-// windows in bulk, each get their own: on a shared connection the megabytes they receive queue
-// ahead of the write side's acknowledgements, and a day change at restart took several times
-// longer. The projector keeps the shared one: on its own, it took so much of the machine while
-// it followed an import that the import ran at half its rate.
-func (m *Main) dial(name string) (*nats.Conn, error) {
-	opts := []nats.Option{nats.Name(name), m.natsErrors(), syncQueue}
-	if m.NATS != nil {
-		nc, err := nats.Connect("", append(opts, nats.InProcessServer(m.NATS), m.natsUser)...)
-		if err != nil {
-			return nil, fmt.Errorf("connect to embedded nats: %w", err)
-		}
-		return nc, nil
-	}
-	url := m.Config.NATSURL
-	// A cluster starting with the service may not accept connections yet: the connection is
-	// made in the background, and what needs it waits (see provision).
-	opts = append(opts, m.natsOptions...)
-	nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { m.Logger.Warn("nats disconnected", "connection", name, "err", err) }),
-		nats.ReconnectHandler(func(nc *nats.Conn) {
-			m.Logger.Info("nats reconnected", "connection", name, "url", nc.ConnectedUrlRedacted())
-		}))...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", redactedURL(url), err)
-	}
-	return nc, nil
-}
-
-// onReconnect has nc, back from a disconnection from an external NATS, log so and call f: the
-// mirrors watch again at once rather than when the client notices that their watch's consumer
-// went with the server.
-func (m *Main) onReconnect(nc *nats.Conn, f func()) {
-	if m.NATS != nil {
-		// The embedded server never goes away, but its JetStream may start again when its
-		// volume has room again (see maintainEmbedded): the watches then start again at once.
-		m.jetStreamRestarted = append(m.jetStreamRestarted, f)
-		return
-	}
-	nc.SetReconnectHandler(func(nc *nats.Conn) {
-		m.Logger.Info("nats reconnected", "connection", nc.Opts.Name, "url", nc.ConnectedUrlRedacted())
-		f()
-	})
-}
-
-// dialRole opens the connection of a role, closed with the others by Close.
-func (m *Main) dialRole(role string) (*nats.Conn, error) {
-	nc, err := m.dial("publisher-" + role)
-	if err != nil {
-		return nil, err
-	}
-	m.conns = append(m.conns, nc)
-	return nc, nil
-}
-
 // startAPI starts the mirror in runCtx and serves the read API once it caught up, unless ctx,
 // the start's context, ends first.
 func (m *Main) startAPI(ctx, runCtx context.Context) error {
-	mc, err := m.dialRole(roleAPI)
+	mc, err := m.node.Dial(roleAPI)
 	if err != nil {
 		return err
 	}
@@ -757,7 +596,7 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.onReconnect(mc, m.Mirror.Rewatch)
+	m.node.OnReconnect(mc, m.Mirror.Rewatch)
 	m.run(runCtx, "mirror", m.Mirror.Run)
 	m.run(runCtx, "mirror generations", func(ctx context.Context) error { return m.followGenerations(ctx, mjs, g.current()) })
 	// A rebuild removes the old generation once no read node serves it: each says which it serves.
@@ -1034,15 +873,8 @@ func (m *Main) Close() {
 	if m.Webhooks != nil {
 		m.Webhooks.Close()
 	}
-	for _, nc := range append(m.conns, m.Conn) {
-		if nc != nil {
-			_ = nc.Drain()
-			nc.Close()
-		}
-	}
-	if m.NATS != nil {
-		m.NATS.Shutdown()
-		m.NATS.WaitForShutdown()
+	if m.node != nil {
+		m.node.Close()
 	}
 }
 

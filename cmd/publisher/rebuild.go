@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
+	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/progress"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/runner"
@@ -30,8 +31,8 @@ const rebuildHolder = "rebuild "
 func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var conn cliNATS
-	conn.register(fs, "NATS of the running service")
+	var conn node.Client
+	conn.Register(fs, "NATS of the running service")
 	workers := fs.Int("workers", 0, "establishments rendered at once (0: as many as the projector)")
 	cache := fs.Int("cache", 0, "establishments held in memory while rendering (0: as many as the projector)")
 	spillDir := fs.String("spill-dir", "", "directory of the temporary files of a replay in several passes, up to the size of the event log (empty: the system's temporary directory, which may be held in memory: give a directory on disk for a large log)")
@@ -59,7 +60,7 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	nc, err := conn.connect("publisher-rebuild", getenv)
+	nc, err := conn.Connect("publisher-rebuild", getenv)
 	if err != nil {
 		return err
 	}
@@ -146,7 +147,7 @@ func (r *rebuilder) update(ctx context.Context, change func(*generations) error)
 			return g, err
 		}
 		_, err = writeGenerations(ctx, r.gens, g, rev)
-		if err == nil || !errors.Is(err, jetstream.ErrKeyExists) && !hasCode(err, jetstream.JSErrCodeStreamWrongLastSequence) {
+		if err == nil || !errors.Is(err, jetstream.ErrKeyExists) && !node.HasCode(err, jetstream.JSErrCodeStreamWrongLastSequence) {
 			return g, err
 		}
 	}

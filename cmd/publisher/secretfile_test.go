@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 	"github.com/opencarte/publisher/webhook"
 )
@@ -97,7 +98,7 @@ func TestSecretFilesTheServiceWritesAreTheOwners(t *testing.T) {
 	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o700 {
 		t.Errorf("data directory: got %v, %v; want mode 0700", info, err)
 	}
-	for _, name := range []string{"admin-token", defaultSecretKeyFile, embeddedSeedFile} {
+	for _, name := range []string{"admin-token", defaultSecretKeyFile, node.SeedFile} {
 		if info, err := os.Stat(filepath.Join(dir, name)); err != nil || info.Mode().Perm() != 0o600 {
 			t.Errorf("%s: got %v, %v; want mode 0600", name, info, err)
 		}

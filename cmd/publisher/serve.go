@@ -18,6 +18,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/cmd/publisher/heapfloor"
+	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
 )
@@ -36,9 +37,9 @@ var allRoles = []string{roleAPI, roleProjector, roleWebhook, roleClock, roleAdmi
 // Config is the configuration of serve.
 type Config struct {
 	DataDir    string
-	NATSURL    string   // empty: run the embedded server
-	NATSListen string   // embedded server's client listener, host:port; port -1 picks one
-	NATSAuth   natsAuth // credentials and TLS for NATSURL
+	NATSURL    string    // empty: run the embedded server
+	NATSListen string    // embedded server's client listener, host:port; port -1 picks one
+	NATSAuth   node.Auth // credentials and TLS for NATSURL
 	SyncAlways bool
 	// NATSMaxStore is the embedded server's limit of stored bytes; 0: none of its own, the data
 	// volume's free space bounding the store.
@@ -112,8 +113,8 @@ type Config struct {
 func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory of the embedded NATS server's store, the local admin token, and the projector's temporary files while it replays the whole log in several passes")
 	fs.StringVar(&c.NATSURL, "nats-url", "", "URL of an external NATS cluster; empty runs NATS embedded in this process")
-	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client listener of the embedded NATS server (port -1: any free port); it accepts only the user in <data-dir>/"+embeddedSeedFile)
-	c.NATSAuth.register(fs)
+	fs.StringVar(&c.NATSListen, "nats-listen", "127.0.0.1:4222", "client listener of the embedded NATS server (port -1: any free port); it accepts only the user in <data-dir>/"+node.SeedFile)
+	c.NATSAuth.Register(fs)
 	fs.BoolVar(&c.SyncAlways, "sync-always", false, "embedded NATS: fsync every write (survives power loss, slower)")
 	fs.Int64Var(&c.NATSMaxStore, "nats-max-store", 0, "embedded NATS: the most bytes JetStream stores (0: no limit of its own; the data volume's free space, watched against --storage-reserve, bounds it)")
 	fs.Int64Var(&c.StorageReserve, "storage-reserve", 0, "bytes kept free for the service's own writes (leases, checkpoints, documents, day changes): content writes are refused with 507 once less is left on the data volume or under JetStream's limit (0: 5% of the room, 8 MiB to 1 GiB)")
@@ -219,7 +220,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
 	}
-	if err := cfg.NATSAuth.load(getenv); err != nil {
+	if err := cfg.NATSAuth.Load(getenv); err != nil {
 		return err
 	}
 	cfg.SecretKeys = getenv(secretKeysEnv)
@@ -241,7 +242,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		logger.Warn("uploaded files are given URLs under an address of this machine: set --public-url to the address clients reach", "files_url", m.PublicURL())
 	}
 	if m.NATS != nil {
-		seed := filepath.Join(cfg.DataDir, embeddedSeedFile)
+		seed := filepath.Join(cfg.DataDir, node.SeedFile)
 		logger.Info("embedded nats: it accepts only the nkey user in its seed file", "url", m.NATS.ClientURL(), "store", cfg.DataDir, "seed", seed,
 			"nats_cli", fmt.Sprintf("nats -s %s --nkey %s stream ls", m.NATS.ClientURL(), seed))
 	}

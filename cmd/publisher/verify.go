@@ -7,17 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
+	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/progress"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/dockey"
@@ -29,8 +25,8 @@ import (
 func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var conn cliNATS
-	conn.register(fs, "NATS to read from")
+	var conn node.Client
+	conn.Register(fs, "NATS to read from")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
 	workers := fs.Int("workers", runner.DefaultVerifyWorkers, "establishments checked at once")
 	maxDiffs := fs.Int("max-differences", runner.DefaultMaxDifferences, "differences listed in the report (all are counted)")
@@ -50,7 +46,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	nc, err := conn.connect("publisher-verify", getenv)
+	nc, err := conn.Connect("publisher-verify", getenv)
 	if err != nil {
 		return err
 	}
@@ -118,43 +114,6 @@ func printVerifyReport(stdout, stderr io.Writer, rep runner.Report, took time.Du
 	return nil
 }
 
-// cliNATS is how a command other than serve reaches the service's NATS: its flags, and the
-// connection they make.
-type cliNATS struct {
-	url, dataDir string
-	auth         natsAuth
-}
-
-// register adds the flags to fs; what says what the NATS URL is for.
-func (c *cliNATS) register(fs *flag.FlagSet, what string) {
-	fs.StringVar(&c.url, "nats-url", "nats://127.0.0.1:4222", what+" (a running serve's embedded server listens there)")
-	fs.StringVar(&c.dataDir, "data-dir", "./data", "data directory of a local serve: its embedded server's user is used unless other credentials are given")
-	c.auth.register(fs)
-}
-
-// connect connects, named name, with the credentials given, or, for a loopback URL and none
-// given, as the embedded server's user whose seed is in the data directory.
-func (c *cliNATS) connect(name string, getenv func(string) string) (*nats.Conn, error) {
-	auth := &c.auth
-	if err := auth.load(getenv); err != nil {
-		return nil, err
-	}
-	if auth.Creds == "" && auth.NKey == "" && auth.User == "" && loopbackURL(c.url) {
-		if seed := filepath.Join(c.dataDir, embeddedSeedFile); fileExists(seed) {
-			auth.NKey = seed
-		}
-	}
-	opts, err := auth.options()
-	if err != nil {
-		return nil, err
-	}
-	nc, err := nats.Connect(c.url, append(opts, nats.Name(name), syncQueue)...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", redactedURL(c.url), err)
-	}
-	return nc, nil
-}
-
 // servedDocuments returns the name of the generation of the documents bucket served.
 func servedDocuments(ctx context.Context, js jetstream.JetStream) (string, error) {
 	gens, err := js.KeyValue(ctx, GenerationsBucket)
@@ -170,31 +129,4 @@ func servedDocuments(ctx context.Context, js jetstream.JetStream) (string, error
 	}
 	docs, _ := runner.GenerationBuckets(g.current())
 	return docs, nil
-}
-
-func fileExists(name string) bool {
-	_, err := os.Stat(name)
-	return err == nil
-}
-
-// loopbackURL says whether every server of a NATS URL list is on this machine: a local serve's
-// embedded server, whose user is in the data directory.
-func loopbackURL(urls string) bool {
-	for _, u := range strings.Split(urls, ",") {
-		u = strings.TrimSpace(u)
-		if i := strings.Index(u, "://"); i >= 0 {
-			u = u[i+3:]
-		}
-		if i := strings.LastIndex(u, "@"); i >= 0 {
-			u = u[i+1:]
-		}
-		host, _, err := net.SplitHostPort(u)
-		if err != nil {
-			host = u
-		}
-		if ip, err := netip.ParseAddr(host); !(host == "localhost" || err == nil && ip.IsLoopback()) {
-			return false
-		}
-	}
-	return true
 }

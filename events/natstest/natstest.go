@@ -1,6 +1,7 @@
 // Package natstest starts real NATS servers with JetStream inside a test process: a single node on
-// a random loopback port with its store under t.TempDir, or a three-node cluster. It is test
-// support only; no production package imports it.
+// a random loopback port with its store under t.TempDir, or a three-node cluster; and writes the
+// certificate a server with TLS presents. It is test support only; no production package imports
+// it.
 package natstest
 
 import (

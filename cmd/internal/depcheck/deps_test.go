@@ -41,6 +41,8 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/capacity", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
 		// The heap floor is the standard library's collector settings and nothing else.
 		{"cmd/publisher/heapfloor", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com", "golang.org"}, nil},
+		// The NATS this process talks to knows none of the roles that use it.
+		{"cmd/publisher/node", []string{"domain", "projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/capacity", "cmd/publisher/secretfile"}},
 		// The secret files are read and written with the standard library alone.
 		{"cmd/publisher/secretfile", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com", "golang.org"}, nil},
 		// The one binary wires every role; it links neither the benchmark nor the tests' helpers.

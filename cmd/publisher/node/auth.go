@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"errors"
@@ -12,43 +12,44 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
 	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 )
 
-// embeddedSeedFile is the file, in the data directory, holding the seed of the one user the
-// embedded NATS server accepts. It is generated on the first start and read by serve, verify and
-// the nats CLI (--nkey).
-const embeddedSeedFile = "nats.nk"
+// SeedFile is the file, in the data directory, holding the seed of the one user the embedded
+// NATS server accepts. It is generated on the first start and read by serve, verify and the nats
+// CLI (--nkey).
+const SeedFile = "nats.nk"
 
-// natsAuth is how a process proves itself to an external NATS, and checks the server: credentials
+// Auth is how a process proves itself to an external NATS, and checks the server: credentials
 // come from files or the environment, never only from the URL (where they would show in process
 // lists and shell histories).
-type natsAuth struct {
+type Auth struct {
 	Creds        string // a JWT credentials file (decentralised authentication)
 	NKey         string // a file holding an nkey user seed
 	User         string
-	PasswordFile string // the user's password, in a file; or PUBLISHER_NATS_PASSWORD
-	Password     string // from PUBLISHER_NATS_PASSWORD
+	PasswordFile string // the user's password, in a file; or PasswordEnv
+	Password     string // from PasswordEnv
 	CA           string // PEM certificates the server's is checked against (TLS)
 	Cert, Key    string // the client certificate and key, when the server asks for one (mutual TLS)
 }
 
-// natsPasswordEnv holds the password of --nats-user when no file gives it.
-const natsPasswordEnv = "PUBLISHER_NATS_PASSWORD"
+// PasswordEnv holds the password of --nats-user when no file gives it.
+const PasswordEnv = "PUBLISHER_NATS_PASSWORD"
 
-// register adds the flags of external NATS authentication to fs.
-func (a *natsAuth) register(fs *flag.FlagSet) {
+// Register adds the flags of external NATS authentication to fs.
+func (a *Auth) Register(fs *flag.FlagSet) {
 	fs.StringVar(&a.Creds, "nats-creds", "", "external NATS: a credentials file (JWT and nkey seed)")
-	fs.StringVar(&a.NKey, "nats-nkey", "", "NATS: a file holding an nkey user seed (for a serve's embedded server: its <data-dir>/"+embeddedSeedFile+")")
-	fs.StringVar(&a.User, "nats-user", "", "external NATS: a user name, with its password in --nats-password-file or "+natsPasswordEnv)
+	fs.StringVar(&a.NKey, "nats-nkey", "", "NATS: a file holding an nkey user seed (for a serve's embedded server: its <data-dir>/"+SeedFile+")")
+	fs.StringVar(&a.User, "nats-user", "", "external NATS: a user name, with its password in --nats-password-file or "+PasswordEnv)
 	fs.StringVar(&a.PasswordFile, "nats-password-file", "", "external NATS: a file holding the password of --nats-user")
 	fs.StringVar(&a.CA, "nats-ca", "", "external NATS: PEM file of the certificates that sign the servers' (turns TLS on)")
 	fs.StringVar(&a.Cert, "nats-cert", "", "external NATS: PEM client certificate, for servers that verify clients (with --nats-key)")
 	fs.StringVar(&a.Key, "nats-key", "", "external NATS: PEM private key of --nats-cert")
 }
 
-// load reads what the flags point at and checks they go together.
-func (a *natsAuth) load(getenv func(string) string) error {
+// Load reads what the flags point at and checks they go together.
+func (a *Auth) Load(getenv func(string) string) error {
 	given := 0
 	for _, s := range []string{a.Creds, a.NKey, a.User} {
 		if s != "" {
@@ -61,7 +62,7 @@ func (a *natsAuth) load(getenv func(string) string) error {
 	if (a.Cert == "") != (a.Key == "") {
 		return errors.New("--nats-cert and --nats-key go together")
 	}
-	a.Password = getenv(natsPasswordEnv)
+	a.Password = getenv(PasswordEnv)
 	if a.PasswordFile != "" {
 		if a.User == "" {
 			return errors.New("--nats-password-file: needs --nats-user")
@@ -73,7 +74,7 @@ func (a *natsAuth) load(getenv func(string) string) error {
 		a.Password = strings.TrimSpace(string(b))
 	}
 	if a.User != "" && a.Password == "" {
-		return fmt.Errorf("--nats-user: no password (--nats-password-file or %s)", natsPasswordEnv)
+		return fmt.Errorf("--nats-user: no password (--nats-password-file or %s)", PasswordEnv)
 	}
 	for flagName, file := range map[string]string{"--nats-ca": a.CA, "--nats-cert": a.Cert} {
 		if file == "" {
@@ -96,7 +97,7 @@ func (a *natsAuth) load(getenv func(string) string) error {
 }
 
 // options are the client options that carry the credentials and the TLS settings.
-func (a *natsAuth) options() ([]nats.Option, error) {
+func (a *Auth) options() ([]nats.Option, error) {
 	var opts []nats.Option
 	switch {
 	case a.Creds != "":
@@ -122,7 +123,7 @@ func (a *natsAuth) options() ([]nats.Option, error) {
 // embeddedUser returns the nkey user of the embedded server kept in dir, generating it (a file
 // only its owner reads) on the first start.
 func embeddedUser(dir string) (seedFile string, user nkeys.KeyPair, err error) {
-	seedFile = filepath.Join(dir, embeddedSeedFile)
+	seedFile = filepath.Join(dir, SeedFile)
 	if _, err := os.Stat(seedFile); errors.Is(err, fs.ErrNotExist) {
 		kp, err := nkeys.CreateUser()
 		if err != nil {
