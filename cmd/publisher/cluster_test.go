@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +20,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/opencarte/publisher/cmd/publisher/generation"
 	"github.com/opencarte/publisher/events/natstest"
 )
 
@@ -226,7 +226,7 @@ func testLeases(tb testing.TB) (*server.Server, jetstream.KeyValue) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	leases, err := openLeases(tb.Context(), js, 1)
+	leases, err := generation.OpenLeases(tb.Context(), js, 1)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestProjectorLeaseLostAndTakenOver(t *testing.T) {
 	if m.Projector() != nil {
 		t.Fatal("the lease of another holder was taken at once")
 	}
-	deadline := time.Now().Add(leaseTTL + 5*time.Second)
+	deadline := time.Now().Add(generation.LeaseTTL + 5*time.Second)
 	for !strings.Contains(logs.String(), "lease taken over") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the expired lease was not taken over:\n%s", logs)
@@ -282,47 +282,6 @@ func TestProjectorLeaseLostAndTakenOver(t *testing.T) {
 	case err := <-m.Err():
 		t.Fatalf("the process stopped: %v", err)
 	default:
-	}
-}
-
-// slowUpdates answers each Update of its bucket delay late, as a server short of CPU does.
-type slowUpdates struct {
-	jetstream.KeyValue
-	delay time.Duration
-}
-
-func (s slowUpdates) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
-	select {
-	case <-time.After(s.delay):
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	return s.KeyValue.Update(ctx, key, value, last)
-}
-
-// TestLeaseKeptWhileRenewalsAreSlow: a holder whose renewals are answered later than it renews,
-// but well within half the lease, keeps its lease; one whose renewals are never answered gives
-// it up at half the lease.
-func TestLeaseKeptWhileRenewalsAreSlow(t *testing.T) {
-	t.Parallel()
-	_, leases := testLeases(t)
-	keep := func(name string, delay, runFor time.Duration) error {
-		l, other, err := tryLease(t.Context(), leases, name, "holder")
-		if err != nil || l == nil {
-			t.Fatalf("take %s: %v (held by %q)", name, err, other)
-		}
-		l.kv = slowUpdates{KeyValue: leases, delay: delay}
-		ctx, cancel := context.WithTimeout(t.Context(), runFor)
-		defer cancel()
-		return l.keep(ctx)
-	}
-	// Answers 1.5 s late, every renewal 0.5 s past the renewal period, for longer than half the
-	// lease.
-	if err := keep("slow", leaseRenew*3/2, leaseTTL/2+2*time.Second); err != nil {
-		t.Errorf("renewals answered late: %v, want the lease kept", err)
-	}
-	if err := keep("silent", leaseTTL, leaseTTL); !errors.Is(err, errLeaseLost) {
-		t.Errorf("renewals never answered: %v, want errLeaseLost", err)
 	}
 }
 

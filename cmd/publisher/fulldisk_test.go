@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/opencarte/publisher/cmd/publisher/generation"
 )
 
 // mountTmpfs mounts a tmpfs of size at dir until the test ends.
@@ -183,7 +184,7 @@ func TestFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, err := js.KeyValue(t.Context(), LeasesBucket)
+	leases, err := js.KeyValue(t.Context(), generation.LeasesBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,8 +65,8 @@ func (m *Main) openMetrics() {
 		})
 	}
 	gauge("documents_generation", "Generation of the documents bucket served.", func() float64 {
-		g, _ := m.Generations.state()
-		return float64(g.current())
+		g, _ := m.Generations.State()
+		return float64(g.Served())
 	})
 	m.addStorageMetrics(gauge)
 	m.addConnectionMetrics(reg)

@@ -26,12 +26,12 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/clock"
+	"github.com/opencarte/publisher/cmd/publisher/generation"
 	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
-	"github.com/opencarte/publisher/projections/dockey"
 	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
 	"github.com/opencarte/publisher/webhook"
@@ -53,7 +53,7 @@ type Main struct {
 	Commands  *app.Commands
 	Mirror    *readapi.Mirror
 	// Generations follows which generation of the documents is served.
-	Generations *generationWatch
+	Generations *generation.Watch
 	HTTPURL     string // base URL of the read API, when the api role runs
 	AdminURL    string // base URL of the admin API, when the admin role runs
 	MetricsURL  string // base URL of the metrics listener, when one is configured
@@ -79,17 +79,22 @@ type Main struct {
 	waiting   atomic.Pointer[string]
 	metrics   *prometheus.Registry // nil without a metrics listener
 	mirrorLag *mirrorLag           // nil without the read API
-	// projector is the projector this process runs, nil while it runs none.
-	projector atomic.Pointer[runner.Projector]
-	// bound holds the buckets bucketNamed bound, by name.
-	bound  sync.Map
+	// projector supervises the projector, nil without the role.
+	projector *generation.Supervisor
+	// served answers when a change is served.
+	served *generation.Waiter
 	errc   chan error
 	health health
 }
 
 // Projector returns the projector this process runs, nil when it runs none (another process holds
 // the lease, or a rebuild is switching generations).
-func (m *Main) Projector() *runner.Projector { return m.projector.Load() }
+func (m *Main) Projector() *runner.Projector {
+	if m.projector == nil {
+		return nil
+	}
+	return m.projector.Projector()
+}
 
 // Open starts everything the configuration asks for and returns once the roles run.
 func (m *Main) Open(ctx context.Context) (err error) {
@@ -152,28 +157,24 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("open event log: %w", err)
 	}
-	m.Generations, err = provision(ctx, m, "the generations bucket", func(ctx context.Context) (*generationWatch, error) {
-		gens, err := openGenerationsBucket(ctx, js, c.Replicas)
-		if err != nil {
-			return nil, err
-		}
-		return watchGenerations(ctx, gens, m.Logger)
+	m.Generations, err = provision(ctx, m, "the generations bucket", func(ctx context.Context) (*generation.Watch, error) {
+		return generation.OpenWatch(ctx, js, c.Replicas, m.Logger)
 	})
 	if err != nil {
 		return fmt.Errorf("open generations bucket: %w", err)
 	}
-	m.run(runCtx, "generations", m.Generations.run)
+	m.run(runCtx, "generations", m.Generations.Run)
 	m.node.OnReconnect(m.Conn, m.Generations.Rewatch)
-	g, _ := m.Generations.state()
+	g, _ := m.Generations.State()
 	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
 		switch {
 		case c.has(roleProjector):
-			docs, _, err := m.openGeneration(ctx, js, g.current())
+			docs, _, err := generation.OpenBuckets(ctx, js, g.Served(), c.Replicas)
 			return docs, err
-		case g.current() == 1:
+		case g.Served() == 1:
 			return runner.OpenBucket(ctx, js, c.Replicas)
 		}
-		name, _ := runner.GenerationBuckets(g.current())
+		name, _ := runner.GenerationBuckets(g.Served())
 		return js.KeyValue(ctx, name)
 	})
 	if err != nil {
@@ -225,38 +226,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 
 	if c.has(roleProjector) {
-		var rendered prometheus.Counter
-		if m.metrics != nil {
-			rendered = prometheus.NewCounter(prometheus.CounterOpts{
-				Namespace: "publisher", Subsystem: "projector", Name: "changes_total",
-				Help: "Establishments whose documents the projector stored at a new revision.",
-			})
-			m.metrics.MustRegister(rendered)
-		}
-		// --projector-replay asks for one replay, by the first projector this process runs: not
-		// again after a switch of generations, which a replay would make a rebuild refuse.
-		var replayAsked atomic.Bool
-		replayAsked.Store(c.ProjectorReplay)
-		newProjector := func(ctx context.Context, generation int) (*runner.Projector, error) {
-			docs, state, err := m.openGeneration(ctx, js, generation)
-			if err != nil {
-				return nil, err
-			}
-			signals := signalNotifier{s: m.Signals, rendered: rendered}
-			return runner.New(runner.Config{
-				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: replayAsked.Swap(false),
-				Logger: m.Logger.With("role", roleProjector),
-				// A change signal goes out once every document of the new revision is stored.
-				Notifier: signals, Announcements: signals, AllAnnouncements: signals,
-				// A bundle larger than the server accepts is refused at once rather than retried.
-				MaxValueSize: m.maxBundle(),
-				Workers:      c.ProjectorWorkers,
-				SpillDir:     c.DataDir,
-				FilesURL:     m.PublicURL(),
-				Now:          m.Config.Now, // the clock that dates the records
-			})
-		}
-		if err := m.startProjector(ctx, runCtx, js, newProjector); err != nil {
+		if err := m.startProjector(ctx, runCtx, js); err != nil {
 			return err
 		}
 	}
@@ -287,6 +257,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	m.served = &generation.Waiter{Supervisor: m.projector, Watch: m.Generations, JetStream: js}
+	if m.Mirror != nil {
+		m.served.Mirror = m.Mirror
+	}
 	if c.has(roleAdmin) {
 		if err := m.startAdmin(ctx); err != nil {
 			return err
@@ -312,215 +286,52 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	return nil
 }
 
-// startProjector runs the projector. Several processes may have the role (on a cluster), and a
-// rebuild may need it stopped: one process at a time runs it, under a lease. A process that finds
-// it held stands by and takes over once its holder stops renewing it. A process that loses its
-// lease stops with an error (its supervisor starts it again, standing by). When a rebuild asks for
-// the switch to the generation it built, the projector stops and gives up its lease, then takes
-// it again and projects into the generation that is then current. Projector() is set, when Open
-// returns, in a process that found the lease free.
-func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStream, newProjector func(context.Context, int) (*runner.Projector, error)) error {
-	leases, err := provision(ctx, m, "the leases bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
-		return openLeases(ctx, js, m.Config.Replicas)
+// startProjector runs the projector under its lease, one process at a time, on the generation
+// of the documents current.
+func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStream) error {
+	c := &m.Config
+	var rendered func()
+	if m.metrics != nil {
+		counter := prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "publisher", Subsystem: "projector", Name: "changes_total",
+			Help: "Establishments whose documents the projector stored at a new revision.",
+		})
+		m.metrics.MustRegister(counter)
+		rendered = counter.Inc
+	}
+	// --projector-replay asks for one replay, by the first projector this process runs: not
+	// again after a switch of generations, which a replay would make a rebuild refuse.
+	var replayAsked atomic.Bool
+	replayAsked.Store(c.ProjectorReplay)
+	sup, err := generation.NewSupervisor(generation.Config{
+		JetStream: js, Replicas: c.Replicas, Watch: m.Generations, Holder: processName(), Embedded: m.NATS != nil,
+		New: func(docs, state jetstream.KeyValue) (*runner.Projector, error) {
+			notifier := generation.SignalNotifier{Signals: m.Signals, Count: rendered}
+			return runner.New(runner.Config{
+				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: replayAsked.Swap(false),
+				Logger: m.Logger.With("role", roleProjector),
+				// A change signal goes out once every document of the new revision is stored.
+				Notifier: notifier, Announcements: notifier, AllAnnouncements: notifier,
+				// A bundle larger than the server accepts is refused at once rather than retried.
+				MaxValueSize: m.maxBundle(),
+				Workers:      c.ProjectorWorkers,
+				SpillDir:     c.DataDir,
+				FilesURL:     m.PublicURL(),
+				Now:          c.Now, // the clock that dates the records
+			})
+		},
+		Provision: m.node.Provision, Health: &m.health, Logger: m.Logger,
+		Pause: restartPause, MaxPause: restartMaxPause, Healthy: healthyAfter,
 	})
 	if err != nil {
 		return err
 	}
-	holder := processName()
-	var first *runner.Projector
-	l, _, err := tryLease(ctx, leases, roleProjector, holder)
-	if m.NATS != nil && l == nil && err == nil {
-		// The embedded server serves this process alone: a lease it holds is of this process
-		// before a restart, which cannot renew it any more. Only a rebuild may hold it.
-		if e, gerr := leases.Get(ctx, roleProjector); gerr == nil && !strings.HasPrefix(string(e.Value()), rebuildHolder) {
-			if leases.Delete(ctx, roleProjector, jetstream.LastRevision(e.Revision())) == nil {
-				l, _, err = tryLease(ctx, leases, roleProjector, holder)
-			}
-		}
-	}
-	if err != nil || l == nil {
-		l = nil
-	} else if g, _ := m.Generations.state(); g.switching() { // projectGenerations stands aside
-		l.release(ctx)
-		l = nil
-	} else if first, err = provision(ctx, m, "the projector's buckets", func(ctx context.Context) (*runner.Projector, error) {
-		return newProjector(ctx, g.current())
-	}); err != nil {
-		l.release(ctx)
+	if err := sup.Start(ctx); err != nil {
 		return err
-	} else {
-		m.projector.Store(first)
 	}
-	m.run(runCtx, roleProjector, func(ctx context.Context) error {
-		return m.projectGenerations(ctx, leases, holder, l, first, newProjector)
-	})
+	m.projector = sup
+	m.run(runCtx, roleProjector, sup.Run)
 	return nil
-}
-
-// projectGenerations runs the projector of the current generation while this process holds the
-// lease l (nil: it waits for it), first when not nil, and starts again on the generation current
-// after a switch. A projector that fails or loses its lease stops; the process stands by, as when
-// another holds the lease, and projects again once it takes the lease again: it never ends the
-// process, whose read API goes on serving what is projected.
-func (m *Main) projectGenerations(ctx context.Context, leases jetstream.KeyValue, holder string, l *lease, first *runner.Projector,
-	newProjector func(context.Context, int) (*runner.Projector, error)) error {
-	var grace switchGraceClock
-	pause := restartPause
-	for {
-		if l == nil {
-			if err := m.awaitNoSwitch(ctx, &grace); err != nil {
-				return nil // stopped
-			}
-			var err error
-			if l, err = m.awaitLease(ctx, leases, roleProjector, holder); err != nil {
-				return nil // stopped while standing by
-			}
-		}
-		// The record as it stands now, not as last watched: the generation to project is the
-		// one current once the lease is held.
-		g, _ := m.Generations.state()
-		if now, _, err := readGenerations(ctx, m.Generations.kv); err == nil {
-			g = now
-		}
-		if grace.left(g) > 0 {
-			l.release(ctx)
-			l, first = nil, nil
-			continue
-		}
-		p := first
-		if p == nil || g.current() != projectedBy(p) {
-			var err error
-			if p, err = provision(ctx, m, "the projector's buckets", func(ctx context.Context) (*runner.Projector, error) {
-				return newProjector(ctx, g.current())
-			}); err != nil {
-				l.release(ctx)
-				l = nil
-				if !m.projectorFailed(ctx, err, &pause) {
-					return nil
-				}
-				continue
-			}
-		}
-		first = nil
-		m.projector.Store(p)
-		started := time.Now()
-		// The projector stops when a rebuild asks for the switch, or when another generation
-		// became current.
-		pctx, stop := context.WithCancel(ctx)
-		var stepped atomic.Bool
-		go func() {
-			for {
-				now, changed := m.Generations.state()
-				asked := now.switching() && (!g.switching() || !now.Rebuild.SwitchAsked.Equal(g.Rebuild.SwitchAsked))
-				if now.current() != g.current() || asked {
-					stepped.Store(true)
-					stop()
-					return
-				}
-				select {
-				case <-pctx.Done():
-					return
-				case <-changed:
-				}
-			}
-		}()
-		healthy := time.AfterFunc(healthyAfter, func() { m.health.recovered(roleProjector) })
-		err := runLeased(pctx, l, p.Run)
-		healthy.Stop()
-		stop()
-		l = nil
-		m.projector.CompareAndSwap(p, nil)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case stepped.Load():
-			m.Logger.Info("projector stopped: the documents switch generations", "role", roleProjector, "generation", g.current())
-			continue
-		}
-		if err == nil {
-			err = errors.New("stopped")
-		}
-		if time.Since(started) >= healthyAfter {
-			pause = restartPause
-		}
-		if !m.projectorFailed(ctx, err, &pause) {
-			return nil
-		}
-	}
-}
-
-// projectorFailed reports the projector's failure, degraded until it projects again, and waits
-// *pause before it stands by for its lease again, doubling *pause up to restartMaxPause; false
-// when ctx ended meanwhile.
-func (m *Main) projectorFailed(ctx context.Context, err error, pause *time.Duration) bool {
-	m.health.fail(roleProjector, err)
-	m.Logger.Error("projector stopped; standing by to take its lease again", "role", roleProjector, "err", err, "in", *pause)
-	if events.Sleep(ctx, *pause) != nil {
-		return false
-	}
-	*pause = min(2**pause, restartMaxPause)
-	return true
-}
-
-// switchGraceClock measures, by this process's clock, how long ago it first saw the switch a
-// rebuild asks for: the projector stands aside for switchGrace from then, for the rebuild to
-// take its lease, and goes on after it when no rebuild did (it died).
-type switchGraceClock struct {
-	asked time.Time // the rebuild's SwitchAsked of the switch seen
-	seen  time.Time // when this process first saw it
-}
-
-// left returns how long the projector still stands aside for the switch g asks for, 0 when none.
-func (c *switchGraceClock) left(g generations) time.Duration {
-	if !g.switching() {
-		return 0
-	}
-	if !g.Rebuild.SwitchAsked.Equal(c.asked) || c.seen.IsZero() {
-		c.asked, c.seen = g.Rebuild.SwitchAsked, time.Now()
-	}
-	return max(switchGrace-time.Since(c.seen), 0)
-}
-
-// awaitNoSwitch returns once no rebuild is switching generations, or this process saw the switch
-// asked for more than switchGrace ago: the rebuild then holds the projector's lease, or died.
-func (m *Main) awaitNoSwitch(ctx context.Context, grace *switchGraceClock) error {
-	for {
-		g, changed := m.Generations.state()
-		wait := grace.left(g)
-		if wait <= 0 {
-			return nil
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-changed:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
-
-// runLeased runs work while l is kept, and stops it when l is lost. The lease is kept, and then
-// released, only once the work has stopped: no other process starts it meanwhile.
-func runLeased(ctx context.Context, l *lease, work func(context.Context) error) error {
-	wctx, stopWork := context.WithCancel(ctx)
-	defer stopWork()
-	kctx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopKeeping()
-	lost := make(chan error, 1)
-	go func() {
-		err := l.keep(kctx)
-		lost <- err
-		stopWork() // a lost lease stops the work at once
-	}()
-	err := work(wctx)
-	stopKeeping()
-	if kerr := <-lost; kerr != nil {
-		return kerr
-	}
-	return err
 }
 
 // processName names this process to operators: its host and process id, and a random part
@@ -578,9 +389,9 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	}
 	// The read API binds to the generation of the documents bucket served, which a process with
 	// other roles may be creating: it waits for it.
-	g, _ := m.Generations.state()
+	g, _ := m.Generations.State()
 	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
-		name, _ := runner.GenerationBuckets(g.current())
+		name, _ := runner.GenerationBuckets(g.Served())
 		return mjs.KeyValue(ctx, name)
 	})
 	if err != nil {
@@ -598,11 +409,9 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	}
 	m.node.OnReconnect(mc, m.Mirror.Rewatch)
 	m.run(runCtx, "mirror", m.Mirror.Run)
-	m.run(runCtx, "mirror generations", func(ctx context.Context) error { return m.followGenerations(ctx, mjs, g.current()) })
+	m.run(runCtx, "mirror generations", func(ctx context.Context) error { return m.Generations.Follow(ctx, mjs, m.Mirror, g.Served()) })
 	// A rebuild removes the old generation once no read node serves it: each says which it serves.
-	if _, err := mc.Subscribe(servedSubject, func(msg *nats.Msg) {
-		_ = msg.Respond([]byte(m.Mirror.Bucket().Bucket()))
-	}); err != nil {
+	if err := generation.AnswerServed(mc, func() string { return m.Mirror.Bucket().Bucket() }); err != nil {
 		return fmt.Errorf("read api: %w", err)
 	}
 	// Serve only once the mirror holds what the bucket holds; before that every answer is a 404.
@@ -667,7 +476,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Logger: m.Logger.With("role", roleAdmin), Status: m.status, WaitLimit: m.Config.WaitLimit,
 		Debug: debugHandler(), Observe: m.adminObserver(),
 	}
-	cfg.Projection = m
+	cfg.Projection = m.served
 	api, err := admin.NewAPI(cfg)
 	if err != nil {
 		return err
@@ -731,8 +540,8 @@ func (m *Main) status(ctx context.Context) map[string]any {
 			out["projector_behind_records"] = seq - min(seq, p.Position())
 		}
 	}
-	if g, _ := m.Generations.state(); true {
-		out["documents_generation"] = g.current()
+	if g, _ := m.Generations.State(); true {
+		out["documents_generation"] = g.Served()
 		if g.Rebuild != nil {
 			out["rebuild"] = g.Rebuild
 		}
@@ -904,167 +713,7 @@ func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
 // Served returns once the record at sequence seq of establishment slug is projected and, when
 // this process serves the read API, in its mirror: a read on this node then answers with it.
 func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
-	err := runner.ErrStopped
-	var docs string // the generation the record is projected into
-	if p := m.Projector(); p != nil {
-		if err = p.WaitFor(ctx, seq); err == nil {
-			docs = p.Bucket()
-		}
-	}
-	if errors.Is(err, runner.ErrStopped) {
-		// Another process projects, or this one stopped for a switch of generations.
-		docs, err = m.projectedElsewhere(ctx, seq)
-	}
-	if err != nil || m.Mirror == nil {
-		return err
-	}
-	kv, err := m.bucketNamed(ctx, docs)
-	if err != nil {
-		return err
-	}
-	entry, err := kv.Get(ctx, dockey.Key(string(slug)))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil // nothing stored for it: nothing to serve
-	}
-	if err != nil {
-		return fmt.Errorf("read the documents of %s: %w", slug, err)
-	}
-	return m.Mirror.WaitServing(ctx, kv.Bucket(), entry.Revision())
-}
-
-// projectedElsewhere returns, with the name of the generation of the documents it is projected
-// into, once the projector of another process has checkpointed sequence seq (it does every few
-// seconds), or ctx ends.
-func (m *Main) projectedElsewhere(ctx context.Context, seq uint64) (string, error) {
-	for {
-		var (
-			pos uint64
-			ok  bool
-		)
-		g, _ := m.Generations.state()
-		docs, stateName := runner.GenerationBuckets(g.current())
-		state, err := m.bucketNamed(ctx, stateName)
-		if err == nil {
-			pos, ok, err = runner.Projected(ctx, state)
-		}
-		if err == nil && ok && pos >= seq {
-			return docs, nil
-		}
-		t := time.NewTimer(250 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return "", fmt.Errorf("wait for sequence %d (checkpointed %d): %w", seq, pos, ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
-// followGenerations keeps the mirror on the generation of the documents current, from served:
-// it loads the one a rebuild builds beside it, and serves it once it is current.
-func (m *Main) followGenerations(ctx context.Context, js jetstream.JetStream, served int) error {
-	prepared := 0
-	// bind binds to generation n, trying every second while the record still wants it.
-	bind := func(n int, wanted func(generations) bool) (jetstream.KeyValue, bool) {
-		name, _ := runner.GenerationBuckets(n)
-		for ctx.Err() == nil {
-			kv, err := js.KeyValue(ctx, name)
-			if err == nil {
-				return kv, true
-			}
-			m.Logger.Debug("mirror: generation not bound yet", "bucket", name, "err", err)
-			if events.Sleep(ctx, time.Second) != nil {
-				break
-			}
-			if g, _ := m.Generations.state(); !wanted(g) {
-				break
-			}
-		}
-		return nil, false
-	}
-	for ctx.Err() == nil {
-		g, changed := m.Generations.state()
-		if n := g.current(); n != served {
-			if kv, ok := bind(n, func(g generations) bool { return g.current() == n }); ok {
-				m.Mirror.Switch(kv, g.SwitchRevision)
-				served, prepared = n, 0
-			}
-			continue
-		}
-		if n := g.preparing(); n != prepared {
-			if n == 0 {
-				m.Mirror.Abandon()
-				prepared = 0
-			} else if kv, ok := bind(n, func(g generations) bool { return g.preparing() == n }); ok {
-				m.Mirror.Prepare(kv)
-				prepared = n
-			}
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case <-changed:
-		}
-	}
-	return nil
-}
-
-// bucketNamed binds to the bucket name once: a handful of generations' buckets in a process's life.
-func (m *Main) bucketNamed(ctx context.Context, name string) (jetstream.KeyValue, error) {
-	if kv, ok := m.bound.Load(name); ok {
-		return kv.(jetstream.KeyValue), nil
-	}
-	js, err := jetstream.New(m.Conn)
-	if err != nil {
-		return nil, err
-	}
-	kv, err := js.KeyValue(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	m.bound.Store(name, kv)
-	return kv, nil
-}
-
-// openGeneration opens the buckets of a generation of the documents for its projector.
-func (m *Main) openGeneration(ctx context.Context, js jetstream.JetStream, generation int) (docs, state jetstream.KeyValue, err error) {
-	if generation <= 1 {
-		if docs, err = runner.OpenBucket(ctx, js, m.Config.Replicas); err != nil {
-			return nil, nil, err
-		}
-		state, err = runner.OpenStateBucket(ctx, js, m.Config.Replicas)
-		return docs, state, err
-	}
-	return runner.OpenGeneration(ctx, js, generation, m.Config.Replicas)
-}
-
-// signalNotifier publishes the projector's revision rises as change signals.
-type signalNotifier struct {
-	s        *events.Signals
-	rendered prometheus.Counter // nil without metrics
-}
-
-var _ interface {
-	runner.AnnouncedNotifier
-	runner.AllAnnouncements
-} = signalNotifier{}
-
-func (n signalNotifier) Changed(ctx context.Context, c runner.Change) error {
-	if n.rendered != nil {
-		n.rendered.Inc()
-	}
-	return n.s.Publish(ctx, events.Signal{Establishment: c.Slug, Revision: c.Revision, Resources: c.Resources, Time: time.Now().UTC()})
-}
-
-// Announced returns the revision of the last signal of slug still in the stream.
-func (n signalNotifier) Announced(ctx context.Context, slug string) (int64, error) {
-	return n.s.LastRevision(ctx, slug)
-}
-
-// AllAnnounced passes fn the revision of the last signal of every establishment with one still in
-// the stream.
-func (n signalNotifier) AllAnnounced(ctx context.Context, fn func(slug string, revision int64)) error {
-	return n.s.LastRevisions(ctx, fn)
+	return m.served.Served(ctx, slug, seq)
 }
 
 // fileSource serves the read API the uploaded files of the object store.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
+	"github.com/opencarte/publisher/cmd/publisher/generation"
 	"github.com/opencarte/publisher/events"
 )
 
@@ -48,7 +49,7 @@ func TestLostProjectorLeaseInOneProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, err := js.KeyValue(t.Context(), LeasesBucket)
+	leases, err := js.KeyValue(t.Context(), generation.LeasesBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestLostProjectorLeaseInOneProcess(t *testing.T) {
 	go func() {
 		rev := otherRev
 		defer func() { renewed <- rev }()
-		for events.Sleep(renewing, leaseRenew) == nil {
+		for events.Sleep(renewing, generation.LeaseRenew) == nil {
 			if r, err := leases.Update(t.Context(), roleProjector, []byte("another-process"), rev); err == nil {
 				rev = r
 			}
@@ -96,7 +97,7 @@ func TestLostProjectorLeaseInOneProcess(t *testing.T) {
 	if err := leases.Delete(t.Context(), roleProjector, jetstream.LastRevision(<-renewed)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(leaseTTL + 10*time.Second)
+	deadline := time.Now().Add(generation.LeaseTTL + 10*time.Second)
 	for !bytes.Contains(m.get(t, est, key).body, []byte("Chez Marcel et fils")) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the change written while standing by was not projected once the lease was free:\n%s", logs)
@@ -456,32 +457,6 @@ func demoKey(out string) string {
 		end++
 	}
 	return out[i:end]
-}
-
-// TestOwnLeftLeaseIsTakenAtOnce: a lease that still names the process waiting for it (given up
-// when its renewals failed, no work running under it) is taken at once, not after it expires;
-// one naming another process is not.
-func TestOwnLeftLeaseIsTakenAtOnce(t *testing.T) {
-	_, leases := testLeases(t)
-	if _, err := leases.Create(t.Context(), roleProjector, []byte("this-process")); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), leaseTTL/2)
-	defer cancel()
-	l, err := waitLease(ctx, leases, roleProjector, "this-process", leasePoll, nil)
-	if err != nil || l == nil {
-		t.Fatalf("a lease left by this process: %v, want it taken before it expires", err)
-	}
-	l.release(t.Context())
-
-	if _, err := leases.Create(t.Context(), roleProjector, []byte("another-process")); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel = context.WithTimeout(t.Context(), 2*leasePoll)
-	defer cancel()
-	if l, err := waitLease(ctx, leases, roleProjector, "this-process", leasePoll, nil); l != nil || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("another process's lease: got %v, %v, want it left alone", l, err)
-	}
 }
 
 // TestStoppedJetStreamIsStartedAgain: the embedded server's JetStream stops (as a server that ran

@@ -18,9 +18,9 @@ func (m *Main) openStorageGuard(ctx context.Context) error {
 		Reserve: uint64(max(m.Config.StorageReserve, 0)), Logger: m.Logger.With("part", "storage"),
 		OnChange: func(full bool, reason string) {
 			if full {
-				m.health.fail(storagePart, errors.New("writes refused: "+reason))
+				m.health.Fail(storagePart, errors.New("writes refused: "+reason))
 			} else {
-				m.health.recovered(storagePart)
+				m.health.Recovered(storagePart)
 			}
 		},
 	})

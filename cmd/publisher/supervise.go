@@ -38,8 +38,8 @@ type degradation struct {
 	Failures int       `json:"failures"` // in a row
 }
 
-// fail records that part failed with err.
-func (h *health) fail(part string, err error) {
+// Fail records that part failed with err.
+func (h *health) Fail(part string, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.degraded == nil {
@@ -53,8 +53,8 @@ func (h *health) fail(part string, err error) {
 	h.degraded[part] = d
 }
 
-// recovered records that part works again.
-func (h *health) recovered(part string) {
+// Recovered records that part works again.
+func (h *health) Recovered(part string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.degraded, part)
@@ -97,7 +97,7 @@ func (m *Main) supervise(ctx context.Context, name string, fn func(context.Conte
 		started := time.Now()
 		var healthy *time.Timer
 		if failed {
-			healthy = time.AfterFunc(healthyAfter, func() { m.health.recovered(name) })
+			healthy = time.AfterFunc(healthyAfter, func() { m.health.Recovered(name) })
 		}
 		err := runRecovered(ctx, fn)
 		if healthy != nil {
@@ -114,7 +114,7 @@ func (m *Main) supervise(ctx context.Context, name string, fn func(context.Conte
 			pause = restartPause
 		}
 		failed = true
-		m.health.fail(name, err)
+		m.health.Fail(name, err)
 		m.Logger.Error("role failed; starting it again", "loop", name, "err", err, "in", pause)
 		if events.Sleep(ctx, pause) != nil {
 			return

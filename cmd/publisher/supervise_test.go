@@ -72,7 +72,7 @@ func TestSuperviseLeavesALoopsOwnReport(t *testing.T) {
 		go func() {
 			defer close(done)
 			m.supervise(ctx, roleProjector, func(ctx context.Context) error {
-				m.health.fail(roleProjector, errors.New("lease not taken"))
+				m.health.Fail(roleProjector, errors.New("lease not taken"))
 				<-ctx.Done()
 				return nil
 			})

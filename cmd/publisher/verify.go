@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
+	"github.com/opencarte/publisher/cmd/publisher/generation"
 	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/progress"
 	"github.com/opencarte/publisher/events"
@@ -116,17 +117,17 @@ func printVerifyReport(stdout, stderr io.Writer, rep runner.Report, took time.Du
 
 // servedDocuments returns the name of the generation of the documents bucket served.
 func servedDocuments(ctx context.Context, js jetstream.JetStream) (string, error) {
-	gens, err := js.KeyValue(ctx, GenerationsBucket)
+	gens, err := js.KeyValue(ctx, generation.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return dockey.Bucket, nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("generations bucket: %w", err)
 	}
-	g, _, err := readGenerations(ctx, gens)
+	g, _, err := generation.Read(ctx, gens)
 	if err != nil {
 		return "", err
 	}
-	docs, _ := runner.GenerationBuckets(g.current())
+	docs, _ := runner.GenerationBuckets(g.Served())
 	return docs, nil
 }

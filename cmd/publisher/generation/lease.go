@@ -1,4 +1,4 @@
-package main
+package generation
 
 import (
 	"context"
@@ -7,26 +7,19 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/opencarte/publisher/cmd/publisher/node"
 )
-
-// Roles whose work must be done by one process at a time run under a lease: a key of the bucket
-// LEASES held by one process, which renews it; the others stand by and take it over once it is
-// no longer renewed (the process died, or lost NATS). The projector is one: two projecting the
-// same log would announce every change twice. The webhook dispatchers and the clocks need none:
-// they share their work through durable consumers and conditional appends.
 
 // LeasesBucket holds the leases.
 const LeasesBucket = "LEASES"
 
 const (
-	// leaseTTL is how long a lease outlives its last renewal: the longest a role's work stops
+	// LeaseTTL is how long a lease outlives its last renewal: the longest a role's work stops
 	// when the process holding it dies. Its holder gives up at half of it, leaving the other half
 	// for its work to stop before another may start.
-	leaseTTL = 10 * time.Second
-	// leaseRenew is how often the holder renews its lease; leasePoll how often the others try
+	LeaseTTL = 10 * time.Second
+	// LeaseRenew is how often the holder renews its lease; leasePoll how often the others try
 	// to take it.
-	leaseRenew = 1 * time.Second
+	LeaseRenew = 1 * time.Second
 	leasePoll  = 1 * time.Second
 )
 
@@ -37,6 +30,7 @@ var errLeaseLost = errors.New("lease lost")
 // it, its store not writing.
 var errOwnLeaseStuck = errors.New("the lease left by this process cannot be removed")
 
+// lease is a key of the leases bucket that one holder holds while it renews it.
 type lease struct {
 	kv     jetstream.KeyValue
 	name   string
@@ -47,18 +41,19 @@ type lease struct {
 	lastErr error
 }
 
-func openLeases(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+// OpenLeases creates the leases bucket, or updates it to this configuration.
+func OpenLeases(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
 	return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      LeasesBucket,
 		Description: "Which process runs each role that one process at a time runs.",
 		History:     1,
-		TTL:         leaseTTL,
+		TTL:         LeaseTTL,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 	})
 }
 
-// tryLease takes the lease name for holder when no one holds it.
+// tryLease takes the lease name for holder when no one holds it; else it returns who does.
 func tryLease(ctx context.Context, kv jetstream.KeyValue, name, holder string) (*lease, string, error) {
 	sent := time.Now()
 	rev, err := kv.Create(ctx, name, []byte(holder))
@@ -72,30 +67,6 @@ func tryLease(ctx context.Context, kv jetstream.KeyValue, name, holder string) (
 		return nil, string(e.Value()), nil
 	}
 	return nil, "another process", nil
-}
-
-// awaitLease returns the lease name once holder has it, saying once that it stands by.
-func (m *Main) awaitLease(ctx context.Context, kv jetstream.KeyValue, name, holder string) (*lease, error) {
-	said := false
-	l, err := waitLease(ctx, kv, name, holder, leasePoll, func(other string, err error) {
-		if err != nil {
-			// The lease cannot even be read or written (NATS away, its storage full): the role is
-			// degraded until it can.
-			m.health.fail(name, fmt.Errorf("lease not taken: %w", err))
-			m.Logger.Debug("lease: not taken", "role", name, "err", err)
-			return
-		}
-		// Another process runs the role: standing by is this process's part, not a fault.
-		m.health.recovered(name)
-		if !said {
-			m.Logger.Info("standing by: another process runs the role", "role", name, "holder", other)
-			said = true
-		}
-	})
-	if l != nil && said {
-		m.Logger.Info("lease taken over: this process now runs the role", "role", name)
-	}
-	return l, err
 }
 
 // waitLease returns the lease name once holder has it, trying every poll, or fails when ctx
@@ -141,7 +112,7 @@ func dropOwnLease(ctx context.Context, kv jetstream.KeyValue, name, holder strin
 // lease lasts, or another process holds it.
 func (l *lease) keep(ctx context.Context) error {
 	last := l.taken // when the last write of the lease that succeeded was sent
-	t := time.NewTicker(leaseRenew)
+	t := time.NewTicker(LeaseRenew)
 	defer t.Stop()
 	for {
 		select {
@@ -155,24 +126,17 @@ func (l *lease) keep(ctx context.Context) error {
 		// before another process may take it. Until then, an attempt takes as long as the server
 		// does: a server slow to answer (a node short of CPU or memory) does not make a holder
 		// give up a lease it still holds.
-		left := leaseTTL/2 - time.Since(last)
-		if left < leaseRenew/10 {
+		left := LeaseTTL/2 - time.Since(last)
+		if left < LeaseRenew/10 {
 			return fmt.Errorf("%w: not renewed for %s: %v", errLeaseLost, time.Since(last).Round(time.Millisecond), l.lastErr)
 		}
 		sent := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, left)
-		rev, err := l.kv.Update(rctx, l.name, []byte(l.holder), l.rev)
-		if err != nil && (errors.Is(err, jetstream.ErrKeyExists) || node.HasCode(err, jetstream.JSErrCodeStreamWrongLastSequence)) {
-			// A renewal whose answer was lost may have been applied: the lease is still ours if
-			// it names this holder, and a renewal from the revision read proves it.
-			if e, gerr := l.kv.Get(rctx, l.name); gerr == nil && string(e.Value()) == l.holder {
-				rev, err = l.kv.Update(rctx, l.name, []byte(l.holder), e.Revision())
-			} else if gerr == nil || errors.Is(gerr, jetstream.ErrKeyNotFound) {
-				cancel()
-				return fmt.Errorf("%w: another process holds it", errLeaseLost)
-			}
-		}
+		rev, err := l.renew(rctx)
 		cancel()
+		if errors.Is(err, errLeaseLost) {
+			return err
+		}
 		if err == nil {
 			l.rev, last = rev, sent
 			continue
@@ -181,9 +145,68 @@ func (l *lease) keep(ctx context.Context) error {
 	}
 }
 
+// renew writes the lease again, from the revision it was last written at.
+func (l *lease) renew(ctx context.Context) (uint64, error) {
+	rev, err := l.kv.Update(ctx, l.name, []byte(l.holder), l.rev)
+	if err == nil || !errors.Is(err, jetstream.ErrKeyExists) {
+		return rev, err
+	}
+	// A renewal whose answer was lost may have been applied: the lease is still ours if it names
+	// this holder, and a renewal from the revision read proves it.
+	e, gerr := l.kv.Get(ctx, l.name)
+	switch {
+	case gerr == nil && string(e.Value()) == l.holder:
+		return l.kv.Update(ctx, l.name, []byte(l.holder), e.Revision())
+	case gerr == nil || errors.Is(gerr, jetstream.ErrKeyNotFound):
+		return 0, fmt.Errorf("%w: another process holds it", errLeaseLost)
+	}
+	return rev, err
+}
+
 // release gives the lease up at once, for another process to take it.
 func (l *lease) release(ctx context.Context) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	_ = l.kv.Delete(dctx, l.name, jetstream.LastRevision(l.rev))
+}
+
+// heldLease is a lease kept in the background while the work it guards runs.
+type heldLease struct {
+	kept chan error // receives what keep returned: nil once stopped, or why the lease was lost
+	stop context.CancelFunc
+}
+
+// hold keeps l in the background, with ctx's values but not its end, until release; onLost,
+// unless nil, is called when the lease is lost.
+func (l *lease) hold(ctx context.Context, onLost func(error)) *heldLease {
+	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	h := &heldLease{kept: make(chan error, 1), stop: stop}
+	go func() {
+		err := l.keep(kctx)
+		if err != nil && onLost != nil {
+			onLost(err)
+		}
+		h.kept <- err
+	}()
+	return h
+}
+
+// release stops keeping the lease, which gives it up, and returns why it was lost before, nil
+// when it was not.
+func (h *heldLease) release() error {
+	h.stop()
+	err := <-h.kept
+	h.kept <- err // a second release returns the same
+	return err
+}
+
+// lost returns why the lease was lost, nil while it is kept.
+func (h *heldLease) lost() error {
+	select {
+	case err := <-h.kept:
+		h.kept <- err
+		return err
+	default:
+		return nil
+	}
 }

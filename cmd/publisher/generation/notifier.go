@@ -1,0 +1,41 @@
+package generation
+
+import (
+	"context"
+	"time"
+
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections/runner"
+)
+
+// SignalNotifier publishes the projector's revision rises as change signals, which the webhooks
+// deliver: a projector's and a rebuild's announcements alike.
+type SignalNotifier struct {
+	Signals *events.Signals
+	// Count, unless nil, is called for each change announced (a metric).
+	Count func()
+}
+
+var _ interface {
+	runner.AnnouncedNotifier
+	runner.AllAnnouncements
+} = SignalNotifier{}
+
+// Changed publishes the change signal of c.
+func (n SignalNotifier) Changed(ctx context.Context, c runner.Change) error {
+	if n.Count != nil {
+		n.Count()
+	}
+	return n.Signals.Publish(ctx, events.Signal{Establishment: c.Slug, Revision: c.Revision, Resources: c.Resources, Time: time.Now().UTC()})
+}
+
+// Announced returns the revision of the last signal of slug still in the stream.
+func (n SignalNotifier) Announced(ctx context.Context, slug string) (int64, error) {
+	return n.Signals.LastRevision(ctx, slug)
+}
+
+// AllAnnounced passes fn the revision of the last signal of every establishment with one still in
+// the stream.
+func (n SignalNotifier) AllAnnounced(ctx context.Context, fn func(slug string, revision int64)) error {
+	return n.Signals.LastRevisions(ctx, fn)
+}
