@@ -65,7 +65,7 @@ func (m *Main) openMetrics() {
 		})
 	}
 	gauge("documents_generation", "Generation of the documents bucket served.", func() float64 {
-		g, _ := m.Generations.State()
+		g, _ := m.generations.State()
 		return float64(g.Served())
 	})
 	m.addStorageMetrics(gauge)

@@ -44,24 +44,20 @@ type Main struct {
 	Logger *slog.Logger
 
 	// Set by Open.
-	NATS      *server.Server // nil with an external NATS
-	Conn      *nats.Conn
-	Store     *events.Store
-	Docs      jetstream.KeyValue // the generation of the documents bucket served when Open ran
-	Snapshots *events.Snapshots
-	Files     *events.Files // uploaded menu files, when the api or admin role runs
-	Commands  *app.Commands
-	Mirror    *readapi.Mirror
-	// Generations follows which generation of the documents is served.
-	Generations *generation.Watch
-	HTTPURL     string // base URL of the read API, when the api role runs
-	AdminURL    string // base URL of the admin API, when the admin role runs
-	MetricsURL  string // base URL of the metrics listener, when one is configured
-	AdminToken  string
-	Clock       *settableClock
-	ClockRole   *clock.Clock // nil unless the clock role runs
-	Signals     *events.Signals
-	Webhooks    *webhook.Dispatcher // nil unless the webhook or admin role runs
+	NATS       *server.Server // nil with an external NATS
+	Conn       *nats.Conn
+	Store      *events.Store
+	Docs       jetstream.KeyValue // the generation of the documents bucket served when Open ran
+	Files      *events.Files      // uploaded menu files, when the api or admin role runs
+	Commands   *app.Commands
+	Mirror     *readapi.Mirror
+	HTTPURL    string // base URL of the read API, when the api role runs
+	AdminURL   string // base URL of the admin API, when the admin role runs
+	MetricsURL string // base URL of the metrics listener, when one is configured
+	AdminToken string
+	Clock      *settableClock
+	ClockRole  *clock.Clock        // nil unless the clock role runs
+	Webhooks   *webhook.Dispatcher // nil unless the webhook or admin role runs
 
 	node   *node.Node // the NATS this process talks to, and its connections
 	cancel context.CancelFunc
@@ -79,8 +75,10 @@ type Main struct {
 	waiting   atomic.Pointer[string]
 	metrics   *prometheus.Registry // nil without a metrics listener
 	mirrorLag *mirrorLag           // nil without the read API
-	// projector supervises the projector, nil without the role.
-	projector *generation.Supervisor
+	// generations follows which generation of the documents is served; projector supervises
+	// the projector, nil without the role.
+	generations *generation.Watch
+	projector   *generation.Supervisor
 	// served answers when a change is served.
 	served *generation.Waiter
 	errc   chan error
@@ -103,31 +101,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			m.Close()
 		}
 	}()
-	if m.Logger == nil {
-		m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	runCtx, err := m.prepare()
+	if err != nil {
+		return err
 	}
-	c := &m.Config
-	if c.Replicas < 1 {
-		return fmt.Errorf("--replicas: want at least 1, got %d", c.Replicas)
-	}
-	m.Clock = &settableClock{}
-	if c.Today != "" {
-		d, err := domain.ParseLocalDate(c.Today)
-		if err != nil {
-			return fmt.Errorf("--today: %w", err)
-		}
-		m.Clock.Set(d)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	m.errc = make(chan error, 8)
-
-	if c.MetricsAddr != "" {
-		m.metrics = prometheus.NewRegistry()
-	}
-	m.budget = capacity.NewBudget(capacity.OpenFileLimit(), c.MaxConns, c.MaxConnsPerClient, readapi.DefaultFileDescriptors)
-	m.Logger.Info("connection limits", "open_file_limit", m.budget.FDLimit, "reserved", m.budget.Reserve,
-		"read_api", m.budget.API, "admin_api", m.budget.Admin, "metrics", m.budget.Metrics, "per_client", m.budget.PerClient, "files", m.budget.Files)
 	if err := m.connect(); err != nil {
 		return err
 	}
@@ -135,15 +112,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	c := &m.Config
 	if c.has(roleAPI) {
-		// Bound first, so that the URLs of uploaded files name the port it got, and answering at
-		// once: not ready, and what for, until the read API is.
-		if m.apiLn, err = net.Listen("tcp", c.HTTPAddr); err != nil {
-			return fmt.Errorf("read api: %w", err)
+		if err := m.bindAPI(); err != nil {
+			return err
 		}
-		m.HTTPURL = "http://" + m.apiLn.Addr().String()
-		m.starting = &startingHandler{m: m}
-		m.serve(m.apiLn, capacity.ListenerAPI, "read api", m.starting)
 	}
 	if err := m.node.AwaitConnection(ctx); err != nil {
 		return err
@@ -151,22 +124,139 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := m.openStorageGuard(ctx); err != nil {
 		return err
 	}
+	shared, err := m.startEventLog(ctx, runCtx, js)
+	if err != nil {
+		return err
+	}
+	if c.has(roleWebhook) || c.has(roleAdmin) {
+		if err := m.openWebhooks(ctx); err != nil {
+			return err
+		}
+	}
+	if err := m.openCommands(ctx, js, shared.snapshots); err != nil {
+		return err
+	}
+	if c.has(roleProjector) {
+		if err := m.startProjector(ctx, runCtx, js, shared.signals); err != nil {
+			return err
+		}
+	}
+	if m.metrics != nil {
+		m.openMetrics()
+		m.addWebhookMetrics()
+	}
+	// The clock does not wait for the read API: a restart across midnight starts the days at once.
+	if c.has(roleClock) {
+		if err := m.startClock(ctx, runCtx); err != nil {
+			return err
+		}
+	}
+	if c.has(roleAPI) {
+		if err := m.startAPI(ctx, runCtx); err != nil {
+			return err
+		}
+	}
+	m.served = m.newWaiter(js)
+	if c.has(roleAdmin) {
+		if err := m.startAdmin(ctx, runCtx); err != nil {
+			return err
+		}
+	}
+	return m.startLast(runCtx)
+}
+
+// prepare checks the configuration and sets up what every role uses: the logger, the date, the
+// context of the roles' loops, the metrics registry and the connection budget.
+func (m *Main) prepare() (runCtx context.Context, err error) {
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c := &m.Config
+	if c.Replicas < 1 {
+		return nil, fmt.Errorf("--replicas: want at least 1, got %d", c.Replicas)
+	}
+	m.Clock = &settableClock{}
+	if c.Today != "" {
+		d, err := domain.ParseLocalDate(c.Today)
+		if err != nil {
+			return nil, fmt.Errorf("--today: %w", err)
+		}
+		m.Clock.Set(d)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.errc = make(chan error, 8)
+	if c.MetricsAddr != "" {
+		m.metrics = prometheus.NewRegistry()
+	}
+	m.budget = capacity.NewBudget(capacity.OpenFileLimit(), c.MaxConns, c.MaxConnsPerClient, readapi.DefaultFileDescriptors)
+	m.Logger.Info("connection limits", "open_file_limit", m.budget.FDLimit, "reserved", m.budget.Reserve,
+		"read_api", m.budget.API, "admin_api", m.budget.Admin, "metrics", m.budget.Metrics, "per_client", m.budget.PerClient, "files", m.budget.Files)
+	return runCtx, nil
+}
+
+// bindAPI binds the read API's listener first, so that the URLs of uploaded files name the port
+// it got, and answers on it at once: not ready, and what for, until the read API is.
+func (m *Main) bindAPI() error {
+	var err error
+	if m.apiLn, err = net.Listen("tcp", m.Config.HTTPAddr); err != nil {
+		return fmt.Errorf("read api: %w", err)
+	}
+	m.HTTPURL = "http://" + m.apiLn.Addr().String()
+	m.starting = &startingHandler{m: m}
+	m.serve(m.apiLn, capacity.ListenerAPI, "read api", m.starting)
+	return nil
+}
+
+// sharedStreams are what the event log's roles share beside it, opened once by startEventLog.
+type sharedStreams struct {
+	snapshots *events.Snapshots
+	signals   *events.Signals
+}
+
+// startEventLog provisions the event log and what every role shares: the generations record,
+// followed from here on, the documents bucket served, the snapshots and the change signals.
+func (m *Main) startEventLog(ctx, runCtx context.Context, js jetstream.JetStream) (sharedStreams, error) {
+	c := &m.Config
+	var shared sharedStreams
+	var err error
 	m.Store, err = provision(ctx, m, "the event log", func(ctx context.Context) (*events.Store, error) {
 		return events.Open(ctx, m.Conn, events.Config{Replicas: c.Replicas, Duplicates: c.DuplicateTTL})
 	})
 	if err != nil {
-		return fmt.Errorf("open event log: %w", err)
+		return shared, fmt.Errorf("open event log: %w", err)
 	}
-	m.Generations, err = provision(ctx, m, "the generations bucket", func(ctx context.Context) (*generation.Watch, error) {
+	if err := m.startGenerations(ctx, runCtx, js); err != nil {
+		return shared, err
+	}
+	if shared.snapshots, err = provision(ctx, m, "the snapshots bucket", func(ctx context.Context) (*events.Snapshots, error) {
+		return events.OpenSnapshots(ctx, m.Conn, c.Replicas)
+	}); err != nil {
+		return shared, fmt.Errorf("open snapshots: %w", err)
+	}
+	if shared.signals, err = provision(ctx, m, "the change signals", func(ctx context.Context) (*events.Signals, error) {
+		return events.OpenSignals(ctx, m.Conn, c.Replicas)
+	}); err != nil {
+		return shared, fmt.Errorf("open change signals: %w", err)
+	}
+	return shared, nil
+}
+
+// startGenerations follows the generations record, and opens the documents bucket of the
+// generation served: the projector's creates it.
+func (m *Main) startGenerations(ctx, runCtx context.Context, js jetstream.JetStream) error {
+	c := &m.Config
+	var err error
+	m.generations, err = provision(ctx, m, "the generations bucket", func(ctx context.Context) (*generation.Watch, error) {
 		return generation.OpenWatch(ctx, js, c.Replicas, m.Logger)
 	})
 	if err != nil {
 		return fmt.Errorf("open generations bucket: %w", err)
 	}
-	m.run(runCtx, "generations", m.Generations.Run)
-	m.node.OnReconnect(m.Conn, m.Generations.Rewatch)
-	g, _ := m.Generations.State()
-	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
+	m.run(runCtx, "generations", m.generations.Run)
+	m.node.OnReconnect(m.Conn, m.generations.Rewatch)
+	g, _ := m.generations.State()
+	m.Docs, err = provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
 		switch {
 		case c.has(roleProjector):
 			docs, _, err := generation.OpenBuckets(ctx, js, g.Served(), c.Replicas)
@@ -180,98 +270,73 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("open documents bucket: %w", err)
 	}
-	m.Docs = docs
-	if m.Snapshots, err = provision(ctx, m, "the snapshots bucket", func(ctx context.Context) (*events.Snapshots, error) {
-		return events.OpenSnapshots(ctx, m.Conn, c.Replicas)
-	}); err != nil {
-		return fmt.Errorf("open snapshots: %w", err)
-	}
-	if m.Signals, err = provision(ctx, m, "the change signals", func(ctx context.Context) (*events.Signals, error) {
-		return events.OpenSignals(ctx, m.Conn, c.Replicas)
-	}); err != nil {
-		return fmt.Errorf("open change signals: %w", err)
-	}
-	if c.has(roleWebhook) || c.has(roleAdmin) {
-		wc, err := m.node.Dial(roleWebhook)
-		if err != nil {
-			return err
-		}
-		masterKeys, err := m.masterKeys()
-		if err != nil {
-			return err
-		}
-		onAttempt := m.webhookAttempts() // once: the start below may be tried again
-		m.Webhooks, err = provision(ctx, m, "the webhook streams and buckets", func(ctx context.Context) (*webhook.Dispatcher, error) {
-			return webhook.Open(ctx, wc, webhook.Config{
-				Window: c.WebhookWindow, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate,
-				AllowedNetworks: c.WebhookNetworks, RootCAs: c.WebhookRootCAs, Replicas: c.Replicas, MasterKeys: masterKeys,
-				OnAttempt: onAttempt,
-				Logger:    m.Logger.With("role", roleWebhook),
-			})
-		})
-		if err != nil {
-			return fmt.Errorf("open webhook dispatcher: %w", err)
-		}
-		m.node.OnReconnect(wc, m.Webhooks.Reconnected)
-	}
-	if c.has(roleAPI) || c.has(roleAdmin) {
-		if m.Files, err = provision(ctx, m, "the files store", func(ctx context.Context) (*events.Files, error) {
-			return events.OpenFiles(ctx, js, c.Replicas)
-		}); err != nil {
-			return err
-		}
-	}
-	if err := m.openCommands(); err != nil {
+	return nil
+}
+
+// openWebhooks opens the webhook dispatcher on its own connection: the webhook role delivers
+// with it, the admin role registers endpoints.
+func (m *Main) openWebhooks(ctx context.Context) error {
+	c := &m.Config
+	wc, err := m.node.Dial(roleWebhook)
+	if err != nil {
 		return err
 	}
+	masterKeys, err := m.masterKeys()
+	if err != nil {
+		return err
+	}
+	onAttempt := m.webhookAttempts() // once: the start below may be tried again
+	m.Webhooks, err = provision(ctx, m, "the webhook streams and buckets", func(ctx context.Context) (*webhook.Dispatcher, error) {
+		return webhook.Open(ctx, wc, webhook.Config{
+			Window: c.WebhookWindow, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate,
+			AllowedNetworks: c.WebhookNetworks, RootCAs: c.WebhookRootCAs, Replicas: c.Replicas, MasterKeys: masterKeys,
+			OnAttempt: onAttempt,
+			Logger:    m.Logger.With("role", roleWebhook),
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("open webhook dispatcher: %w", err)
+	}
+	m.node.OnReconnect(wc, m.Webhooks.Reconnected)
+	return nil
+}
 
-	if c.has(roleProjector) {
-		if err := m.startProjector(ctx, runCtx, js); err != nil {
-			return err
-		}
+// startClock starts the clock role, which starts the establishments' days.
+func (m *Main) startClock(ctx, runCtx context.Context) error {
+	c := &m.Config
+	index, err := provision(ctx, m, "the calendar index", func(ctx context.Context) (*clock.Index, error) {
+		return clock.OpenIndex(ctx, m.Conn, c.Replicas)
+	})
+	if err != nil {
+		return fmt.Errorf("open calendar index: %w", err)
 	}
-	if m.metrics != nil {
-		m.openMetrics()
-		m.addWebhookMetrics()
+	m.ClockRole, err = clock.New(clock.Config{
+		Days: m.Commands, Log: m.Store, Index: index, Today: m.Clock.Today,
+		Interval: c.ClockEvery, Logger: m.Logger.With("role", roleClock),
+	})
+	if err != nil {
+		return err
 	}
-	// The clock does not wait for the read API: a restart across midnight starts the days at once.
-	if c.has(roleClock) {
-		index, err := provision(ctx, m, "the calendar index", func(ctx context.Context) (*clock.Index, error) {
-			return clock.OpenIndex(ctx, m.Conn, c.Replicas)
-		})
-		if err != nil {
-			return fmt.Errorf("open calendar index: %w", err)
-		}
-		m.ClockRole, err = clock.New(clock.Config{
-			Days: m.Commands, Log: m.Store, Index: index, Today: m.Clock.Today,
-			Interval: c.ClockEvery, Logger: m.Logger.With("role", roleClock),
-		})
-		if err != nil {
-			return err
-		}
-		m.addClockMetrics()
-		m.run(runCtx, roleClock, m.ClockRole.Run)
-	}
-	if c.has(roleAPI) {
-		if err := m.startAPI(ctx, runCtx); err != nil {
-			return err
-		}
-	}
-	m.served = &generation.Waiter{Supervisor: m.projector, Watch: m.Generations, JetStream: js}
+	m.addClockMetrics()
+	m.run(runCtx, roleClock, m.ClockRole.Run)
+	return nil
+}
+
+// newWaiter returns what answers when a change is served, on this process's projector or
+// another's, and in the read API when this process serves it.
+func (m *Main) newWaiter(js jetstream.JetStream) *generation.Waiter {
+	w := &generation.Waiter{Supervisor: m.projector, Watch: m.generations, JetStream: js}
 	if m.Mirror != nil {
-		m.served.Mirror = m.Mirror
+		w.Mirror = m.Mirror
 	}
-	if c.has(roleAdmin) {
-		if err := m.startAdmin(ctx); err != nil {
-			return err
-		}
-		if c.FileCollectEvery > 0 {
-			m.run(runCtx, "file collection", m.collectFiles)
-		}
-		m.run(runCtx, "secret sweep", m.sweepSecrets)
-	}
+	return w
+}
+
+// startLast starts what waits for every role: the metrics listener, the storage guard's
+// readings and the webhook deliveries.
+func (m *Main) startLast(runCtx context.Context) error {
 	if m.metrics != nil {
-		if err := m.serveMetrics(c.MetricsAddr); err != nil {
+		if err := m.serveMetrics(m.Config.MetricsAddr); err != nil {
 			return err
 		}
 	}
@@ -280,7 +345,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.run(runCtx, "storage guard", m.storage.Run)
 	// Deliveries start last: after a stop, the windows that fell due meanwhile all close at
 	// once, and the read API's mirror should not wait behind them.
-	if c.has(roleWebhook) {
+	if m.Config.has(roleWebhook) {
 		m.run(runCtx, roleWebhook, m.Webhooks.Run)
 	}
 	return nil
@@ -288,7 +353,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 
 // startProjector runs the projector under its lease, one process at a time, on the generation
 // of the documents current.
-func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStream) error {
+func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStream, signals *events.Signals) error {
 	c := &m.Config
 	var rendered func()
 	if m.metrics != nil {
@@ -304,9 +369,9 @@ func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStrea
 	var replayAsked atomic.Bool
 	replayAsked.Store(c.ProjectorReplay)
 	sup, err := generation.NewSupervisor(generation.Config{
-		JetStream: js, Replicas: c.Replicas, Watch: m.Generations, Holder: processName(), Embedded: m.NATS != nil,
+		JetStream: js, Replicas: c.Replicas, Watch: m.generations, Holder: processName(), Embedded: m.NATS != nil,
 		New: func(docs, state jetstream.KeyValue) (*runner.Projector, error) {
-			notifier := generation.SignalNotifier{Signals: m.Signals, Count: rendered}
+			notifier := generation.SignalNotifier{Signals: signals, Count: rendered}
 			return runner.New(runner.Config{
 				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: replayAsked.Swap(false),
 				Logger: m.Logger.With("role", roleProjector),
@@ -341,10 +406,19 @@ func processName() string {
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), app.NewID("p"))
 }
 
-// openCommands sets up the write side's application layer.
-func (m *Main) openCommands() error {
+// openCommands sets up the write side's application layer, with the files store when the api or
+// admin role runs.
+func (m *Main) openCommands(ctx context.Context, js jetstream.JetStream, snapshots *events.Snapshots) error {
+	if c := &m.Config; c.has(roleAPI) || c.has(roleAdmin) {
+		var err error
+		if m.Files, err = provision(ctx, m, "the files store", func(ctx context.Context) (*events.Files, error) {
+			return events.OpenFiles(ctx, js, c.Replicas)
+		}); err != nil {
+			return err
+		}
+	}
 	cfg := app.Config{
-		Log: m.Store, Snapshots: m.Snapshots, Clock: m.Clock.Today, Logger: m.Logger,
+		Log: m.Store, Snapshots: snapshots, Clock: m.Clock.Today, Logger: m.Logger,
 		CacheSize: m.Config.CacheSize, SnapshotEvery: m.Config.SnapshotEach,
 		PublicURL: m.PublicURL(), FileGrace: m.Config.FileGrace, Now: m.Config.Now,
 		Room: m.storage.Full,
@@ -387,9 +461,27 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	files, err := provision(ctx, m, "the files store", func(ctx context.Context) (*events.Files, error) {
+		return events.OpenFiles(ctx, mjs, m.Config.Replicas)
+	})
+	if err != nil {
+		return err
+	}
+	if err := m.startMirror(ctx, runCtx, mc, mjs); err != nil {
+		return err
+	}
+	if err := m.awaitMirror(ctx); err != nil {
+		return err
+	}
+	return m.serveAPI(ctx, runCtx, mc, mjs, files)
+}
+
+// startMirror loads the documents of the generation served into the read API's mirror, and
+// keeps it on the generation served from then on.
+func (m *Main) startMirror(ctx, runCtx context.Context, mc *nats.Conn, mjs jetstream.JetStream) error {
 	// The read API binds to the generation of the documents bucket served, which a process with
 	// other roles may be creating: it waits for it.
-	g, _ := m.Generations.State()
+	g, _ := m.generations.State()
 	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
 		name, _ := runner.GenerationBuckets(g.Served())
 		return mjs.KeyValue(ctx, name)
@@ -397,42 +489,46 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open documents bucket: %w", err)
 	}
-	files, err := provision(ctx, m, "the files store", func(ctx context.Context) (*events.Files, error) {
-		return events.OpenFiles(ctx, mjs, m.Config.Replicas)
-	})
-	if err != nil {
-		return err
-	}
 	m.Mirror, err = readapi.NewMirror(docs, m.Logger.With("role", roleAPI))
 	if err != nil {
 		return err
 	}
 	m.node.OnReconnect(mc, m.Mirror.Rewatch)
 	m.run(runCtx, "mirror", m.Mirror.Run)
-	m.run(runCtx, "mirror generations", func(ctx context.Context) error { return m.Generations.Follow(ctx, mjs, m.Mirror, g.Served()) })
+	m.run(runCtx, "mirror generations", func(ctx context.Context) error { return m.generations.Follow(ctx, mjs, m.Mirror, g.Served()) })
 	// A rebuild removes the old generation once no read node serves it: each says which it serves.
 	if err := generation.AnswerServed(mc, func() string { return m.Mirror.Bucket().Bucket() }); err != nil {
 		return fmt.Errorf("read api: %w", err)
 	}
-	// Serve only once the mirror holds what the bucket holds; before that every answer is a 404.
-	// A large bucket on a busy node (a restart across midnight) can take a while: wait, saying so.
+	return nil
+}
+
+// awaitMirror returns once the mirror holds what the bucket holds; before that every answer would
+// be a 404. A large bucket on a busy node (a restart across midnight) can take a while: it waits,
+// saying so.
+func (m *Main) awaitMirror(ctx context.Context) error {
 	waited := time.Now()
-	for ready := false; !ready; {
+	for {
 		t := time.NewTimer(30 * time.Second)
 		select {
 		case <-m.Mirror.Ready():
-			ready = true
+			t.Stop()
+			return nil
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("read api: documents mirror not caught up: %w", ctx.Err())
 		case <-t.C:
 			m.Logger.Warn("read api: the documents mirror is still catching up", "waited", time.Since(waited).Round(time.Second))
 		}
-		t.Stop()
 	}
+}
+
+// serveAPI has the read API answer on its listener, in place of the starting handler.
+func (m *Main) serveAPI(ctx, runCtx context.Context, mc *nats.Conn, mjs jetstream.JetStream, files *events.Files) error {
 	c := &m.Config
 	var metrics *readapi.Metrics
 	if m.metrics != nil {
+		var err error
 		if metrics, err = readapi.NewMetrics(m.metrics); err != nil {
 			return err
 		}
@@ -464,7 +560,9 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	return nil
 }
 
-func (m *Main) startAdmin(ctx context.Context) error {
+// startAdmin serves the admin API, and runs the admin role's loops: the collection of files
+// nothing refers to, and the sweep of signing secrets.
+func (m *Main) startAdmin(ctx, runCtx context.Context) error {
 	token, err := m.adminToken()
 	if err != nil {
 		return err
@@ -486,6 +584,10 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		return fmt.Errorf("admin api: %w", err)
 	}
 	m.AdminURL = url
+	if m.Config.FileCollectEvery > 0 {
+		m.run(runCtx, "file collection", m.collectFiles)
+	}
+	m.run(runCtx, "secret sweep", m.sweepSecrets)
 	return nil
 }
 
@@ -540,7 +642,7 @@ func (m *Main) status(ctx context.Context) map[string]any {
 			out["projector_behind_records"] = seq - min(seq, p.Position())
 		}
 	}
-	if g, _ := m.Generations.State(); true {
+	if g, _ := m.generations.State(); true {
 		out["documents_generation"] = g.Served()
 		if g.Rebuild != nil {
 			out["rebuild"] = g.Rebuild
