@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/cmd/publisher/generation"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections/runner"
+)
+
+// startProjector runs the projector under its lease, one process at a time, on the generation
+// of the documents current.
+func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStream, signals *events.Signals) error {
+	c := &m.Config
+	var rendered func()
+	if m.metrics != nil {
+		counter := prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "publisher", Subsystem: "projector", Name: "changes_total",
+			Help: "Establishments whose documents the projector stored at a new revision.",
+		})
+		m.metrics.MustRegister(counter)
+		rendered = counter.Inc
+	}
+	// --projector-replay asks for one replay, by the first projector this process runs: not
+	// again after a switch of generations, which a replay would make a rebuild refuse.
+	var replayAsked atomic.Bool
+	replayAsked.Store(c.ProjectorReplay)
+	sup, err := generation.NewSupervisor(generation.Config{
+		JetStream: js, Replicas: c.Replicas, Watch: m.generations, Holder: processName(), Embedded: m.NATS != nil,
+		New: func(docs, state jetstream.KeyValue) (*runner.Projector, error) {
+			notifier := generation.SignalNotifier{Signals: signals, Count: rendered}
+			return runner.New(runner.Config{
+				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: replayAsked.Swap(false),
+				Logger: m.Logger.With("role", roleProjector),
+				// A change signal goes out once every document of the new revision is stored.
+				Notifier: notifier, Announcements: notifier, AllAnnouncements: notifier,
+				// A bundle larger than the server accepts is refused at once rather than retried.
+				MaxValueSize: m.maxBundle(),
+				Workers:      c.ProjectorWorkers,
+				SpillDir:     c.DataDir,
+				FilesURL:     m.PublicURL(),
+				Now:          c.Now, // the clock that dates the records
+			})
+		},
+		Provision: m.node.Provision, Health: &m.health, Logger: m.Logger,
+		Pause: restartPause, MaxPause: restartMaxPause, Healthy: healthyAfter,
+	})
+	if err != nil {
+		return err
+	}
+	if err := sup.Start(ctx); err != nil {
+		return err
+	}
+	m.projector = sup
+	m.run(runCtx, roleProjector, sup.Run)
+	return nil
+}
+
+// processName names this process to operators: its host and process id, and a random part
+// (containers often all run as process 1).
+func processName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), app.NewID("p"))
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/cmd/publisher/capacity"
+	"github.com/opencarte/publisher/cmd/publisher/generation"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections/runner"
+	"github.com/opencarte/publisher/readapi"
+)
+
+// bindAPI binds the read API's listener first, so that the URLs of uploaded files name the port
+// it got, and answers on it at once: not ready, and what for, until the read API is.
+func (m *Main) bindAPI() error {
+	var err error
+	if m.apiLn, err = net.Listen("tcp", m.Config.HTTPAddr); err != nil {
+		return fmt.Errorf("read api: %w", err)
+	}
+	m.HTTPURL = "http://" + m.apiLn.Addr().String()
+	m.starting = &startingHandler{m: m}
+	m.serve(m.apiLn, capacity.ListenerAPI, "read api", m.starting)
+	return nil
+}
+
+// startAPI starts the mirror in runCtx and serves the read API once it caught up, unless ctx,
+// the start's context, ends first.
+func (m *Main) startAPI(ctx, runCtx context.Context) error {
+	mc, err := m.node.Dial(roleAPI)
+	if err != nil {
+		return err
+	}
+	mjs, err := jetstream.New(mc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	files, err := provision(ctx, m, "the files store", func(ctx context.Context) (*events.Files, error) {
+		return events.OpenFiles(ctx, mjs, m.Config.Replicas)
+	})
+	if err != nil {
+		return err
+	}
+	if err := m.startMirror(ctx, runCtx, mc, mjs); err != nil {
+		return err
+	}
+	if err := m.awaitMirror(ctx); err != nil {
+		return err
+	}
+	return m.serveAPI(ctx, runCtx, mc, mjs, files)
+}
+
+// startMirror loads the documents of the generation served into the read API's mirror, and
+// keeps it on the generation served from then on.
+func (m *Main) startMirror(ctx, runCtx context.Context, mc *nats.Conn, mjs jetstream.JetStream) error {
+	// The read API binds to the generation of the documents bucket served, which a process with
+	// other roles may be creating: it waits for it.
+	g, _ := m.generations.State()
+	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
+		name, _ := runner.GenerationBuckets(g.Served())
+		return mjs.KeyValue(ctx, name)
+	})
+	if err != nil {
+		return fmt.Errorf("open documents bucket: %w", err)
+	}
+	m.Mirror, err = readapi.NewMirror(docs, m.Logger.With("role", roleAPI))
+	if err != nil {
+		return err
+	}
+	m.node.OnReconnect(mc, m.Mirror.Rewatch)
+	m.run(runCtx, "mirror", m.Mirror.Run)
+	m.run(runCtx, "mirror generations", func(ctx context.Context) error { return m.generations.Follow(ctx, mjs, m.Mirror, g.Served()) })
+	// A rebuild removes the old generation once no read node serves it: each says which it serves.
+	if err := generation.AnswerServed(mc, func() string { return m.Mirror.Bucket().Bucket() }); err != nil {
+		return fmt.Errorf("read api: %w", err)
+	}
+	return nil
+}
+
+// awaitMirror returns once the mirror holds what the bucket holds; before that every answer would
+// be a 404. A large bucket on a busy node (a restart across midnight) can take a while: it waits,
+// saying so.
+func (m *Main) awaitMirror(ctx context.Context) error {
+	waited := time.Now()
+	for {
+		t := time.NewTimer(30 * time.Second)
+		select {
+		case <-m.Mirror.Ready():
+			t.Stop()
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("read api: documents mirror not caught up: %w", ctx.Err())
+		case <-t.C:
+			m.Logger.Warn("read api: the documents mirror is still catching up", "waited", time.Since(waited).Round(time.Second))
+		}
+	}
+}
+
+// serveAPI has the read API answer on its listener, in place of the starting handler.
+func (m *Main) serveAPI(ctx, runCtx context.Context, mc *nats.Conn, mjs jetstream.JetStream, files *events.Files) error {
+	c := &m.Config
+	var metrics *readapi.Metrics
+	if m.metrics != nil {
+		var err error
+		if metrics, err = readapi.NewMetrics(m.metrics); err != nil {
+			return err
+		}
+		m.addMirrorMetrics()
+	}
+	lag, err := newMirrorLag(ctx, mjs, m.Mirror)
+	if err != nil {
+		return err
+	}
+	m.mirrorLag = lag
+	m.run(runCtx, "mirror lag", lag.run)
+	srv, err := readapi.New(readapi.Config{
+		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI), Metrics: metrics,
+		Behind: lag.behind, MaxLag: c.ReadyMaxLag, Degraded: m.Degraded,
+		KeyQuota: c.KeyQuota, IPQuota: c.IPQuota, RedirectQuota: c.RedirectQuota, Window: c.QuotaWindow,
+		TrustedProxies: c.TrustedProxies, ProxiedClientRequests: m.budget.PerClient, AccessLog: c.AccessLog,
+		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes, FileDescriptors: m.budget.Files,
+	})
+	if err != nil {
+		return err
+	}
+	// Read nodes on a cluster share their quotas: behind a balancer, a client gets its quota
+	// across all of them.
+	if m.NATS == nil && c.QuotaShareEvery >= 0 {
+		m.run(runCtx, "quota sharing", func(ctx context.Context) error { return srv.ShareQuotas(ctx, mc, c.QuotaShareEvery) })
+	}
+	h := srv.Handler()
+	m.starting.real.Store(&h)
+	return nil
+}
+
+// fileSource serves the read API the uploaded files of the object store.
+type fileSource struct{ files *events.Files }
+
+func (s fileSource) Open(ctx context.Context, name string) (readapi.StoredFile, error) {
+	fi, err := s.files.Stat(ctx, name)
+	if errors.Is(err, events.ErrFileNotFound) {
+		return readapi.StoredFile{}, readapi.ErrNoFile
+	}
+	if err != nil {
+		return readapi.StoredFile{}, err
+	}
+	return readapi.StoredFile{ContentType: fi.ContentType, Size: fi.Size, Reader: func(ctx context.Context, skip int64) io.Reader {
+		return s.files.Reader(ctx, fi, skip)
+	}}, nil
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"runtime/metrics"
+)
+
+func (m *Main) status(ctx context.Context) map[string]any {
+	out := map[string]any{"roles": rolesOf(m.Config)}
+	if d := m.health.snapshot(); len(d) > 0 {
+		out["degraded"] = d
+	}
+	p := m.Projector()
+	if p != nil {
+		out["projected_sequence"] = p.Position()
+	}
+	if seq, err := m.Store.LastStreamSequence(ctx); err == nil {
+		out["log_sequence"] = seq
+		if p != nil {
+			out["projector_behind_records"] = seq - min(seq, p.Position())
+		}
+	}
+	if g, _ := m.generations.State(); true {
+		out["documents_generation"] = g.Served()
+		if g.Rebuild != nil {
+			out["rebuild"] = g.Rebuild
+		}
+	}
+	if p, err := m.Store.Placement(ctx); err == nil && p.Leader != "" {
+		out["log_placement"] = p
+	}
+	if m.Mirror != nil {
+		out["mirror"] = m.Mirror.Stats()
+	}
+	if m.mirrorLag != nil {
+		out["mirror_behind_seconds"] = m.mirrorLag.behind().Seconds()
+	}
+	out["memory"] = memoryStatus()
+	if m.storage != nil {
+		st := m.storage.Status()
+		storage := map[string]any{"used_bytes": st.Used, "reserve_bytes": st.Reserve, "writes_refused": st.Full}
+		if st.Limit > 0 {
+			storage["limit_bytes"] = st.Limit
+		}
+		if st.VolumeSize > 0 {
+			storage["volume_free_bytes"], storage["volume_size_bytes"] = st.VolumeFree, st.VolumeSize
+		}
+		if st.Full {
+			storage["reason"] = st.Reason
+		}
+		if st.Err != nil {
+			storage["error"] = st.Err.Error()
+		}
+		out["storage"] = storage
+	}
+	if m.ClockRole != nil {
+		out["clock"] = m.ClockRole.Status()
+	}
+	if m.Webhooks != nil {
+		if st, err := m.Webhooks.Stats(ctx); err == nil {
+			out["webhooks"] = st
+		} else {
+			out["webhooks_error"] = err.Error()
+		}
+	}
+	return out
+}
+
+// memoryMetrics are the runtime/metrics the status reports, by the name it gives them.
+var memoryMetrics = []struct{ name, metric string }{
+	{"heap_live_bytes", "/gc/heap/live:bytes"},
+	{"heap_goal_bytes", "/gc/heap/goal:bytes"},
+	{"go_total_bytes", "/memory/classes/total:bytes"},
+	{"go_released_bytes", "/memory/classes/heap/released:bytes"},
+	{"gc_cycles", "/gc/cycles/total:gc-cycles"},
+}
+
+// memoryStatus describes the process's memory as the Go runtime sees it: the heap's live bytes
+// after the last collection and its goal, and every byte mapped by the runtime (the embedded
+// NATS server's included), some of which it has released to the system.
+func memoryStatus() map[string]uint64 {
+	samples := make([]metrics.Sample, len(memoryMetrics))
+	for i, m := range memoryMetrics {
+		samples[i].Name = m.metric
+	}
+	metrics.Read(samples)
+	out := make(map[string]uint64, len(samples))
+	for i, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			out[memoryMetrics[i].name] = s.Value.Uint64()
+		}
+	}
+	return out
+}
