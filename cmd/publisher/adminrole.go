@@ -18,7 +18,7 @@ import (
 
 // startAdmin serves the admin API, and runs the admin role's loops: the collection of files
 // nothing refers to, and the sweep of signing secrets.
-func (m *Main) startAdmin(ctx, runCtx context.Context) error {
+func (m *Main) startAdmin(ctx context.Context) error {
 	token, err := m.adminToken()
 	if err != nil {
 		return err
@@ -41,9 +41,9 @@ func (m *Main) startAdmin(ctx, runCtx context.Context) error {
 	}
 	m.AdminURL = url
 	if m.Config.FileCollectEvery > 0 {
-		m.run(runCtx, "file collection", m.collectFiles)
+		m.loops.Go("file collection", m.collectFiles)
 	}
-	m.run(runCtx, "secret sweep", m.sweepSecrets)
+	m.loops.Go("secret sweep", m.sweepSecrets)
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // startClock starts the clock role, which starts the establishments' days.
-func (m *Main) startClock(ctx, runCtx context.Context) error {
+func (m *Main) startClock(ctx context.Context) error {
 	c := &m.Config
 	index, err := provision(ctx, m, "the calendar index", func(ctx context.Context) (*clock.Index, error) {
 		return clock.OpenIndex(ctx, m.Conn, c.Replicas)
@@ -28,7 +28,7 @@ func (m *Main) startClock(ctx, runCtx context.Context) error {
 		return err
 	}
 	m.addClockMetrics()
-	m.run(runCtx, roleClock, m.ClockRole.Run)
+	m.loops.Go(roleClock, m.ClockRole.Run)
 	return nil
 }
 

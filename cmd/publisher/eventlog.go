@@ -19,7 +19,7 @@ type sharedStreams struct {
 
 // startEventLog provisions the event log and what every role shares: the generations record,
 // followed from here on, the documents bucket served, the snapshots and the change signals.
-func (m *Main) startEventLog(ctx, runCtx context.Context, js jetstream.JetStream) (sharedStreams, error) {
+func (m *Main) startEventLog(ctx context.Context, js jetstream.JetStream) (sharedStreams, error) {
 	c := &m.Config
 	var shared sharedStreams
 	var err error
@@ -29,7 +29,7 @@ func (m *Main) startEventLog(ctx, runCtx context.Context, js jetstream.JetStream
 	if err != nil {
 		return shared, fmt.Errorf("open event log: %w", err)
 	}
-	if err := m.startGenerations(ctx, runCtx, js); err != nil {
+	if err := m.startGenerations(ctx, js); err != nil {
 		return shared, err
 	}
 	if shared.snapshots, err = provision(ctx, m, "the snapshots bucket", func(ctx context.Context) (*events.Snapshots, error) {
@@ -47,7 +47,7 @@ func (m *Main) startEventLog(ctx, runCtx context.Context, js jetstream.JetStream
 
 // startGenerations follows the generations record, and opens the documents bucket of the
 // generation served: the projector's creates it.
-func (m *Main) startGenerations(ctx, runCtx context.Context, js jetstream.JetStream) error {
+func (m *Main) startGenerations(ctx context.Context, js jetstream.JetStream) error {
 	c := &m.Config
 	var err error
 	m.generations, err = provision(ctx, m, "the generations bucket", func(ctx context.Context) (*generation.Watch, error) {
@@ -56,7 +56,7 @@ func (m *Main) startGenerations(ctx, runCtx context.Context, js jetstream.JetStr
 	if err != nil {
 		return fmt.Errorf("open generations bucket: %w", err)
 	}
-	m.run(runCtx, "generations", m.generations.Run)
+	m.loops.Go("generations", m.generations.Run)
 	m.node.OnReconnect(m.Conn, m.generations.Rewatch)
 	g, _ := m.generations.State()
 	m.Docs, err = provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {

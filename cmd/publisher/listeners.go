@@ -52,7 +52,7 @@ func (m *Main) serve(ln net.Listener, kind capacity.Listener, name string, h htt
 	go func() {
 		defer close(l.done)
 		if err := srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.errc <- fmt.Errorf("http %s: %w", ln.Addr(), err)
+			m.loops.Fatal(fmt.Errorf("http %s: %w", ln.Addr(), err))
 		}
 	}()
 	return l

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -22,6 +21,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/clock"
 	"github.com/opencarte/publisher/cmd/publisher/generation"
 	"github.com/opencarte/publisher/cmd/publisher/node"
+	"github.com/opencarte/publisher/cmd/publisher/supervise"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/runner"
@@ -51,9 +51,8 @@ type Main struct {
 	ClockRole  *clock.Clock        // nil unless the clock role runs
 	Webhooks   *webhook.Dispatcher // nil unless the webhook or admin role runs
 
-	node   *node.Node // the NATS this process talks to, and its connections
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // the roles' loops
+	node  *node.Node       // the NATS this process talks to, and its connections
+	loops *supervise.Group // the roles' loops, and what of the process is degraded
 	// budget shares the process's file descriptors between its listeners; reads is the read
 	// API's listener, closed last, listeners the others.
 	storage   *capacity.Guard // the room the stores have left
@@ -73,8 +72,6 @@ type Main struct {
 	projector   *generation.Supervisor
 	// served answers when a change is served.
 	served *generation.Waiter
-	errc   chan error
-	health health
 }
 
 // Projector returns the projector this process runs, nil when it runs none (another process holds
@@ -93,8 +90,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			m.Close()
 		}
 	}()
-	runCtx, err := m.prepare()
-	if err != nil {
+	if err := m.prepare(); err != nil {
 		return err
 	}
 	if err := m.connect(); err != nil {
@@ -116,7 +112,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := m.openStorageGuard(ctx); err != nil {
 		return err
 	}
-	shared, err := m.startEventLog(ctx, runCtx, js)
+	shared, err := m.startEventLog(ctx, js)
 	if err != nil {
 		return err
 	}
@@ -129,7 +125,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if c.has(roleProjector) {
-		if err := m.startProjector(ctx, runCtx, js, shared.signals); err != nil {
+		if err := m.startProjector(ctx, js, shared.signals); err != nil {
 			return err
 		}
 	}
@@ -139,52 +135,50 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	// The clock does not wait for the read API: a restart across midnight starts the days at once.
 	if c.has(roleClock) {
-		if err := m.startClock(ctx, runCtx); err != nil {
+		if err := m.startClock(ctx); err != nil {
 			return err
 		}
 	}
 	if c.has(roleAPI) {
-		if err := m.startAPI(ctx, runCtx); err != nil {
+		if err := m.startAPI(ctx); err != nil {
 			return err
 		}
 	}
 	m.served = m.newWaiter(js)
 	if c.has(roleAdmin) {
-		if err := m.startAdmin(ctx, runCtx); err != nil {
+		if err := m.startAdmin(ctx); err != nil {
 			return err
 		}
 	}
-	return m.startLast(runCtx)
+	return m.startLast()
 }
 
-// prepare checks the configuration and sets up what every role uses: the logger, the date, the
-// context of the roles' loops, the metrics registry and the connection budget.
-func (m *Main) prepare() (runCtx context.Context, err error) {
+// prepare checks the configuration and sets up what every role uses: the logger, the group of the
+// roles' loops, the date, the metrics registry and the connection budget.
+func (m *Main) prepare() error {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	c := &m.Config
+	m.loops = supervise.New(m.Logger)
 	if c.Replicas < 1 {
-		return nil, fmt.Errorf("--replicas: want at least 1, got %d", c.Replicas)
+		return fmt.Errorf("--replicas: want at least 1, got %d", c.Replicas)
 	}
 	m.Clock = &settableClock{}
 	if c.Today != "" {
 		d, err := domain.ParseLocalDate(c.Today)
 		if err != nil {
-			return nil, fmt.Errorf("--today: %w", err)
+			return fmt.Errorf("--today: %w", err)
 		}
 		m.Clock.Set(d)
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	m.errc = make(chan error, 8)
 	if c.MetricsAddr != "" {
 		m.metrics = prometheus.NewRegistry()
 	}
 	m.budget = capacity.NewBudget(capacity.OpenFileLimit(), c.MaxConns, c.MaxConnsPerClient, readapi.DefaultFileDescriptors)
 	m.Logger.Info("connection limits", "open_file_limit", m.budget.FDLimit, "reserved", m.budget.Reserve,
 		"read_api", m.budget.API, "admin_api", m.budget.Admin, "metrics", m.budget.Metrics, "per_client", m.budget.PerClient, "files", m.budget.Files)
-	return runCtx, nil
+	return nil
 }
 
 // newWaiter returns what answers when a change is served, on this process's projector or
@@ -199,7 +193,7 @@ func (m *Main) newWaiter(js jetstream.JetStream) *generation.Waiter {
 
 // startLast starts what waits for every role: the metrics listener, the storage guard's
 // readings and the webhook deliveries.
-func (m *Main) startLast(runCtx context.Context) error {
+func (m *Main) startLast() error {
 	if m.metrics != nil {
 		if err := m.serveMetrics(m.Config.MetricsAddr); err != nil {
 			return err
@@ -207,11 +201,11 @@ func (m *Main) startLast(runCtx context.Context) error {
 	}
 	// The storage guard's periodic readings start once every part is wired: what it calls on
 	// the roles after starting JetStream again is complete then.
-	m.run(runCtx, "storage guard", m.storage.Run)
+	m.loops.Go("storage guard", m.storage.Run)
 	// Deliveries start last: after a stop, the windows that fell due meanwhile all close at
 	// once, and the read API's mirror should not wait behind them.
 	if m.Config.has(roleWebhook) {
-		m.run(runCtx, roleWebhook, m.Webhooks.Run)
+		m.loops.Go(roleWebhook, m.Webhooks.Run)
 	}
 	return nil
 }
@@ -246,21 +240,11 @@ func localURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// run starts a loop of the process under supervise: a failure is logged, reported degraded and
-// started again, never the end of the process.
-func (m *Main) run(ctx context.Context, name string, fn func(context.Context) error) {
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		m.supervise(ctx, name, fn)
-	}()
-}
-
 // Err reports the failure of a listener, which the process cannot go on without.
-func (m *Main) Err() <-chan error { return m.errc }
+func (m *Main) Err() <-chan error { return m.loops.Err() }
 
 // Degraded names what of the process is degraded, a line each; empty when nothing is.
-func (m *Main) Degraded() []string { return m.health.report() }
+func (m *Main) Degraded() []string { return m.loops.Degraded() }
 
 // Close stops the admin and metrics listeners, the roles, the read API, the NATS connections and
 // the embedded server, in that order: reads are answered until the end. No step waits unbounded:
@@ -272,18 +256,8 @@ func (m *Main) Close() {
 		wg.Go(l.shutdown)
 	}
 	wg.Wait()
-	if m.cancel != nil {
-		m.cancel()
-	}
-	stopped := make(chan struct{})
-	go func() {
-		m.wg.Wait()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(rolesStopWait):
-		m.Logger.Error("roles still running after being asked to stop; closing without them", "waited", rolesStopWait)
+	if m.loops != nil {
+		m.loops.Stop(rolesStopWait)
 	}
 	if m.reads != nil {
 		m.reads.shutdown()

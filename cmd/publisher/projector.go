@@ -11,13 +11,14 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/generation"
+	"github.com/opencarte/publisher/cmd/publisher/supervise"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/runner"
 )
 
 // startProjector runs the projector under its lease, one process at a time, on the generation
 // of the documents current.
-func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStream, signals *events.Signals) error {
+func (m *Main) startProjector(ctx context.Context, js jetstream.JetStream, signals *events.Signals) error {
 	c := &m.Config
 	var rendered func()
 	if m.metrics != nil {
@@ -49,8 +50,8 @@ func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStrea
 				Now:          c.Now, // the clock that dates the records
 			})
 		},
-		Provision: m.node.Provision, Health: &m.health, Logger: m.Logger,
-		Pause: restartPause, MaxPause: restartMaxPause, Healthy: healthyAfter,
+		Provision: m.node.Provision, Health: m.loops, Logger: m.Logger,
+		Pause: supervise.RestartPause, MaxPause: supervise.RestartMaxPause, Healthy: supervise.HealthyAfter,
 	})
 	if err != nil {
 		return err
@@ -59,7 +60,7 @@ func (m *Main) startProjector(ctx, runCtx context.Context, js jetstream.JetStrea
 		return err
 	}
 	m.projector = sup
-	m.run(runCtx, roleProjector, sup.Run)
+	m.loops.Go(roleProjector, sup.Run)
 	return nil
 }
 

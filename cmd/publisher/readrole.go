@@ -31,9 +31,9 @@ func (m *Main) bindAPI() error {
 	return nil
 }
 
-// startAPI starts the mirror in runCtx and serves the read API once it caught up, unless ctx,
+// startAPI starts the mirror among the loops and serves the read API once it caught up, unless ctx,
 // the start's context, ends first.
-func (m *Main) startAPI(ctx, runCtx context.Context) error {
+func (m *Main) startAPI(ctx context.Context) error {
 	mc, err := m.node.Dial(roleAPI)
 	if err != nil {
 		return err
@@ -48,18 +48,18 @@ func (m *Main) startAPI(ctx, runCtx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := m.startMirror(ctx, runCtx, mc, mjs); err != nil {
+	if err := m.startMirror(ctx, mc, mjs); err != nil {
 		return err
 	}
 	if err := m.awaitMirror(ctx); err != nil {
 		return err
 	}
-	return m.serveAPI(ctx, runCtx, mc, mjs, files)
+	return m.serveAPI(ctx, mc, mjs, files)
 }
 
 // startMirror loads the documents of the generation served into the read API's mirror, and
 // keeps it on the generation served from then on.
-func (m *Main) startMirror(ctx, runCtx context.Context, mc *nats.Conn, mjs jetstream.JetStream) error {
+func (m *Main) startMirror(ctx context.Context, mc *nats.Conn, mjs jetstream.JetStream) error {
 	// The read API binds to the generation of the documents bucket served, which a process with
 	// other roles may be creating: it waits for it.
 	g, _ := m.generations.State()
@@ -75,8 +75,8 @@ func (m *Main) startMirror(ctx, runCtx context.Context, mc *nats.Conn, mjs jetst
 		return err
 	}
 	m.node.OnReconnect(mc, m.Mirror.Rewatch)
-	m.run(runCtx, "mirror", m.Mirror.Run)
-	m.run(runCtx, "mirror generations", func(ctx context.Context) error { return m.generations.Follow(ctx, mjs, m.Mirror, g.Served()) })
+	m.loops.Go("mirror", m.Mirror.Run)
+	m.loops.Go("mirror generations", func(ctx context.Context) error { return m.generations.Follow(ctx, mjs, m.Mirror, g.Served()) })
 	// A rebuild removes the old generation once no read node serves it: each says which it serves.
 	if err := generation.AnswerServed(mc, func() string { return m.Mirror.Bucket().Bucket() }); err != nil {
 		return fmt.Errorf("read api: %w", err)
@@ -105,7 +105,7 @@ func (m *Main) awaitMirror(ctx context.Context) error {
 }
 
 // serveAPI has the read API answer on its listener, in place of the starting handler.
-func (m *Main) serveAPI(ctx, runCtx context.Context, mc *nats.Conn, mjs jetstream.JetStream, files *events.Files) error {
+func (m *Main) serveAPI(ctx context.Context, mc *nats.Conn, mjs jetstream.JetStream, files *events.Files) error {
 	c := &m.Config
 	var metrics *readapi.Metrics
 	if m.metrics != nil {
@@ -120,7 +120,7 @@ func (m *Main) serveAPI(ctx, runCtx context.Context, mc *nats.Conn, mjs jetstrea
 		return err
 	}
 	m.mirrorLag = lag
-	m.run(runCtx, "mirror lag", lag.run)
+	m.loops.Go("mirror lag", lag.run)
 	srv, err := readapi.New(readapi.Config{
 		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI), Metrics: metrics,
 		Behind: lag.behind, MaxLag: c.ReadyMaxLag, Degraded: m.Degraded,
@@ -134,7 +134,7 @@ func (m *Main) serveAPI(ctx, runCtx context.Context, mc *nats.Conn, mjs jetstrea
 	// Read nodes on a cluster share their quotas: behind a balancer, a client gets its quota
 	// across all of them.
 	if m.NATS == nil && c.QuotaShareEvery >= 0 {
-		m.run(runCtx, "quota sharing", func(ctx context.Context) error { return srv.ShareQuotas(ctx, mc, c.QuotaShareEvery) })
+		m.loops.Go("quota sharing", func(ctx context.Context) error { return srv.ShareQuotas(ctx, mc, c.QuotaShareEvery) })
 	}
 	h := srv.Handler()
 	m.starting.real.Store(&h)

@@ -7,7 +7,7 @@ import (
 
 func (m *Main) status(ctx context.Context) map[string]any {
 	out := map[string]any{"roles": rolesOf(m.Config)}
-	if d := m.health.snapshot(); len(d) > 0 {
+	if d := m.loops.Snapshot(); len(d) > 0 {
 		out["degraded"] = d
 	}
 	p := m.Projector()

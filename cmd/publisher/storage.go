@@ -18,9 +18,9 @@ func (m *Main) openStorageGuard(ctx context.Context) error {
 		Reserve: uint64(max(m.Config.StorageReserve, 0)), Logger: m.Logger.With("part", "storage"),
 		OnChange: func(full bool, reason string) {
 			if full {
-				m.health.Fail(storagePart, errors.New("writes refused: "+reason))
+				m.loops.Fail(storagePart, errors.New("writes refused: "+reason))
 			} else {
-				m.health.Recovered(storagePart)
+				m.loops.Recovered(storagePart)
 			}
 		},
 	})

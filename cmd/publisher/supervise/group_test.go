@@ -1,4 +1,4 @@
-package main
+package supervise
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 )
 
 // TestSuperviseStartsAFailingLoopAgain: a loop that fails, or panics, is started again after a
-// pause that doubles, reported degraded meanwhile, and no longer once it has run healthyAfter.
+// pause that doubles, reported degraded meanwhile, and no longer once it has run HealthyAfter.
 func TestSuperviseStartsAFailingLoopAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := &Main{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		g := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
 		var runs atomic.Int32
 		var starts []time.Duration
 		begin := time.Now()
@@ -24,7 +24,7 @@ func TestSuperviseStartsAFailingLoopAgain(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			m.supervise(ctx, "clock", func(ctx context.Context) error {
+			g.supervise(ctx, "clock", func(ctx context.Context) error {
 				starts = append(starts, time.Since(begin))
 				switch runs.Add(1) {
 				case 1:
@@ -38,7 +38,7 @@ func TestSuperviseStartsAFailingLoopAgain(t *testing.T) {
 		}()
 		time.Sleep(500 * time.Millisecond) // within the first pause, of 1 s
 		synctest.Wait()
-		if got := m.Degraded(); len(got) != 1 || !strings.HasPrefix(got[0], "clock (since ") || !strings.Contains(got[0], "1 failures in a row") {
+		if got := g.Degraded(); len(got) != 1 || !strings.HasPrefix(got[0], "clock (since ") || !strings.Contains(got[0], "1 failures in a row") {
 			t.Errorf("after one failure: got %q, want the clock degraded once", got)
 		}
 		time.Sleep(3 * time.Second) // past the second pause, of 2 s, after the panic at 1 s
@@ -49,13 +49,13 @@ func TestSuperviseStartsAFailingLoopAgain(t *testing.T) {
 		if want := []time.Duration{0, time.Second, 3 * time.Second}; len(starts) != 3 || starts[1] != want[1] || starts[2] != want[2] {
 			t.Errorf("starts: got %v, want %v", starts, want)
 		}
-		if d := m.health.snapshot()["clock"]; d.Failures != 2 || !strings.Contains(d.Err, "panic: a bug") {
+		if d := g.Snapshot()["clock"]; d.Failures != 2 || !strings.Contains(d.Err, "panic: a bug") {
 			t.Errorf("the panic: got %+v, want the second failure with the panic", d)
 		}
-		time.Sleep(healthyAfter)
+		time.Sleep(HealthyAfter)
 		synctest.Wait()
-		if got := m.Degraded(); len(got) != 0 {
-			t.Errorf("after running %s: got %q, want nothing degraded", healthyAfter, got)
+		if got := g.Degraded(); len(got) != 0 {
+			t.Errorf("after running %s: got %q, want nothing degraded", HealthyAfter, got)
 		}
 		cancel()
 		<-done
@@ -66,20 +66,20 @@ func TestSuperviseStartsAFailingLoopAgain(t *testing.T) {
 // supervise clears only the failures it recorded.
 func TestSuperviseLeavesALoopsOwnReport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := &Main{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		g := New(slog.New(slog.NewTextHandler(io.Discard, nil)))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			m.supervise(ctx, roleProjector, func(ctx context.Context) error {
-				m.health.Fail(roleProjector, errors.New("lease not taken"))
+			g.supervise(ctx, "projector", func(ctx context.Context) error {
+				g.Fail("projector", errors.New("lease not taken"))
 				<-ctx.Done()
 				return nil
 			})
 		}()
-		time.Sleep(2 * healthyAfter)
+		time.Sleep(2 * HealthyAfter)
 		synctest.Wait()
-		if got := m.Degraded(); len(got) != 1 {
+		if got := g.Degraded(); len(got) != 1 {
 			t.Errorf("got %q, want the projector's own report kept", got)
 		}
 		cancel()
