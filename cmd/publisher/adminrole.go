@@ -35,7 +35,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	url, err := m.listen(m.Config.AdminAddr, capacity.ListenerAdmin, "admin api", api.Handler())
+	url, err := m.listeners.Listen(m.Config.AdminAddr, capacity.ListenerAdmin, "admin api", api.Handler())
 	if err != nil {
 		return fmt.Errorf("admin api: %w", err)
 	}

@@ -15,13 +15,7 @@ func (m *Main) connect() error {
 		Listen: c.NATSListen, DataDir: c.DataDir, SyncAlways: c.SyncAlways, MaxStore: c.NATSMaxStore,
 		Debug: c.LogLevel == "debug", Logger: m.Logger,
 		// The read API, while the process starts, answers /readyz with what it waits for.
-		Waiting: func(what string) {
-			if what == "" {
-				m.waiting.Store(nil)
-			} else {
-				m.waiting.Store(&what)
-			}
-		},
+		Waiting: m.listeners.Waiting,
 	})
 	if err != nil {
 		return err

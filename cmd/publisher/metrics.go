@@ -100,14 +100,10 @@ func (m *Main) addConnectionMetrics(reg *prometheus.Registry) {
 	reg.MustRegister(collectorFunc{
 		describe: func(ch chan<- *prometheus.Desc) { ch <- open; ch <- refused; ch <- evicted },
 		collect: func(ch chan<- prometheus.Metric) {
-			for _, l := range append([]*listening{m.reads}, m.listeners...) {
-				if l == nil {
-					continue
-				}
-				st := l.ln.Stats()
-				ch <- prometheus.MustNewConstMetric(open, prometheus.GaugeValue, float64(st.Open), l.name)
-				ch <- prometheus.MustNewConstMetric(refused, prometheus.CounterValue, float64(st.Refused), l.name)
-				ch <- prometheus.MustNewConstMetric(evicted, prometheus.CounterValue, float64(st.Evicted), l.name)
+			for name, st := range m.listeners.Stats() {
+				ch <- prometheus.MustNewConstMetric(open, prometheus.GaugeValue, float64(st.Open), name)
+				ch <- prometheus.MustNewConstMetric(refused, prometheus.CounterValue, float64(st.Refused), name)
+				ch <- prometheus.MustNewConstMetric(evicted, prometheus.CounterValue, float64(st.Evicted), name)
 			}
 		},
 	})
@@ -248,7 +244,7 @@ func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 func (m *Main) serveMetrics(addr string) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.metrics, promhttp.HandlerOpts{ErrorLog: nil}))
-	url, err := m.listen(addr, capacity.ListenerMetrics, "metrics", mux)
+	url, err := m.listeners.Listen(addr, capacity.ListenerMetrics, "metrics", mux)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

@@ -8,8 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -20,6 +19,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/clock"
 	"github.com/opencarte/publisher/cmd/publisher/generation"
+	"github.com/opencarte/publisher/cmd/publisher/listeners"
 	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/supervise"
 	"github.com/opencarte/publisher/domain"
@@ -51,19 +51,10 @@ type Main struct {
 	ClockRole  *clock.Clock        // nil unless the clock role runs
 	Webhooks   *webhook.Dispatcher // nil unless the webhook or admin role runs
 
-	node  *node.Node       // the NATS this process talks to, and its connections
-	loops *supervise.Group // the roles' loops, and what of the process is degraded
-	// budget shares the process's file descriptors between its listeners; reads is the read
-	// API's listener, closed last, listeners the others.
-	storage   *capacity.Guard // the room the stores have left
-	budget    capacity.Budget
-	reads     *listening
-	listeners []*listening
-	apiLn     net.Listener // the read API's listener, bound before the roles start
-	// starting answers on apiLn until the read API is ready; waiting is what the process waits
-	// for meanwhile, nil when nothing.
-	starting  *startingHandler
-	waiting   atomic.Pointer[string]
+	node      *node.Node           // the NATS this process talks to, and its connections
+	loops     *supervise.Group     // the roles' loops, and what of the process is degraded
+	storage   *capacity.Guard      // the room the stores have left
+	listeners *listeners.Set       // the HTTP listeners, within the process's file descriptors
 	metrics   *prometheus.Registry // nil without a metrics listener
 	mirrorLag *mirrorLag           // nil without the read API
 	// generations follows which generation of the documents is served; projector supervises
@@ -175,9 +166,10 @@ func (m *Main) prepare() error {
 	if c.MetricsAddr != "" {
 		m.metrics = prometheus.NewRegistry()
 	}
-	m.budget = capacity.NewBudget(capacity.OpenFileLimit(), c.MaxConns, c.MaxConnsPerClient, readapi.DefaultFileDescriptors)
-	m.Logger.Info("connection limits", "open_file_limit", m.budget.FDLimit, "reserved", m.budget.Reserve,
-		"read_api", m.budget.API, "admin_api", m.budget.Admin, "metrics", m.budget.Metrics, "per_client", m.budget.PerClient, "files", m.budget.Files)
+	b := capacity.NewBudget(capacity.OpenFileLimit(), c.MaxConns, c.MaxConnsPerClient, readapi.DefaultFileDescriptors)
+	m.Logger.Info("connection limits", "open_file_limit", b.FDLimit, "reserved", b.Reserve,
+		"read_api", b.API, "admin_api", b.Admin, "metrics", b.Metrics, "per_client", b.PerClient, "files", b.Files)
+	m.listeners = listeners.New(listeners.Config{Budget: b, TrustedProxies: c.TrustedProxies, Logger: m.Logger, Fatal: m.loops.Fatal})
 	return nil
 }
 
@@ -219,9 +211,7 @@ func (m *Main) PublicURL() string {
 	}
 	addr := m.Config.HTTPAddr
 	if _, port, err := net.SplitHostPort(addr); err == nil && port == "0" {
-		if m.apiLn != nil {
-			addr = m.apiLn.Addr().String()
-		} else if m.HTTPURL != "" {
+		if m.HTTPURL != "" {
 			addr = strings.TrimPrefix(m.HTTPURL, "http://")
 		}
 	}
@@ -246,21 +236,23 @@ func (m *Main) Err() <-chan error { return m.loops.Err() }
 // Degraded names what of the process is degraded, a line each; empty when nothing is.
 func (m *Main) Degraded() []string { return m.loops.Degraded() }
 
+// rolesStopWait bounds the wait for the roles to stop once asked.
+const rolesStopWait = 15 * time.Second
+
 // Close stops the admin and metrics listeners, the roles, the read API, the NATS connections and
 // the embedded server, in that order: reads are answered until the end. No step waits unbounded:
-// requests in flight get shutdownGrace, then are told to stop; roles get rolesStopWait.
+// requests in flight get a grace period, then are told to stop (see package listeners); roles get
+// rolesStopWait.
 // Acknowledged events are on disk already.
 func (m *Main) Close() {
-	var wg sync.WaitGroup
-	for _, l := range m.listeners {
-		wg.Go(l.shutdown)
+	if m.listeners != nil {
+		m.listeners.Shutdown()
 	}
-	wg.Wait()
 	if m.loops != nil {
 		m.loops.Stop(rolesStopWait)
 	}
-	if m.reads != nil {
-		m.reads.shutdown()
+	if m.listeners != nil {
+		m.listeners.ShutdownAPI()
 	}
 	if m.Webhooks != nil {
 		m.Webhooks.Close()

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/generation"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/runner"
@@ -21,13 +19,11 @@ import (
 // bindAPI binds the read API's listener first, so that the URLs of uploaded files name the port
 // it got, and answers on it at once: not ready, and what for, until the read API is.
 func (m *Main) bindAPI() error {
-	var err error
-	if m.apiLn, err = net.Listen("tcp", m.Config.HTTPAddr); err != nil {
+	url, err := m.listeners.BindAPI(m.Config.HTTPAddr)
+	if err != nil {
 		return fmt.Errorf("read api: %w", err)
 	}
-	m.HTTPURL = "http://" + m.apiLn.Addr().String()
-	m.starting = &startingHandler{m: m}
-	m.serve(m.apiLn, capacity.ListenerAPI, "read api", m.starting)
+	m.HTTPURL = url
 	return nil
 }
 
@@ -125,8 +121,8 @@ func (m *Main) serveAPI(ctx context.Context, mc *nats.Conn, mjs jetstream.JetStr
 		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI), Metrics: metrics,
 		Behind: lag.behind, MaxLag: c.ReadyMaxLag, Degraded: m.Degraded,
 		KeyQuota: c.KeyQuota, IPQuota: c.IPQuota, RedirectQuota: c.RedirectQuota, Window: c.QuotaWindow,
-		TrustedProxies: c.TrustedProxies, ProxiedClientRequests: m.budget.PerClient, AccessLog: c.AccessLog,
-		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes, FileDescriptors: m.budget.Files,
+		TrustedProxies: c.TrustedProxies, ProxiedClientRequests: m.listeners.Budget().PerClient, AccessLog: c.AccessLog,
+		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes, FileDescriptors: m.listeners.Budget().Files,
 	})
 	if err != nil {
 		return err
@@ -136,8 +132,7 @@ func (m *Main) serveAPI(ctx context.Context, mc *nats.Conn, mjs jetstream.JetStr
 	if m.NATS == nil && c.QuotaShareEvery >= 0 {
 		m.loops.Go("quota sharing", func(ctx context.Context) error { return srv.ShareQuotas(ctx, mc, c.QuotaShareEvery) })
 	}
-	h := srv.Handler()
-	m.starting.real.Store(&h)
+	m.listeners.ServeAPI(srv.Handler())
 	return nil
 }
 

@@ -50,6 +50,8 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/secretfile", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com", "golang.org"}, nil},
 		// The supervision of the loops knows none of the loops it runs.
 		{"cmd/publisher/supervise", []string{"domain", "projections", "readapi", "webhook", "cmd"}, nil},
+		// The HTTP listeners serve what they are given within their share of the descriptors.
+		{"cmd/publisher/listeners", []string{"domain", "events", "webhook", "cmd"}, []string{"cmd/publisher/capacity"}},
 		// The one binary wires every role; it links neither the benchmark nor the tests' helpers.
 		{"cmd/publisher", []string{"cmd/scalebench", "cmd/internal", "events/natstest", "readapi/openapi/openapitest"}, nil},
 		// The benchmark runs the built binary and links none of its roles.

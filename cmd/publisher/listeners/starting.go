@@ -1,16 +1,38 @@
-package main
+package listeners
 
 import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/opencarte/publisher/cmd/publisher/capacity"
 )
+
+// BindAPI binds the read API's listener on addr and answers on it at once: not ready, and what
+// for, until ServeAPI. It returns the listener's base URL.
+func (s *Set) BindAPI(addr string) (string, error) {
+	s.starting = &startingHandler{set: s}
+	return s.Listen(addr, capacity.ListenerAPI, "read api", s.starting)
+}
+
+// ServeAPI has h, the read API, answer on its listener in place of the starting handler.
+func (s *Set) ServeAPI(h http.Handler) { s.starting.real.Store(&h) }
+
+// Waiting says what the process waits for while it starts, for the header Waiting-For; empty
+// when nothing.
+func (s *Set) Waiting(what string) {
+	if what == "" {
+		s.waiting.Store(nil)
+	} else {
+		s.waiting.Store(&what)
+	}
+}
 
 // startingHandler answers on the read API's address while the process starts: /healthz is 200
 // (the process runs), /readyz and every other path 503 with what it waits for in the header
-// Waiting-For, until serve gives it the read API.
+// Waiting-For, until ServeAPI gives it the read API.
 type startingHandler struct {
-	m    *Main
+	set  *Set
 	real atomic.Pointer[http.Handler]
 }
 
@@ -33,7 +55,7 @@ func (h *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	waiting := "the documents mirror"
-	if p := h.m.waiting.Load(); p != nil {
+	if p := h.set.waiting.Load(); p != nil {
 		waiting = *p
 	}
 	hdr.Set("Waiting-For", strconv.QuoteToASCII(waiting))
