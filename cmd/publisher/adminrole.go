@@ -14,6 +14,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/secretfile"
+	"github.com/opencarte/publisher/cmd/publisher/telemetry"
 )
 
 // startAdmin serves the admin API, and runs the admin role's loops: the collection of files
@@ -28,7 +29,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	cfg := admin.Config{
 		Commands: m.Commands, Token: token, Deliveries: app.NewDeliveries(m.Commands, hooks, hooks),
 		Logger: m.Logger.With("role", roleAdmin), Status: m.status, WaitLimit: m.Config.WaitLimit,
-		Debug: debugHandler(), Observe: m.adminObserver(),
+		Debug: telemetry.Profiles(), Observe: m.metrics.AdminRequests(),
 	}
 	cfg.Projection = m.served
 	api, err := admin.NewAPI(cfg)

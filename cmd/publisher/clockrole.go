@@ -27,7 +27,7 @@ func (m *Main) startClock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.addClockMetrics()
+	m.metrics.Clock(m.ClockRole)
 	m.loops.Go(roleClock, m.ClockRole.Run)
 	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,13 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/opencarte/publisher/events/natstest"
-	"github.com/opencarte/publisher/projections/dockey"
-	"github.com/opencarte/publisher/projections/runner"
-	"github.com/opencarte/publisher/readapi"
 )
 
 // TestMetricsAfterTraffic scrapes /metrics after real traffic: a 200, a 304, a 404 and a 429 are
@@ -63,7 +55,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	}
 
 	// The mirror caught up: not behind, as the lag check, once a second, finds.
-	eventually(t, "the mirror found caught up", func() bool { return m.mirrorLag.behind() == 0 })
+	eventually(t, "the mirror found caught up", func() bool { return m.mirrorLag.Behind() == 0 })
 	// The change's delivery fails at the receiver: one attempt counted, to be retried.
 	eventually(t, "a failed webhook attempt counted", func() bool {
 		return scrape(t, m.MetricsURL+"/metrics")[`publisher_webhook_attempts_total{outcome="retrying"}`] == "1"
@@ -158,33 +150,4 @@ func scrape(t *testing.T, url string) map[string]string {
 		}
 	}
 	return out
-}
-
-// TestMirrorLagSeesAMirrorBehind: a mirror that has not applied the bucket's last bundle write is
-// found behind, and for longer and longer.
-func TestMirrorLagSeesAMirrorBehind(t *testing.T) {
-	nc := natstest.Connect(t, natstest.Start(t))
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := runner.OpenBucket(t.Context(), js, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(t.Context(), dockey.Key("chez-marcel"), []byte("{}")); err != nil {
-		t.Fatal(err)
-	}
-	mirror, err := readapi.NewMirror(kv, slog.New(slog.DiscardHandler)) // never run: it stays behind
-	if err != nil {
-		t.Fatal(err)
-	}
-	lag, err := newMirrorLag(t.Context(), js, mirror)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go lag.run(t.Context())
-	eventually(t, "the mirror found behind", func() bool { return lag.behind() > 0 })
-	first := lag.behind()
-	eventually(t, "the lag growing", func() bool { return lag.behind() > first })
 }

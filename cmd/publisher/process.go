@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
@@ -22,6 +21,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/listeners"
 	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/supervise"
+	"github.com/opencarte/publisher/cmd/publisher/telemetry"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/runner"
@@ -51,12 +51,12 @@ type Main struct {
 	ClockRole  *clock.Clock        // nil unless the clock role runs
 	Webhooks   *webhook.Dispatcher // nil unless the webhook or admin role runs
 
-	node      *node.Node           // the NATS this process talks to, and its connections
-	loops     *supervise.Group     // the roles' loops, and what of the process is degraded
-	storage   *capacity.Guard      // the room the stores have left
-	listeners *listeners.Set       // the HTTP listeners, within the process's file descriptors
-	metrics   *prometheus.Registry // nil without a metrics listener
-	mirrorLag *mirrorLag           // nil without the read API
+	node      *node.Node          // the NATS this process talks to, and its connections
+	loops     *supervise.Group    // the roles' loops, and what of the process is degraded
+	storage   *capacity.Guard     // the room the stores have left
+	listeners *listeners.Set      // the HTTP listeners, within the process's file descriptors
+	metrics   *telemetry.Registry // nil without a metrics listener
+	mirrorLag *telemetry.Lag      // nil without the read API
 	// generations follows which generation of the documents is served; projector supervises
 	// the projector, nil without the role.
 	generations *generation.Watch
@@ -120,10 +120,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if m.metrics != nil {
-		m.openMetrics()
-		m.addWebhookMetrics()
-	}
+	m.metrics.Process(telemetry.Process{
+		Conns: m.node.Conns, Log: m.Store, Storage: m.storage, Listeners: m.listeners,
+		Generation: func() int { g, _ := m.generations.State(); return g.Served() },
+	})
 	// The clock does not wait for the read API: a restart across midnight starts the days at once.
 	if c.has(roleClock) {
 		if err := m.startClock(ctx); err != nil {
@@ -164,7 +164,7 @@ func (m *Main) prepare() error {
 		m.Clock.Set(d)
 	}
 	if c.MetricsAddr != "" {
-		m.metrics = prometheus.NewRegistry()
+		m.metrics = telemetry.New()
 	}
 	b := capacity.NewBudget(capacity.OpenFileLimit(), c.MaxConns, c.MaxConnsPerClient, readapi.DefaultFileDescriptors)
 	m.Logger.Info("connection limits", "open_file_limit", b.FDLimit, "reserved", b.Reserve,
@@ -187,9 +187,11 @@ func (m *Main) newWaiter(js jetstream.JetStream) *generation.Waiter {
 // readings and the webhook deliveries.
 func (m *Main) startLast() error {
 	if m.metrics != nil {
-		if err := m.serveMetrics(m.Config.MetricsAddr); err != nil {
-			return err
+		url, err := m.listeners.Listen(m.Config.MetricsAddr, capacity.ListenerMetrics, "metrics", m.metrics.Handler())
+		if err != nil {
+			return fmt.Errorf("metrics: %w", err)
 		}
+		m.MetricsURL = url
 	}
 	// The storage guard's periodic readings start once every part is wired: what it calls on
 	// the roles after starting JetStream again is complete then.

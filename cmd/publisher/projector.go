@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/generation"
@@ -20,15 +19,12 @@ import (
 // of the documents current.
 func (m *Main) startProjector(ctx context.Context, js jetstream.JetStream, signals *events.Signals) error {
 	c := &m.Config
-	var rendered func()
-	if m.metrics != nil {
-		counter := prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "publisher", Subsystem: "projector", Name: "changes_total",
-			Help: "Establishments whose documents the projector stored at a new revision.",
-		})
-		m.metrics.MustRegister(counter)
-		rendered = counter.Inc
-	}
+	rendered := m.metrics.Projector(func() (uint64, bool) {
+		if p := m.Projector(); p != nil {
+			return p.Position(), true
+		}
+		return 0, false
+	})
 	// --projector-replay asks for one replay, by the first projector this process runs: not
 	// again after a switch of generations, which a replay would make a rebuild refuse.
 	var replayAsked atomic.Bool

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/cmd/publisher/generation"
+	"github.com/opencarte/publisher/cmd/publisher/telemetry"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
@@ -103,23 +104,20 @@ func (m *Main) awaitMirror(ctx context.Context) error {
 // serveAPI has the read API answer on its listener, in place of the starting handler.
 func (m *Main) serveAPI(ctx context.Context, mc *nats.Conn, mjs jetstream.JetStream, files *events.Files) error {
 	c := &m.Config
-	var metrics *readapi.Metrics
-	if m.metrics != nil {
-		var err error
-		if metrics, err = readapi.NewMetrics(m.metrics); err != nil {
-			return err
-		}
-		m.addMirrorMetrics()
+	metrics, err := m.metrics.ReadAPI()
+	if err != nil {
+		return err
 	}
-	lag, err := newMirrorLag(ctx, mjs, m.Mirror)
+	lag, err := telemetry.NewLag(ctx, mjs, m.Mirror)
 	if err != nil {
 		return err
 	}
 	m.mirrorLag = lag
-	m.loops.Go("mirror lag", lag.run)
+	m.metrics.Mirror(m.Mirror, lag)
+	m.loops.Go("mirror lag", lag.Run)
 	srv, err := readapi.New(readapi.Config{
 		Mirror: m.Mirror, Logger: m.Logger.With("role", roleAPI), Metrics: metrics,
-		Behind: lag.behind, MaxLag: c.ReadyMaxLag, Degraded: m.Degraded,
+		Behind: lag.Behind, MaxLag: c.ReadyMaxLag, Degraded: m.Degraded,
 		KeyQuota: c.KeyQuota, IPQuota: c.IPQuota, RedirectQuota: c.RedirectQuota, Window: c.QuotaWindow,
 		TrustedProxies: c.TrustedProxies, ProxiedClientRequests: m.listeners.Budget().PerClient, AccessLog: c.AccessLog,
 		Files: fileSource{files}, FileCacheBytes: c.FileCacheBytes, FileDescriptors: m.listeners.Budget().Files,

@@ -2,7 +2,8 @@ package main
 
 import (
 	"context"
-	"runtime/metrics"
+
+	"github.com/opencarte/publisher/cmd/publisher/telemetry"
 )
 
 func (m *Main) status(ctx context.Context) map[string]any {
@@ -33,9 +34,9 @@ func (m *Main) status(ctx context.Context) map[string]any {
 		out["mirror"] = m.Mirror.Stats()
 	}
 	if m.mirrorLag != nil {
-		out["mirror_behind_seconds"] = m.mirrorLag.behind().Seconds()
+		out["mirror_behind_seconds"] = m.mirrorLag.Behind().Seconds()
 	}
-	out["memory"] = memoryStatus()
+	out["memory"] = telemetry.Memory()
 	if m.storage != nil {
 		st := m.storage.Status()
 		storage := map[string]any{"used_bytes": st.Used, "reserve_bytes": st.Reserve, "writes_refused": st.Full}
@@ -61,33 +62,6 @@ func (m *Main) status(ctx context.Context) map[string]any {
 			out["webhooks"] = st
 		} else {
 			out["webhooks_error"] = err.Error()
-		}
-	}
-	return out
-}
-
-// memoryMetrics are the runtime/metrics the status reports, by the name it gives them.
-var memoryMetrics = []struct{ name, metric string }{
-	{"heap_live_bytes", "/gc/heap/live:bytes"},
-	{"heap_goal_bytes", "/gc/heap/goal:bytes"},
-	{"go_total_bytes", "/memory/classes/total:bytes"},
-	{"go_released_bytes", "/memory/classes/heap/released:bytes"},
-	{"gc_cycles", "/gc/cycles/total:gc-cycles"},
-}
-
-// memoryStatus describes the process's memory as the Go runtime sees it: the heap's live bytes
-// after the last collection and its goal, and every byte mapped by the runtime (the embedded
-// NATS server's included), some of which it has released to the system.
-func memoryStatus() map[string]uint64 {
-	samples := make([]metrics.Sample, len(memoryMetrics))
-	for i, m := range memoryMetrics {
-		samples[i].Name = m.metric
-	}
-	metrics.Read(samples)
-	out := make(map[string]uint64, len(samples))
-	for i, s := range samples {
-		if s.Value.Kind() == metrics.KindUint64 {
-			out[memoryMetrics[i].name] = s.Value.Uint64()
 		}
 	}
 	return out

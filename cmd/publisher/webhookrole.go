@@ -19,7 +19,7 @@ func (m *Main) openWebhooks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	onAttempt := m.webhookAttempts() // once: the start below may be tried again
+	onAttempt := m.metrics.WebhookAttempts() // once: the start below may be tried again
 	m.Webhooks, err = provision(ctx, m, "the webhook streams and buckets", func(ctx context.Context) (*webhook.Dispatcher, error) {
 		return webhook.Open(ctx, wc, webhook.Config{
 			Window: c.WebhookWindow, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate,
@@ -32,5 +32,6 @@ func (m *Main) openWebhooks(ctx context.Context) error {
 		return fmt.Errorf("open webhook dispatcher: %w", err)
 	}
 	m.node.OnReconnect(wc, m.Webhooks.Reconnected)
+	m.metrics.Webhooks(m.Webhooks)
 	return nil
 }

@@ -52,6 +52,9 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/supervise", []string{"domain", "projections", "readapi", "webhook", "cmd"}, nil},
 		// The HTTP listeners serve what they are given within their share of the descriptors.
 		{"cmd/publisher/listeners", []string{"domain", "events", "webhook", "cmd"}, []string{"cmd/publisher/capacity"}},
+		// What the process tells about itself reads the roles through their readings' types: never
+		// package main, the admin API or the generations (the clock's status brings app with it).
+		{"cmd/publisher/telemetry", []string{"projections", "cmd"}, []string{"projections/dockey", "cmd/publisher/capacity", "cmd/publisher/clock", "cmd/publisher/app"}},
 		// The one binary wires every role; it links neither the benchmark nor the tests' helpers.
 		{"cmd/publisher", []string{"cmd/scalebench", "cmd/internal", "events/natstest", "readapi/openapi/openapitest"}, nil},
 		// The benchmark runs the built binary and links none of its roles.

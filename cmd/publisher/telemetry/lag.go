@@ -1,4 +1,4 @@
-package main
+package telemetry
 
 import (
 	"context"
@@ -9,25 +9,31 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/projections/dockey"
-	"github.com/opencarte/publisher/readapi"
 )
 
 // lagCheckEvery is how often a read node compares its mirror with the documents bucket.
 const lagCheckEvery = time.Second
 
-// mirrorLag follows how long the read API's mirror has been behind the documents bucket: every
-// second it reads the revision of the bucket's last bundle write (one NATS request, never on a
-// read's path) and compares it with what the mirror applied.
-type mirrorLag struct {
+// Lag follows how long the read API's mirror has been behind the documents bucket: every second
+// it reads the revision of the bucket's last bundle write (one NATS request, never on a read's
+// path) and compares it with what the mirror applied.
+type Lag struct {
 	js     jetstream.JetStream
-	mirror *readapi.Mirror
+	mirror lagging
 	bucket string           // the generation of the bucket stream is of
 	stream jetstream.Stream // the bucket's stream
 	since  atomic.Int64     // Unix ns since which the mirror is behind; 0 when it is not
 }
 
-func newMirrorLag(ctx context.Context, js jetstream.JetStream, mirror *readapi.Mirror) (*mirrorLag, error) {
-	l := &mirrorLag{js: js, mirror: mirror}
+// lagging is the read API's mirror as Lag compares it with its bucket.
+type lagging interface {
+	Bucket() jetstream.KeyValue // the generation of the bucket served
+	Applied() uint64            // the revision up to which every write is applied
+}
+
+// NewLag returns the lag of mirror behind its bucket, on js; Run follows it.
+func NewLag(ctx context.Context, js jetstream.JetStream, mirror lagging) (*Lag, error) {
+	l := &Lag{js: js, mirror: mirror}
 	if err := l.bind(ctx); err != nil {
 		return nil, err
 	}
@@ -35,7 +41,7 @@ func newMirrorLag(ctx context.Context, js jetstream.JetStream, mirror *readapi.M
 }
 
 // bind binds to the stream of the generation of the bucket the mirror serves.
-func (l *mirrorLag) bind(ctx context.Context) error {
+func (l *Lag) bind(ctx context.Context) error {
 	bucket := l.mirror.Bucket().Bucket()
 	if bucket == l.bucket {
 		return nil
@@ -48,9 +54,9 @@ func (l *mirrorLag) bind(ctx context.Context) error {
 	return nil
 }
 
-// behind says how long the mirror has been behind the bucket, 0 when it is not, or when NATS
+// Behind says how long the mirror has been behind the bucket, 0 when it is not, or when NATS
 // cannot say (the node then serves what it holds, as it would anyway).
-func (l *mirrorLag) behind() time.Duration {
+func (l *Lag) Behind() time.Duration {
 	since := l.since.Load()
 	if since == 0 {
 		return 0
@@ -58,7 +64,8 @@ func (l *mirrorLag) behind() time.Duration {
 	return time.Since(time.Unix(0, since))
 }
 
-func (l *mirrorLag) run(ctx context.Context) error {
+// Run compares the mirror with its bucket every lagCheckEvery until ctx ends.
+func (l *Lag) Run(ctx context.Context) error {
 	t := time.NewTicker(lagCheckEvery)
 	defer t.Stop()
 	for {

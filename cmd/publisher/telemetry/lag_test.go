@@ -1,0 +1,55 @@
+package telemetry
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/events/natstest"
+	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/runner"
+	"github.com/opencarte/publisher/readapi"
+)
+
+// TestMirrorLagSeesAMirrorBehind: a mirror that has not applied the bucket's last bundle write is
+// found behind, and for longer and longer.
+func TestMirrorLagSeesAMirrorBehind(t *testing.T) {
+	nc := natstest.Connect(t, natstest.Start(t))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := runner.OpenBucket(t.Context(), js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(t.Context(), dockey.Key("chez-marcel"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	mirror, err := readapi.NewMirror(kv, slog.New(slog.DiscardHandler)) // never run: it stays behind
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag, err := NewLag(t.Context(), js, mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go lag.Run(t.Context())
+	eventually(t, "the mirror found behind", func() bool { return lag.Behind() > 0 })
+	first := lag.Behind()
+	eventually(t, "the lag growing", func() bool { return lag.Behind() > first })
+}
+
+// eventually polls f until it holds, failing tb after 10s.
+func eventually(tb testing.TB, what string, f func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
