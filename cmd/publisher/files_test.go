@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/demo"
 	"github.com/opencarte/publisher/domain"
 )
 
@@ -49,7 +50,7 @@ func largePDF(t *testing.T, n int) []byte {
 	if _, err := rand.Read(filler); err != nil {
 		t.Fatal(err)
 	}
-	return pdfOf(
+	return demo.PDFOf(
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [] /Count 0 >>",
 		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", n, filler),
@@ -59,7 +60,7 @@ func largePDF(t *testing.T, n int) []byte {
 // The files an attacker sends: an HTML page and a ZIP archive that PDF readers open too, a WebP
 // header without an image, and a small PNG whose header says 65535×65535 pixels.
 var (
-	htmlWithPDF = slices.Concat([]byte("<!doctype html><script>alert(document.domain)</script><!--\n"), demoPDF("html"), []byte("-->\n%%EOF\n"))
+	htmlWithPDF = slices.Concat([]byte("<!doctype html><script>alert(document.domain)</script><!--\n"), demo.PDF("html"), []byte("-->\n%%EOF\n"))
 	webpHeader  = []byte{'R', 'I', 'F', 'F', 22, 0, 0, 0, 'W', 'E', 'B', 'P', 'V', 'P', '8', 'X', 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 )
 
@@ -71,7 +72,7 @@ func zipWithPDF(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Write(demoPDF("zip"))
+	f.Write(demo.PDF("zip"))
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,10 +137,10 @@ func TestMenuFilesRoundTrip(t *testing.T) {
 		name, contentType string
 		data              []byte
 	}{
-		{"png", "image/png", demoPNG(color.RGBA{1, 2, 3, 255}, color.RGBA{4, 5, 6, 255})},
+		{"png", "image/png", demo.PNG(color.RGBA{1, 2, 3, 255}, color.RGBA{4, 5, 6, 255})},
 		{"jpeg", "image/jpeg", testJPEG(t)},
 		{"webp", "image/webp", testWebP},
-		{"pdf", "application/pdf", demoPDF("round trip")},
+		{"pdf", "application/pdf", demo.PDF("round trip")},
 		{"pdf of several chunks", "application/pdf", largePDF(t, 300<<10)},
 	}
 	for _, f := range files {
@@ -197,8 +198,8 @@ func TestRefusedFilesAppendNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pdf := demoPDF("truncated")
-	png := demoPNG(color.RGBA{9, 9, 9, 255})
+	pdf := demo.PDF("truncated")
+	png := demo.PNG(color.RGBA{9, 9, 9, 255})
 	tooLarge := largePDF(t, 11_000_000)
 	cases := []struct {
 		name   string
@@ -276,7 +277,7 @@ func TestUploadedFilesInDocumentsAndRedirects(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-24")
 	key := importDemo(t, m)
 	ctx := context.Background()
-	card := demoPDF("carte")
+	card := demo.PDF("carte")
 	r := m.upload(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/master-menu?wait=true", "application/octet-stream", card)
 	if r.status != 200 {
 		t.Fatalf("PUT master-menu: got %d %s", r.status, r.body)
@@ -286,7 +287,7 @@ func TestUploadedFilesInDocumentsAndRedirects(t *testing.T) {
 		t.Errorf("/r/master_menu: got %d Location %q, want %s", got.status, got.header.Get("Location"), url)
 	}
 	// Two pages in one request, as the "en" file of la-carte's version.
-	p1, p2 := demoPNG(color.RGBA{1, 1, 1, 255}), demoPNG(color.RGBA{2, 2, 2, 255})
+	p1, p2 := demo.PNG(color.RGBA{1, 1, 1, 255}), demo.PNG(color.RGBA{2, 2, 2, 255})
 	body, ct := multipartBody(t, "page.png", "image/png", p1, p2)
 	r = m.upload(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/menu-types/vins/versions/2026/assets?language_scope=en&wait=true", ct, body)
 	if r.status != 200 || !bytes.Contains(r.body, []byte(`"events":1`)) {
@@ -309,7 +310,7 @@ func TestUploadedFilesInDocumentsAndRedirects(t *testing.T) {
 	// A digest in an imported document is a stored file's URL once imported; an unknown one is
 	// refused, naming the field.
 	in := st.Establishment
-	in.MasterMenuURL = ptr(string(domain.DigestOf(p1)))
+	in.MasterMenuURL = new(string(domain.DigestOf(p1)))
 	b, _ := json.Marshal(in)
 	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", b); r.status != 200 {
 		t.Fatalf("import with a digest: got %d %s", r.status, r.body)
@@ -318,12 +319,12 @@ func TestUploadedFilesInDocumentsAndRedirects(t *testing.T) {
 		t.Errorf("/r/master_menu after an import by digest: Location %q", got.header.Get("Location"))
 	}
 	before, _ := m.Store.LastStreamSequence(ctx)
-	in.MasterMenuURL = ptr(string(domain.DigestOf([]byte("never uploaded"))))
+	in.MasterMenuURL = new(string(domain.DigestOf([]byte("never uploaded"))))
 	b, _ = json.Marshal(in)
 	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", b); r.status != 422 || !strings.Contains(string(r.body), "master_menu_url: no file sha256:") {
 		t.Errorf("import with an unknown digest: got %d %s, want 422 naming master_menu_url", r.status, r.body)
 	}
-	in.MasterMenuURL = ptr(m.HTTPURL + "/files/" + domain.DigestOf([]byte("typo")).FileName())
+	in.MasterMenuURL = new(m.HTTPURL + "/files/" + domain.DigestOf([]byte("typo")).FileName())
 	b, _ = json.Marshal(in)
 	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", b); r.status != 422 {
 		t.Errorf("import with the URL of a file this service does not hold: got %d %s, want 422", r.status, r.body)
@@ -412,7 +413,7 @@ func TestFileRangesHeadAndNotModified(t *testing.T) {
 
 func TestUnknownFilesCountAgainstTheRedirectQuota(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-24", func(c *Config) { c.RedirectQuota = 3 })
-	png := demoPNG(color.RGBA{3, 3, 3, 255})
+	png := demo.PNG(color.RGBA{3, 3, 3, 255})
 	if r := m.upload(t, http.MethodPost, "/admin/v1/files", "image/png", png); r.status != 201 {
 		t.Fatalf("upload: %d %s", r.status, r.body)
 	}
@@ -456,8 +457,8 @@ func TestCollectFilesKeepsWhatIsReferred(t *testing.T) {
 		c.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Add(slow.Load()))) }
 	})
 	importDemo(t, m)
-	a, b, c, d := demoPDF("a"), demoPDF("b"), demoPDF("c"), demoPDF("d")
-	orphan := demoPDF("never referred to")
+	a, b, c, d := demo.PDF("a"), demo.PDF("b"), demo.PDF("c"), demo.PDF("d")
+	orphan := demo.PDF("never referred to")
 	upload := func(files ...[]byte) {
 		t.Helper()
 		for _, f := range files {
@@ -528,7 +529,7 @@ func TestCollectFilesKeepsWhatIsReferred(t *testing.T) {
 	}
 	// A collection whose reading of the establishments takes half the grace period or more
 	// removes nothing: a file referred to meanwhile might not have been touched.
-	late := demoPDF("collected late")
+	late := demo.PDF("collected late")
 	upload(late)
 	slow.Store(int64(40 * time.Minute))
 	ahead.Add(int64(2 * time.Hour))
@@ -544,7 +545,7 @@ func TestChangingThePublicURLMovesTheFiles(t *testing.T) {
 	at := func(base string) func(*Config) { return func(c *Config) { c.PublicURL = base } }
 	m := openMain(t, dir, "2026-11-24", at("https://menus-a.example"))
 	importDemo(t, m)
-	card := demoPDF("moving card")
+	card := demo.PDF("moving card")
 	if r := m.upload(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/master-menu?wait=true", "application/pdf", card); r.status != 200 {
 		t.Fatalf("PUT master-menu: %d %s", r.status, r.body)
 	}
@@ -565,7 +566,7 @@ func TestChangingThePublicURLMovesTheFiles(t *testing.T) {
 func TestUploadsUnderAnIdempotencyKeyAndToMissingTargets(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-24")
 	importDemo(t, m)
-	card := demoPDF("keyed")
+	card := demo.PDF("keyed")
 	keyed := func(key string, data []byte) reply {
 		return do(t, http.MethodPut, m.AdminURL+"/admin/v1/establishments/chez-marcel/master-menu", data,
 			"Authorization", "Bearer "+testAdminToken, "Content-Type", "application/pdf", "Idempotency-Key", key)
@@ -575,12 +576,12 @@ func TestUploadsUnderAnIdempotencyKeyAndToMissingTargets(t *testing.T) {
 	if first.status != 200 || again.status != 200 || !bytes.Contains(again.body, []byte(`"duplicate":true`)) {
 		t.Errorf("the same upload twice under one key: %d %s, then %d %s; want the second a duplicate", first.status, first.body, again.status, again.body)
 	}
-	if other := keyed("card-1", demoPDF("another card")); other.status != 422 {
+	if other := keyed("card-1", demo.PDF("another card")); other.status != 422 {
 		t.Errorf("another file under the same key: got %d %s, want 422", other.status, other.body)
 	}
 	// A slug that reads like an upload's path is an ordinary import, its key honoured.
-	demo, _ := os.ReadFile("demo.json")
-	doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "assets"`), 1)
+	sample, _ := os.ReadFile("demo.json")
+	doc := bytes.Replace(sample, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "assets"`), 1)
 	put := func() reply {
 		return do(t, http.MethodPut, m.AdminURL+"/admin/v1/establishments/assets", doc,
 			"Authorization", "Bearer "+testAdminToken, "Content-Type", "application/json", "Idempotency-Key", "assets-1")
@@ -599,7 +600,7 @@ func TestUploadsUnderAnIdempotencyKeyAndToMissingTargets(t *testing.T) {
 		if strings.HasSuffix(path, "master-menu") {
 			method = http.MethodPut
 		}
-		if r := m.upload(t, method, path, "application/pdf", demoPDF(path)); r.status != 404 {
+		if r := m.upload(t, method, path, "application/pdf", demo.PDF(path)); r.status != 404 {
 			t.Errorf("%s %s: got %d %s, want 404", method, path, r.status, r.body)
 		}
 	}

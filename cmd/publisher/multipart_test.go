@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opencarte/publisher/cmd/publisher/demo"
 )
 
 // TestMalformedMultipartBodiesAreRefused: an upload whose multipart framing is wrong (a part's
@@ -21,14 +23,14 @@ import (
 func TestMalformedMultipartBodiesAreRefused(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-24")
 	importDemo(t, m)
-	png := string(demoPNG(color.RGBA{1, 2, 3, 255}))
+	png := string(demo.PNG(color.RGBA{1, 2, 3, 255}))
 	const ct = "multipart/form-data; boundary=B0UND"
 	head := func(extra string) string {
 		return "--B0UND\r\nContent-Disposition: form-data; name=\"file\"; filename=\"menu.png\"\r\n" + extra + "Content-Type: image/png\r\n\r\n"
 	}
 	part := head("") + png + "\r\n"
 	// The start of a file that goes on can be a whole file of its own: a PDF followed by its update.
-	firstRevision := string(demoPDF("first"))
+	firstRevision := string(demo.PDF("first"))
 	cases := []struct {
 		name, contentType, body string
 		status                  int
@@ -97,7 +99,7 @@ func TestUploadCutShortIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, update := demoPDF("first"), demoPDF("second")
+	first, update := demo.PDF("first"), demo.PDF("second")
 	conn, err := net.Dial("tcp", strings.TrimPrefix(m.AdminURL, "http://"))
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/x509"
+	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
+	"github.com/opencarte/publisher/cmd/publisher/demo"
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/cmd/publisher/heapfloor"
 	"github.com/opencarte/publisher/cmd/publisher/node"
@@ -258,6 +260,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	case err := <-m.Err():
 		return err
 	}
+}
+
+// demoSample is the sample establishment --demo loads, in the admin API's JSON: the file the
+// documentation and the local cluster's script give as an example too.
+//
+//go:embed demo.json
+var demoSample []byte
+
+// loadDemo loads the sample establishment and prints the requests that show it.
+func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
+	if !m.Config.has(roleProjector) || m.HTTPURL == "" {
+		return errors.New("--demo needs the api and projector roles")
+	}
+	return demo.Load(ctx, demo.Config{
+		Sample: demoSample, Commands: m.Commands, Today: m.Clock.Today, Served: m.Served,
+		PublicURL: m.PublicURL(), AdminURL: m.AdminURL, AdminToken: m.AdminToken,
+	}, out)
 }
 
 func rolesOf(c Config) []string {

@@ -55,6 +55,8 @@ func TestDependencyDirection(t *testing.T) {
 		// What the process tells about itself reads the roles through their readings' types: never
 		// package main, the admin API or the generations (the clock's status brings app with it).
 		{"cmd/publisher/telemetry", []string{"projections", "cmd"}, []string{"projections/dockey", "cmd/publisher/capacity", "cmd/publisher/clock", "cmd/publisher/app"}},
+		// The demo goes through the application layer, as the admin API would.
+		{"cmd/publisher/demo", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
 		// The one binary wires every role; it links neither the benchmark nor the tests' helpers.
 		{"cmd/publisher", []string{"cmd/scalebench", "cmd/internal", "events/natstest", "readapi/openapi/openapitest"}, nil},
 		// The benchmark runs the built binary and links none of its roles.

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// demoPDF returns a one-page PDF document that prints lines, for the demo's unified card.
-func demoPDF(lines ...string) []byte {
+// PDF returns a one-page PDF document that prints lines, for the demo's unified card.
+func PDF(lines ...string) []byte {
 	var text strings.Builder
 	text.WriteString("BT /F1 18 Tf 72 760 Td 24 TL\n")
 	for _, l := range lines {
@@ -18,7 +18,7 @@ func demoPDF(lines ...string) []byte {
 		fmt.Fprintf(&text, "(%s) Tj T*\n", l)
 	}
 	text.WriteString("ET")
-	return pdfOf(
+	return PDFOf(
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
@@ -27,9 +27,9 @@ func demoPDF(lines ...string) []byte {
 	)
 }
 
-// pdfOf returns a PDF document of the objects given, numbered from 1, the first its catalog, with
+// PDFOf returns a PDF document of the objects given, numbered from 1, the first its catalog, with
 // its cross-reference table and trailer.
-func pdfOf(objects ...string) []byte {
+func PDFOf(objects ...string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.7\n")
 	offsets := make([]int, len(objects))
@@ -46,8 +46,8 @@ func pdfOf(objects ...string) []byte {
 	return b.Bytes()
 }
 
-// demoPNG returns a small striped PNG image in the colours given, for the demo's menu pages.
-func demoPNG(stripes ...color.RGBA) []byte {
+// PNG returns a small striped PNG image in the colours given, for the demo's menu pages.
+func PNG(stripes ...color.RGBA) []byte {
 	img := image.NewRGBA(image.Rect(0, 0, 240, 320))
 	for y := range 320 {
 		for x := range 240 {
