@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -68,12 +67,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
-}
-
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	return slog.New(boundedHandler{slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})}), nil
 }

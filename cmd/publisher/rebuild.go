@@ -10,6 +10,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/cmd/publisher/generation"
+	"github.com/opencarte/publisher/cmd/publisher/logging"
 	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/progress"
 	"github.com/opencarte/publisher/projections/runner"
@@ -46,7 +47,7 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	case *handover <= 0 || *switchTimeout <= 0:
 		return fmt.Errorf("--handover-timeout %s, --switch-timeout %s: want positive durations", *handover, *switchTimeout)
 	}
-	logger, err := newLogger(stderr, *logLevel)
+	logger, err := logging.New(stderr, *logLevel)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/demo"
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/cmd/publisher/heapfloor"
+	"github.com/opencarte/publisher/cmd/publisher/logging"
 	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
@@ -226,7 +227,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		return err
 	}
 	cfg.SecretKeys = getenv(secretKeysEnv)
-	logger, err := newLogger(stderr, cfg.LogLevel)
+	logger, err := logging.New(stderr, cfg.LogLevel)
 	if err != nil {
 		return err
 	}

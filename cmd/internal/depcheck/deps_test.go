@@ -57,6 +57,8 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/telemetry", []string{"projections", "cmd"}, []string{"projections/dockey", "cmd/publisher/capacity", "cmd/publisher/clock", "cmd/publisher/app"}},
 		// The demo goes through the application layer, as the admin API would.
 		{"cmd/publisher/demo", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
+		// The logger is the standard library's, its lines bounded.
+		{"cmd/publisher/logging", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com", "golang.org"}, nil},
 		// The one binary wires every role; it links neither the benchmark nor the tests' helpers.
 		{"cmd/publisher", []string{"cmd/scalebench", "cmd/internal", "events/natstest", "readapi/openapi/openapitest"}, nil},
 		// The benchmark runs the built binary and links none of its roles.

@@ -1,4 +1,4 @@
-package main
+package logging
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 // value, many values, all come out as a line of a few kilobytes that still says what happened.
 func TestLogLinesAreBounded(t *testing.T) {
 	var buf bytes.Buffer
-	logger, err := newLogger(&buf, "debug")
+	logger, err := New(&buf, "debug")
 	if err != nil {
 		t.Fatal(err)
 	}
