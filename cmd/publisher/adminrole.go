@@ -15,6 +15,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 	"github.com/opencarte/publisher/cmd/publisher/telemetry"
+	"github.com/opencarte/publisher/cmd/publisher/webhookapp"
 )
 
 // startAdmin serves the admin API, and runs the admin role's loops: the collection of files
@@ -25,7 +26,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		return err
 	}
 	m.AdminToken = token
-	hooks := deliveries{m.Webhooks}
+	hooks := webhookapp.NewDeliveries(m.Webhooks)
 	cfg := admin.Config{
 		Commands: m.Commands, Token: token, Deliveries: app.NewDeliveries(m.Commands, hooks, hooks),
 		Logger: m.Logger.With("role", roleAdmin), Status: m.status, WaitLimit: m.Config.WaitLimit,

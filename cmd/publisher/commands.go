@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/cmd/publisher/webhookapp"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
@@ -33,7 +34,7 @@ func (m *Main) openCommands(ctx context.Context, js jetstream.JetStream, snapsho
 		cfg.Files = m.Files
 	}
 	if m.Webhooks != nil {
-		cfg.Webhooks = endpointRegistry{m.Webhooks.Registry()}
+		cfg.Webhooks = webhookapp.NewRegistry(m.Webhooks.Registry())
 	}
 	// A change is refused when the establishment's documents would not fit the bucket: accepted,
 	// it could never be served.

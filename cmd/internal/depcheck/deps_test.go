@@ -59,6 +59,8 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/demo", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
 		// The logger is the standard library's, its lines bounded.
 		{"cmd/publisher/logging", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com", "golang.org"}, nil},
+		// The webhook dispatcher as the application layer sees it: no other role.
+		{"cmd/publisher/webhookapp", []string{"projections", "readapi", "cmd"}, []string{"cmd/publisher/app"}},
 		// The one binary wires every role; it links neither the benchmark nor the tests' helpers.
 		{"cmd/publisher", []string{"cmd/scalebench", "cmd/internal", "events/natstest", "readapi/openapi/openapitest"}, nil},
 		// The benchmark runs the built binary and links none of its roles.
