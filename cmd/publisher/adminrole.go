@@ -32,7 +32,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Logger: m.Logger.With("role", roleAdmin), Status: m.status, WaitLimit: m.Config.WaitLimit,
 		Debug: telemetry.Profiles(), Observe: m.metrics.AdminRequests(),
 	}
-	cfg.Projection = m.served
+	cfg.Projection = m.gens.served
 	api, err := admin.NewAPI(cfg)
 	if err != nil {
 		return err

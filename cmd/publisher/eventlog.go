@@ -50,15 +50,15 @@ func (m *Main) startEventLog(ctx context.Context, js jetstream.JetStream) (share
 func (m *Main) startGenerations(ctx context.Context, js jetstream.JetStream) error {
 	c := &m.Config
 	var err error
-	m.generations, err = provision(ctx, m, "the generations bucket", func(ctx context.Context) (*generation.Watch, error) {
+	m.gens.watch, err = provision(ctx, m, "the generations bucket", func(ctx context.Context) (*generation.Watch, error) {
 		return generation.OpenWatch(ctx, js, c.Replicas, m.Logger)
 	})
 	if err != nil {
 		return fmt.Errorf("open generations bucket: %w", err)
 	}
-	m.loops.Go("generations", m.generations.Run)
-	m.node.OnReconnect(m.Conn, m.generations.Rewatch)
-	g, _ := m.generations.State()
+	m.loops.Go("generations", m.gens.watch.Run)
+	m.node.OnReconnect(m.Conn, m.gens.watch.Rewatch)
+	g, _ := m.gens.watch.State()
 	m.Docs, err = provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
 		switch {
 		case c.has(roleProjector):

@@ -57,21 +57,23 @@ type Main struct {
 	listeners *listeners.Set      // the HTTP listeners, within the process's file descriptors
 	metrics   *telemetry.Registry // nil without a metrics listener
 	mirrorLag *telemetry.Lag      // nil without the read API
-	// generations follows which generation of the documents is served; projector supervises
-	// the projector, nil without the role.
-	generations *generation.Watch
-	projector   *generation.Supervisor
-	// served answers when a change is served.
-	served *generation.Waiter
+	gens      generations         // this process's part in the documents' generations
+}
+
+// generations is what a process follows and runs of the documents' generations.
+type generations struct {
+	watch     *generation.Watch      // which generation is served
+	projector *generation.Supervisor // the projector under its lease; nil without the role
+	served    *generation.Waiter     // answers when a change is served
 }
 
 // Projector returns the projector this process runs, nil when it runs none (another process holds
 // the lease, or a rebuild is switching generations).
 func (m *Main) Projector() *runner.Projector {
-	if m.projector == nil {
+	if m.gens.projector == nil {
 		return nil
 	}
-	return m.projector.Projector()
+	return m.gens.projector.Projector()
 }
 
 // Open starts everything the configuration asks for and returns once the roles run.
@@ -120,10 +122,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	m.metrics.Process(telemetry.Process{
-		Conns: m.node.Conns, Log: m.Store, Storage: m.storage, Listeners: m.listeners,
-		Generation: func() int { g, _ := m.generations.State(); return g.Served() },
-	})
 	// The clock does not wait for the read API: a restart across midnight starts the days at once.
 	if c.has(roleClock) {
 		if err := m.startClock(ctx); err != nil {
@@ -135,7 +133,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	m.served = m.newWaiter(js)
+	m.gens.served = m.newWaiter(js)
 	if c.has(roleAdmin) {
 		if err := m.startAdmin(ctx); err != nil {
 			return err
@@ -176,17 +174,21 @@ func (m *Main) prepare() error {
 // newWaiter returns what answers when a change is served, on this process's projector or
 // another's, and in the read API when this process serves it.
 func (m *Main) newWaiter(js jetstream.JetStream) *generation.Waiter {
-	w := &generation.Waiter{Supervisor: m.projector, Watch: m.generations, JetStream: js}
+	w := &generation.Waiter{Supervisor: m.gens.projector, Watch: m.gens.watch, JetStream: js}
 	if m.Mirror != nil {
 		w.Mirror = m.Mirror
 	}
 	return w
 }
 
-// startLast starts what waits for every role: the metrics listener, the storage guard's
-// readings and the webhook deliveries.
+// startLast starts what waits for every role: the metrics listener, with the readings of the
+// process's parts, the storage guard's readings and the webhook deliveries.
 func (m *Main) startLast() error {
 	if m.metrics != nil {
+		m.metrics.Process(telemetry.Process{
+			Conns: m.node.Conns, Log: m.Store, Storage: m.storage, Listeners: m.listeners,
+			Generation: func() int { g, _ := m.gens.watch.State(); return g.Served() },
+		})
 		url, err := m.listeners.Listen(m.Config.MetricsAddr, capacity.ListenerMetrics, "metrics", m.metrics.Handler())
 		if err != nil {
 			return fmt.Errorf("metrics: %w", err)
@@ -267,5 +269,5 @@ func (m *Main) Close() {
 // Served returns once the record at sequence seq of establishment slug is projected and, when
 // this process serves the read API, in its mirror: a read on this node then answers with it.
 func (m *Main) Served(ctx context.Context, slug domain.Slug, seq uint64) error {
-	return m.served.Served(ctx, slug, seq)
+	return m.gens.served.Served(ctx, slug, seq)
 }

@@ -30,7 +30,7 @@ func (m *Main) startProjector(ctx context.Context, js jetstream.JetStream, signa
 	var replayAsked atomic.Bool
 	replayAsked.Store(c.ProjectorReplay)
 	sup, err := generation.NewSupervisor(generation.Config{
-		JetStream: js, Replicas: c.Replicas, Watch: m.generations, Holder: processName(), Embedded: m.NATS != nil,
+		JetStream: js, Replicas: c.Replicas, Watch: m.gens.watch, Holder: processName(), Embedded: m.NATS != nil,
 		New: func(docs, state jetstream.KeyValue) (*runner.Projector, error) {
 			notifier := generation.SignalNotifier{Signals: signals, Count: rendered}
 			return runner.New(runner.Config{
@@ -55,7 +55,7 @@ func (m *Main) startProjector(ctx context.Context, js jetstream.JetStream, signa
 	if err := sup.Start(ctx); err != nil {
 		return err
 	}
-	m.projector = sup
+	m.gens.projector = sup
 	m.loops.Go(roleProjector, sup.Run)
 	return nil
 }

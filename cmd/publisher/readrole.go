@@ -59,7 +59,7 @@ func (m *Main) startAPI(ctx context.Context) error {
 func (m *Main) startMirror(ctx context.Context, mc *nats.Conn, mjs jetstream.JetStream) error {
 	// The read API binds to the generation of the documents bucket served, which a process with
 	// other roles may be creating: it waits for it.
-	g, _ := m.generations.State()
+	g, _ := m.gens.watch.State()
 	docs, err := provision(ctx, m, "the documents bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
 		name, _ := runner.GenerationBuckets(g.Served())
 		return mjs.KeyValue(ctx, name)
@@ -73,7 +73,7 @@ func (m *Main) startMirror(ctx context.Context, mc *nats.Conn, mjs jetstream.Jet
 	}
 	m.node.OnReconnect(mc, m.Mirror.Rewatch)
 	m.loops.Go("mirror", m.Mirror.Run)
-	m.loops.Go("mirror generations", func(ctx context.Context) error { return m.generations.Follow(ctx, mjs, m.Mirror, g.Served()) })
+	m.loops.Go("mirror generations", func(ctx context.Context) error { return m.gens.watch.Follow(ctx, mjs, m.Mirror, g.Served()) })
 	// A rebuild removes the old generation once no read node serves it: each says which it serves.
 	if err := generation.AnswerServed(mc, func() string { return m.Mirror.Bucket().Bucket() }); err != nil {
 		return fmt.Errorf("read api: %w", err)

@@ -21,7 +21,7 @@ func (m *Main) status(ctx context.Context) map[string]any {
 			out["projector_behind_records"] = seq - min(seq, p.Position())
 		}
 	}
-	if g, _ := m.generations.State(); true {
+	if g, _ := m.gens.watch.State(); true {
 		out["documents_generation"] = g.Served()
 		if g.Rebuild != nil {
 			out["rebuild"] = g.Rebuild
