@@ -2,18 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
-	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 	"github.com/opencarte/publisher/cmd/publisher/telemetry"
 	"github.com/opencarte/publisher/cmd/publisher/webhookapp"
 )
@@ -47,42 +41,6 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	}
 	m.loops.Go("secret sweep", m.sweepSecrets)
 	return nil
-}
-
-// adminToken returns the configured token, the one in --admin-token-file, or the one kept in the
-// data directory, creating it.
-func (m *Main) adminToken() (string, error) {
-	c := &m.Config
-	if c.AdminToken != "" {
-		return c.AdminToken, nil
-	}
-	if c.AdminTokenFile != "" {
-		b, err := secretfile.Read(c.AdminTokenFile)
-		if err != nil {
-			return "", fmt.Errorf("--admin-token-file: %w", err)
-		}
-		token := strings.TrimSpace(string(b))
-		if token == "" {
-			return "", fmt.Errorf("--admin-token-file %s: empty", c.AdminTokenFile)
-		}
-		return token, nil
-	}
-	path := filepath.Join(c.DataDir, "admin-token")
-	b, err := secretfile.Read(path)
-	if err == nil && len(strings.TrimSpace(string(b))) >= 16 {
-		return strings.TrimSpace(string(b)), nil
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("admin token: %w", err)
-	}
-	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
-		return "", fmt.Errorf("data dir: %w", err)
-	}
-	token := app.NewID("adm")
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write admin token: %w", err)
-	}
-	return token, nil
 }
 
 // collectFiles removes, every FileCollectEvery, the uploaded files nothing refers to. A failed

@@ -1,7 +1,3 @@
-// Command publisher is the one binary of the content publisher: it serves the read API, projects
-// the event log, delivers webhooks, runs the clock and the admin API (any set of these roles),
-// on an embedded NATS server by default or on a NATS cluster, and drives the admin API from the
-// command line (the admin and import commands, in package client).
 package main
 
 import (

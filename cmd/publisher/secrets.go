@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/secretfile"
 	"github.com/opencarte/publisher/webhook"
 )
@@ -67,6 +68,42 @@ func (m *Main) masterKeys() (*webhook.MasterKeys, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return mk, nil
+}
+
+// adminToken returns the configured token, the one in --admin-token-file, or the one kept in the
+// data directory, creating it.
+func (m *Main) adminToken() (string, error) {
+	c := &m.Config
+	if c.AdminToken != "" {
+		return c.AdminToken, nil
+	}
+	if c.AdminTokenFile != "" {
+		b, err := secretfile.Read(c.AdminTokenFile)
+		if err != nil {
+			return "", fmt.Errorf("--admin-token-file: %w", err)
+		}
+		token := strings.TrimSpace(string(b))
+		if token == "" {
+			return "", fmt.Errorf("--admin-token-file %s: empty", c.AdminTokenFile)
+		}
+		return token, nil
+	}
+	path := filepath.Join(c.DataDir, "admin-token")
+	b, err := secretfile.Read(path)
+	if err == nil && len(strings.TrimSpace(string(b))) >= 16 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return "", fmt.Errorf("data dir: %w", err)
+	}
+	token := app.NewID("adm")
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	return token, nil
 }
 
 // secretSweepEvery is how often the admin role sweeps the signing secrets.
