@@ -244,12 +244,8 @@ func (p *Signals) Publish(ctx context.Context, s Signal) error {
 		if attempt == signalAttempts || ctx.Err() != nil {
 			return fmt.Errorf("publish signal %s revision %d: %w", subject, s.Revision, err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("publish signal %s revision %d: %w", subject, s.Revision, errors.Join(err, ctx.Err()))
-		case <-t.C:
+		if serr := Sleep(ctx, wait); serr != nil {
+			return fmt.Errorf("publish signal %s revision %d: %w", subject, s.Revision, errors.Join(err, serr))
 		}
 		wait *= 2
 	}

@@ -247,12 +247,8 @@ func (s *Store) publish(ctx context.Context, subject string, data []byte, comman
 		if !hasCode(err, codeDuplicateInProcess) || attempt == inProcessAttempts {
 			return ack, err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, errors.Join(err, ctx.Err())
-		case <-t.C:
+		if serr := Sleep(ctx, wait); serr != nil {
+			return nil, errors.Join(err, serr)
 		}
 		wait = min(2*wait, inProcessMaxWait)
 	}

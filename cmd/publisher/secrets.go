@@ -13,6 +13,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/secretfile"
+	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/webhook"
 )
 
@@ -126,12 +127,8 @@ func (m *Main) sweepSecrets(ctx context.Context) error {
 			m.Logger.Log(ctx, level, "webhook signing secrets swept", "endpoints", rep.Endpoints, "sealed", rep.Sealed,
 				"reencrypted", rep.Reencrypted, "pruned", rep.Pruned, "erased", rep.Erased, "remaining", rep.Remaining, "failed", rep.Failed)
 		}
-		t := time.NewTimer(secretSweepEvery)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if events.Sleep(ctx, secretSweepEvery) != nil {
 			return nil
-		case <-t.C:
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/opencarte/publisher/events"
 )
 
 // LeasesBucket holds the leases.
@@ -87,12 +88,8 @@ func waitLease(ctx context.Context, kv jetstream.KeyValue, name, holder string, 
 		if notTaken != nil {
 			notTaken(other, err)
 		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := events.Sleep(ctx, poll); err != nil {
+			return nil, err
 		}
 	}
 }

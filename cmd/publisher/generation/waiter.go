@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/dockey"
 	"github.com/opencarte/publisher/projections/runner"
 )
@@ -92,12 +93,8 @@ func (w *Waiter) projectedElsewhere(ctx context.Context, seq uint64) (string, er
 		if err == nil && ok && pos >= seq {
 			return docs, nil
 		}
-		t := time.NewTimer(250 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return "", fmt.Errorf("wait for sequence %d (checkpointed %d): %w", seq, pos, ctx.Err())
-		case <-t.C:
+		if err := events.Sleep(ctx, 250*time.Millisecond); err != nil {
+			return "", fmt.Errorf("wait for sequence %d (checkpointed %d): %w", seq, pos, err)
 		}
 	}
 }
