@@ -59,7 +59,7 @@ func (n *Node) Provision(ctx context.Context, what string, open func(context.Con
 		n.waiting(what)
 		if time.Since(reported) >= provisionReport {
 			args := []any{"what", what, "waited", time.Since(started).Round(time.Second), "err", err}
-			if HasCode(err, errCodeInsufficientResources) && time.Since(started) > time.Minute {
+			if hasCode(err, errCodeInsufficientResources) && time.Since(started) > time.Minute {
 				args = append(args, "hint", "check --replicas against the number of the cluster's JetStream servers")
 			}
 			log.Warn("nats: waiting for JetStream", args...)
@@ -102,11 +102,11 @@ var errConnectionClosed = errors.New("connection closed")
 // does not allow, JetStream not enabled).
 func permanent(err error) bool {
 	return errors.Is(err, errConnectionClosed) || errors.Is(err, nats.ErrConnectionClosed) ||
-		HasCode(err, 10074, 10052, 10058, 10065, jetstream.JSErrCodeJetStreamNotEnabledForAccount)
+		hasCode(err, 10074, 10052, 10058, 10065, jetstream.JSErrCodeJetStreamNotEnabledForAccount)
 }
 
-// HasCode says whether err is a JetStream API error of one of codes.
-func HasCode(err error, codes ...jetstream.ErrorCode) bool {
+// hasCode says whether err is a JetStream API error of one of codes.
+func hasCode(err error, codes ...jetstream.ErrorCode) bool {
 	var apiErr *jetstream.APIError
 	if !errors.As(err, &apiErr) {
 		return false
