@@ -70,11 +70,11 @@ func TestGolden(t *testing.T) {
 				}
 				want, err := os.ReadFile(path)
 				if err != nil {
-					t.Errorf("%s: %v (run go test ./projections -Update)", path, err)
+					t.Errorf("%s: %v (run go test ./projections -update)", path, err)
 					continue
 				}
 				if !bytes.Equal(got[name], want) {
-					t.Errorf("%s differs (run go test ./projections -Update and review the diff)\ngot:  %s\nwant: %s", path, got[name], want)
+					t.Errorf("%s differs (run go test ./projections -update and review the diff)\ngot:  %s\nwant: %s", path, got[name], want)
 				}
 			}
 		})
@@ -193,6 +193,6 @@ func TestRenderRevisionFollowsTheGoldens(t *testing.T) {
 	}
 	got := hex.EncodeToString(h.Sum(nil))
 	if fingerprints[RenderRevision] != got {
-		t.Errorf("the golden documents of render revision %d have fingerprint %s, recorded %q: if the Rendering changed, raise RenderRevision and record the new fingerprint under it", RenderRevision, got, fingerprints[RenderRevision])
+		t.Errorf("the golden documents of render revision %d have fingerprint %s, recorded %q: if the rendering changed, raise RenderRevision and record the new fingerprint under it", RenderRevision, got, fingerprints[RenderRevision])
 	}
 }

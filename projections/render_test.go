@@ -462,7 +462,7 @@ func TestRenderIsPureAndDeterministic(t *testing.T) {
 	}
 	after, _ := json.Marshal(e)
 	if !bytes.Equal(before, after) {
-		t.Errorf("Rendering modified the aggregate")
+		t.Errorf("rendering modified the aggregate")
 	}
 	va, _ := dockey.EncodeBundle(&a)
 	vb, _ := dockey.EncodeBundle(&b)
@@ -513,7 +513,7 @@ func TestSameAccessCoversBundle(t *testing.T) {
 		got = append(got, typ.Field(i).Name)
 	}
 	if diff := cmp.Diff(known, got); diff != "" {
-		t.Errorf("dockey.Bundle fields changed; Update sameAccess and this list (-known +got):\n%s", diff)
+		t.Errorf("dockey.Bundle fields changed; update SameAccess and this list (-known +got):\n%s", diff)
 	}
 }
 
