@@ -35,7 +35,7 @@
 // Waiter answers when a change is served, on this process's projector or another's checkpoint,
 // and in this process's read API when it has one: what ?wait=true waits for.
 //
-// It imports projections/runner, events and nats.go, never the read API, the webhooks, the admin
+// It imports projections/runner, projections/dockey, domain, events and nats.go, never the read API, the webhooks, the admin
 // API or package main: the process gives it what it needs (a way to provision with retries,
 // where to report health, a logger) through Config and RebuildConfig.
 package generation

@@ -17,6 +17,5 @@
 //
 // It reports through what it is given, a *slog.Logger and a function that hears what it waits
 // for, and imports nats-server, nats.go, events (its sleep), capacity and secretfile; nothing of the
-// service's roles.
-// Client is how the other commands (verify, rebuild) reach the service's NATS.
+// service's roles. Client is how the other commands (verify, rebuild) reach the service's NATS.
 package node
