@@ -31,7 +31,7 @@ func (m *Main) startProjector(ctx context.Context, js jetstream.JetStream, signa
 	replayAsked.Store(c.ProjectorReplay)
 	sup, err := generation.NewSupervisor(generation.Config{
 		JetStream: js, Replicas: c.Replicas, Watch: m.gens.watch, Holder: processName(), Embedded: m.NATS != nil,
-		New: func(docs, state jetstream.KeyValue) (*runner.Projector, error) {
+		New: func(docs *runner.Bundles, state jetstream.KeyValue) (*runner.Projector, error) {
 			notifier := generation.SignalNotifier{Signals: signals, Count: rendered}
 			return runner.New(runner.Config{
 				Store: m.Store, KV: docs, State: state, CacheSize: c.ProjectorCache, ReplayAll: replayAsked.Swap(false),

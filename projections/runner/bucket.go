@@ -3,8 +3,10 @@ package runner
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
@@ -12,25 +14,31 @@ import (
 // max_payload must be at least as large.
 const MaxBundleSize = 8 << 20
 
-// Bucket is the part of the KV bucket of bundles the projector uses; jetstream.KeyValue
-// satisfies it.
-type Bucket interface {
-	// Put stores value under key.
-	Put(ctx context.Context, key string, value []byte) (uint64, error)
-	// Get returns the value under key, or jetstream.ErrKeyNotFound.
-	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
-	// Bucket returns the bucket's name.
-	Bucket() string
-	// Watch passes the last value of every key matching keys, then nil, then every change.
-	Watch(ctx context.Context, keys string, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error)
-	// Status describes the bucket.
-	Status(ctx context.Context) (jetstream.KeyValueStatus, error)
+// Bundles is a bucket of bundles as the projector writes and reads it: a jetstream.KeyValue
+// whose bundles it also stores with the fingerprint of each one's summary in a header, and whose
+// fingerprints it reads without the bundles (prints.go). A replay of the whole log compares what
+// it replays with every stored bundle by these fingerprints: reading the headers of a hundred
+// thousand bundles costs a small part of reading the gigabytes they hold.
+//
+// The header is written to the bucket's own subjects, as Put writes without a JetStream domain.
+// Through a domain or another API prefix, Bundles stores as Put does, without it, and a bucket
+// that mirrors or sources another is read whole: no fingerprint is trusted there.
+type Bundles struct {
+	jetstream.KeyValue
+	js       jetstream.JetStream
+	printing bool // js reaches the bucket's subjects as they are
+}
+
+// NewBundles returns kv, a bucket of bundles opened through js, as a *Bundles.
+func NewBundles(js jetstream.JetStream, kv jetstream.KeyValue) *Bundles {
+	o := js.Options()
+	return &Bundles{KeyValue: kv, js: js,
+		printing: o.Domain == "" && (o.APIPrefix == "" || o.APIPrefix == jetstream.DefaultAPIPrefix)}
 }
 
 // OpenBucket creates the bucket dockey.Bucket, or updates it to this configuration: one value
-// per key, file storage, values up to MaxBundleSize, replicas copies (at least 1). The bucket is
-// a *Bundles.
-func OpenBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+// per key, file storage, values up to MaxBundleSize, replicas copies (at least 1).
+func OpenBucket(ctx context.Context, js jetstream.JetStream, replicas int) (*Bundles, error) {
 	kv, err := openBucket(ctx, js, dockey.Bucket, "Rendered documents and access state, one bundle per establishment.", replicas)
 	if err != nil {
 		return nil, err
@@ -53,4 +61,19 @@ func openBucket(ctx context.Context, js jetstream.JetStream, name, description s
 		return nil, fmt.Errorf("open bucket %s: %w", name, err)
 	}
 	return kv, nil
+}
+
+// stream returns the bucket's stream, as the server described it now.
+func (b *Bundles) stream(ctx context.Context) (jetstream.Stream, error) {
+	return b.js.Stream(ctx, "KV_"+b.Bucket())
+}
+
+// identity tells the bucket apart from any other of the same name, one deleted and created again
+// say: its name and the creation time of its stream.
+func (b *Bundles) identity(ctx context.Context) (string, error) {
+	stream, err := b.stream(ctx)
+	if err != nil {
+		return "", fmt.Errorf("describe bucket of bundles: %w", err)
+	}
+	return b.Bucket() + "@" + stream.CachedInfo().Created.UTC().Format(time.RFC3339Nano), nil
 }

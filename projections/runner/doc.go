@@ -29,6 +29,11 @@
 //     failed write is retried until it succeeds or the context ends.
 //   - A replay of the whole log stores nothing until it has replayed: then it stores only the
 //     bundles that differ from the stored ones, at a revision that never goes back.
+//   - The bucket of bundles is a *Bundles, whatever opened it: the projector stores every bundle
+//     with the fingerprint of its summary in a header, and a replay compares by the fingerprints
+//     alone. Where one is missing (a bundle of an earlier version) or cannot be trusted (a bucket
+//     reached through a JetStream domain or API prefix, or one that mirrors another), the replay
+//     reads the bundles themselves: the same comparison, at the cost of reading them.
 //   - An event that cannot be decoded (unknown type or schema version, malformed payload) is
 //     logged and skipped, and the other events of its record still apply; a stored message that
 //     is not a record at all is logged and passed over. Neither stops the projection.

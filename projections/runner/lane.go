@@ -204,7 +204,7 @@ func (l *lane) writeState(ctx context.Context, t *tracked) error {
 }
 
 // summaryIn returns the summary of the bundle kv holds for slug, nil when none is.
-func (p *Projector) summaryIn(ctx context.Context, kv Bucket, slug string) (*projections.BundleSummary, error) {
+func (p *Projector) summaryIn(ctx context.Context, kv *Bundles, slug string) (*projections.BundleSummary, error) {
 	var s *projections.BundleSummary
 	err := p.retry(ctx, "read bundle of "+slug, func() (err error) {
 		s, err = readSummary(ctx, kv, slug, p.logger)
@@ -213,11 +213,14 @@ func (p *Projector) summaryIn(ctx context.Context, kv Bucket, slug string) (*pro
 	return s, err
 }
 
+// bundleGetter reads one bundle of a bucket: *Bundles and jetstream.KeyValue are ones.
+type bundleGetter interface {
+	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
+}
+
 // readSummary returns the summary of the bundle kv holds of slug: nil when it holds none, or one
 // that cannot be read, which it logs (it is replaced by the next one stored).
-func readSummary(ctx context.Context, kv interface {
-	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
-}, slug string, logger *slog.Logger) (*projections.BundleSummary, error) {
+func readSummary(ctx context.Context, kv bundleGetter, slug string, logger *slog.Logger) (*projections.BundleSummary, error) {
 	e, err := kv.Get(ctx, dockey.Key(slug))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):

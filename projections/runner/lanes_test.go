@@ -23,8 +23,7 @@ func (n *natsEnv) bucketNamed(t *testing.T, name string) *Bundles {
 	return NewBundles(n.js, n.plainBucketNamed(t, name))
 }
 
-// plainBucketNamed creates a bundle bucket of its own, without fingerprints, as an earlier
-// version wrote them.
+// plainBucketNamed creates a bundle bucket of its own, without fingerprints.
 func (n *natsEnv) plainBucketNamed(t *testing.T, name string) jetstream.KeyValue {
 	t.Helper()
 	kv, err := n.js.CreateKeyValue(testContext(t), jetstream.KeyValueConfig{Bucket: name, History: 1, MaxValueSize: MaxBundleSize})
@@ -32,6 +31,12 @@ func (n *natsEnv) plainBucketNamed(t *testing.T, name string) jetstream.KeyValue
 		t.Fatalf("create bucket %s: %v", name, err)
 	}
 	return kv
+}
+
+// unprinted returns kv as a *Bundles that stores its bundles without fingerprints, as an earlier
+// version did and as one does through a JetStream domain.
+func unprinted(js jetstream.JetStream, kv jetstream.KeyValue) *Bundles {
+	return &Bundles{KeyValue: kv, js: js}
 }
 
 // bucketValues returns every value of kv by key.
@@ -115,7 +120,7 @@ func TestParallelProjectionStoresWhatSequentialDoes(t *testing.T) {
 	const copies = 12
 	generatedLog(t, n, copies, 0, 3)
 
-	seqKV, parKV := n.plainBucketNamed(t, "SEQ"), n.bucketNamed(t, "PAR") // the same values, with fingerprints or not
+	seqKV, parKV := unprinted(n.js, n.plainBucketNamed(t, "SEQ")), n.bucketNamed(t, "PAR") // the same values, with fingerprints or not
 	var seqChanges, parChanges recorder
 	seqP := startProjectorWith(t, Config{Store: n.store, KV: seqKV, State: n.freshState(t), Notifier: &seqChanges, Workers: 1})
 	parP := startProjectorWith(t, Config{Store: n.store, KV: parKV, State: n.freshState(t), Notifier: &parChanges, Workers: 8})

@@ -15,37 +15,8 @@ import (
 )
 
 // printHeader is the header of a stored bundle that holds the fingerprint of its summary, in
-// hexadecimal: what summarizeStored(value).fingerprint() gives.
+// hexadecimal: what projections.SummarizeStored(value).Fingerprint() gives.
 const printHeader = "Summary-Print"
-
-// Bundles is a bucket of bundles as OpenBucket and OpenGeneration open it: a jetstream.KeyValue
-// that the projector also writes with the fingerprint of each bundle's summary in a header, and
-// whose fingerprints it reads without the bundles. A replay of the whole log compares what it
-// replays with every stored bundle by these fingerprints: reading the headers of a hundred
-// thousand bundles costs a small part of reading the gigabytes they hold.
-//
-// The header is written to the bucket's own subjects, as Put writes without a JetStream domain.
-// Through a domain or another API prefix, Bundles stores as Put does, without it, and a bucket
-// that mirrors or sources another is read whole: no fingerprint is trusted there.
-type Bundles struct {
-	jetstream.KeyValue
-	js       jetstream.JetStream
-	printing bool // js reaches the bucket's subjects as they are
-}
-
-// NewBundles returns kv, a bucket of bundles opened through js, as a *Bundles.
-func NewBundles(js jetstream.JetStream, kv jetstream.KeyValue) *Bundles {
-	o := js.Options()
-	return &Bundles{KeyValue: kv, js: js,
-		printing: o.Domain == "" && (o.APIPrefix == "" || o.APIPrefix == jetstream.DefaultAPIPrefix)}
-}
-
-// printedBucket is a Bucket storing and reading fingerprints, as Bundles does.
-type printedBucket interface {
-	Bucket
-	putPrinted(ctx context.Context, key string, value []byte, print uint64) (uint64, error)
-	prints(ctx context.Context, fn func(key string, print uint64, known bool) error) error
-}
 
 // errNoPrints says that the fingerprints of a bucket's bundles cannot all be read from their
 // headers: the bundles are to be read.
@@ -81,7 +52,7 @@ func (b *Bundles) prints(ctx context.Context, fn func(key string, print uint64, 
 	if !b.printing {
 		return errNoPrints
 	}
-	stream, err := b.js.Stream(ctx, "KV_"+b.Bucket())
+	stream, err := b.stream(ctx)
 	if err != nil {
 		return fmt.Errorf("read the fingerprints of the stored bundles: %w", err)
 	}

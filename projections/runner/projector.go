@@ -21,8 +21,9 @@ var ErrStopped = errors.New("projections: projector stopped")
 type Config struct {
 	// Store is the event log, normally an *events.Store.
 	Store Log
-	// KV is the bucket of bundles, normally the jetstream.KeyValue returned by OpenBucket.
-	KV Bucket
+	// KV is the bucket of bundles, as OpenBucket or OpenGeneration open it, or a bucket opened
+	// otherwise made a *Bundles by NewBundles.
+	KV *Bundles
 	// State is where the projector keeps its checkpoint and the state of the establishments it
 	// does not hold in memory, normally the jetstream.KeyValue returned by OpenStateBucket.
 	State StateStore
@@ -72,7 +73,7 @@ type Config struct {
 	// Replaces holds, as if that one were stored in KV: the same documents keep their revision,
 	// different ones get a higher one. Settle finishes the job once the replaced generation no
 	// longer changes.
-	Replaces Bucket
+	Replaces *Bundles
 	// SpillDir is where a replay of the whole log in several passes (more establishments than
 	// CacheSize) keeps the records of its later passes, in temporary files, so as to read the
 	// log once: up to the log's size on disk while it runs, never past the file system's
@@ -272,7 +273,7 @@ func (p *Projector) Run(ctx context.Context) error {
 func (p *Projector) run(ctx context.Context) error {
 	start := time.Now()
 	var err error
-	if p.bucket, err = bucketIdentity(ctx, p.cfg.KV); err != nil {
+	if p.bucket, err = p.cfg.KV.identity(ctx); err != nil {
 		return err
 	}
 	if p.log, err = p.cfg.Store.Identity(ctx); err != nil {

@@ -55,7 +55,7 @@ func (r *recorder) take() []Change {
 type natsEnv struct {
 	store    *events.Store
 	js       jetstream.JetStream
-	kv       jetstream.KeyValue
+	kv       *Bundles
 	commands int // commands appended so far, for unique command ids
 	states   int // state buckets created so far, for unique names
 }
@@ -341,7 +341,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p3 := startProjectorWith(t, Config{Store: n.store, KV: fresh, State: n.freshState(t)})
+	p3 := startProjectorWith(t, Config{Store: n.store, KV: NewBundles(n.js, fresh), State: n.freshState(t)})
 	p3.waitFor(t, seq)
 	for _, slug := range []string{demo, cave} {
 		_, live, _ := entry(t, n.kv, slug)
@@ -450,9 +450,9 @@ func (f *flakyBucket) Put(ctx context.Context, key string, value []byte) (uint64
 
 func TestProjectorRetriesFailedWrites(t *testing.T) {
 	n := newNATSEnv(t)
-	kv := &flakyBucket{KeyValue: n.kv, failures: 2}
+	kv := &flakyBucket{KeyValue: n.kv.KeyValue, failures: 2}
 	rec := &recorder{}
-	p := startProjectorWith(t, Config{Store: n.store, KV: kv, State: n.freshState(t), Notifier: rec})
+	p := startProjectorWith(t, Config{Store: n.store, KV: unprinted(n.js, kv), State: n.freshState(t), Notifier: rec})
 	seq := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
 	p.waitFor(t, seq)
 	if b, _, _ := entry(t, n.kv, "cave-a-vins"); b.Revision != int64(seq-1) {
@@ -655,9 +655,9 @@ func TestStoredBundlesCarryTheirPrint(t *testing.T) {
 	p.waitFor(t, seq)
 
 	ctx := testContext(t)
-	pb, ok := n.kv.(printedBucket)
-	if !ok {
-		t.Fatalf("OpenBucket gives a %T, which does not store fingerprints", n.kv)
+	pb := n.kv
+	if !pb.printing {
+		t.Fatalf("OpenBucket gives a bucket that does not store fingerprints")
 	}
 	stream, err := n.js.Stream(ctx, "KV_"+n.kv.Bucket())
 	if err != nil {
@@ -759,7 +759,7 @@ func testBundlesAbsentFromTheLog(t *testing.T, printed bool) {
 		if _, err := n.kv.Put(testContext(t), dockey.Key("chez-marcel"), value); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := headerPrints(testContext(t), n.kv.(printedBucket), []string{"chez-marcel"}, &reconciled{}); !errors.Is(err, errNoPrints) {
+		if _, err := headerPrints(testContext(t), n.kv, []string{"chez-marcel"}, &reconciled{}); !errors.Is(err, errNoPrints) {
 			t.Fatalf("a bundle without a fingerprint: the headers read gives %v, want errNoPrints", err)
 		}
 	}
@@ -772,7 +772,7 @@ func testBundlesAbsentFromTheLog(t *testing.T, printed bool) {
 			t.Fatal(err)
 		}
 		if printed {
-			_, err = n.kv.(printedBucket).putPrinted(testContext(t), dockey.Key(b.Slug), v, projections.StoredPrint(&b))
+			_, err = n.kv.putPrinted(testContext(t), dockey.Key(b.Slug), v, projections.StoredPrint(&b))
 		} else {
 			_, err = n.kv.Put(testContext(t), dockey.Key(b.Slug), v)
 		}

@@ -41,8 +41,8 @@ func GenerationBuckets(n int) (docs, state string) {
 }
 
 // OpenGeneration creates the buckets of generation n, or updates them to this configuration, as
-// OpenBucket and OpenStateBucket do for generation 1; docs is a *Bundles.
-func OpenGeneration(ctx context.Context, js jetstream.JetStream, n, replicas int) (docs, state jetstream.KeyValue, err error) {
+// OpenBucket and OpenStateBucket do for generation 1.
+func OpenGeneration(ctx context.Context, js jetstream.JetStream, n, replicas int) (docs *Bundles, state jetstream.KeyValue, err error) {
 	docsName, stateName := GenerationBuckets(n)
 	kv, err := openBucket(ctx, js, docsName, fmt.Sprintf("Rendered documents and access state, one bundle per establishment (generation %d).", n), replicas)
 	if err != nil {

@@ -96,18 +96,23 @@ type storedPrint struct {
 // none, every bundle once, in the bucket's order. One read of the bucket in its order costs far
 // less than a read per establishment, each of which loads a block of the store's files: the
 // reconciliation of an establishment whose stored bundle is the replayed one reads nothing more.
-func (p *Projector) storedPrints(ctx context.Context, kv Bucket, slugs []string, tally *reconciled) ([]uint64, error) {
-	if pb, ok := kv.(printedBucket); ok {
-		var absent reconciled
-		prints, err := headerPrints(ctx, pb, slugs, &absent)
-		if !errors.Is(err, errNoPrints) {
-			if err == nil && tally != nil {
-				tally.addAbsent(&absent)
-			}
-			return prints, err
+func storedPrints(ctx context.Context, kv *Bundles, slugs []string, tally *reconciled) ([]uint64, error) {
+	var absent reconciled
+	prints, err := headerPrints(ctx, kv, slugs, &absent)
+	if !errors.Is(err, errNoPrints) {
+		if err == nil && tally != nil {
+			tally.addAbsent(&absent)
 		}
-		// Bundles stored without their fingerprint, by an earlier version: they are read.
+		return prints, err
 	}
+	// Bundles stored without their fingerprint, by an earlier version, or a bucket whose headers
+	// cannot be read: the bundles are read.
+	return bundlePrints(ctx, kv, slugs, tally)
+}
+
+// bundlePrints returns what storedPrints does from the bundles themselves, read once each in the
+// bucket's order.
+func bundlePrints(ctx context.Context, kv *Bundles, slugs []string, tally *reconciled) ([]uint64, error) {
 	w, err := kv.Watch(ctx, dockey.Watch, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("read stored bundles: %w", err)
@@ -159,7 +164,7 @@ func (p *Projector) storedPrints(ctx context.Context, kv Bucket, slugs []string,
 // headerPrints returns what storedPrints does from the fingerprints in the bundles' headers, or
 // errNoPrints at the first bundle of an establishment of slugs stored without one. It notes in
 // absent the bundles of establishments absent from slugs.
-func headerPrints(ctx context.Context, kv printedBucket, slugs []string, absent *reconciled) ([]uint64, error) {
+func headerPrints(ctx context.Context, kv *Bundles, slugs []string, absent *reconciled) ([]uint64, error) {
 	prints := make([]uint64, len(slugs))
 	err := kv.prints(ctx, func(key string, print uint64, known bool) error {
 		slug, valid := dockey.SlugOf(key)

@@ -102,7 +102,7 @@ func (r *replay) readStored(ctx context.Context) error {
 	p := r.p
 	if err := p.retry(ctx, "read the stored bundles", func() (err error) {
 		r.tally = reconciled{total: len(r.slugs)}
-		r.prints, err = p.storedPrints(ctx, p.cfg.KV, r.slugs, &r.tally)
+		r.prints, err = storedPrints(ctx, p.cfg.KV, r.slugs, &r.tally)
 		return err
 	}); err != nil {
 		return err
@@ -137,7 +137,7 @@ func (r *replay) readFloors(ctx context.Context) {
 	}
 	go func() {
 		r.floorsRead <- r.p.retry(ctx, "read the bundles of the bucket replaced", func() (err error) {
-			r.floors, err = r.p.storedPrints(ctx, r.p.cfg.Replaces, r.slugs, nil)
+			r.floors, err = storedPrints(ctx, r.p.cfg.Replaces, r.slugs, nil)
 			return err
 		})
 	}()

@@ -64,19 +64,6 @@ type checkpoint struct {
 	Replayed time.Time `json:"replayed,omitzero"`
 }
 
-// bucketIdentity tells the bucket of bundles apart from any other of the same name, one deleted
-// and created again say: its name and the creation time of its stream.
-func bucketIdentity(ctx context.Context, kv Bucket) (string, error) {
-	st, err := kv.Status(ctx)
-	if err != nil {
-		return "", fmt.Errorf("describe bucket of bundles: %w", err)
-	}
-	if s, ok := st.(interface{ StreamInfo() *jetstream.StreamInfo }); ok && s.StreamInfo() != nil {
-		return st.Bucket() + "@" + s.StreamInfo().Created.UTC().Format(time.RFC3339Nano), nil
-	}
-	return st.Bucket(), nil
-}
-
 // readCheckpoint returns the stored checkpoint, with false when there is none of this code's
 // format.
 func readCheckpoint(ctx context.Context, kv StateStore) (checkpoint, bool, error) {

@@ -37,13 +37,13 @@ func (c *countingLog) Before(ctx context.Context, slug string, from, before uint
 
 // countingBucket is a bucket of bundles counting the reads of one bundle.
 type countingBucket struct {
-	*Bundles
+	jetstream.KeyValue
 	gets atomic.Int32
 }
 
 func (c *countingBucket) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
 	c.gets.Add(1)
-	return c.Bundles.Get(ctx, key)
+	return c.KeyValue.Get(ctx, key)
 }
 
 func (c *countingLog) ReplayPart(ctx context.Context, from, to uint64, keep func(string) bool, fn func(events.Record) error, other func(string, uint64, []byte) error, unreadable func(uint64, error)) error {
@@ -87,9 +87,9 @@ func logIdentity(t *testing.T, n *natsEnv) string {
 	return id
 }
 
-func identityOf(t *testing.T, kv Bucket) string {
+func identityOf(t *testing.T, kv *Bundles) string {
 	t.Helper()
-	id, err := bucketIdentity(testContext(t), kv)
+	id, err := kv.identity(testContext(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +173,9 @@ func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	log = &countingLog{Store: n.store}
-	counted := &countingBucket{Bundles: replayKV}
+	counted := &countingBucket{KeyValue: replayKV.KeyValue}
 	replayState := n.freshState(t)
-	again = startProjectorWith(t, Config{Store: log, KV: counted, State: replayState, Workers: 2, CacheSize: 2, ReplayAll: true})
+	again = startProjectorWith(t, Config{Store: log, KV: NewBundles(n.js, counted), State: replayState, Workers: 2, CacheSize: 2, ReplayAll: true})
 	again.waitFor(t, more)
 	compareBuckets(t, "replayed over its own bundles", bucketValues(t, replayKV), want)
 	if b, g := log.befores.Load(), counted.gets.Load(); b != 0 || g != 0 {
@@ -217,7 +217,7 @@ func TestProjectorReplaysWhenItsCheckpointDoesNotHold(t *testing.T) {
 	}
 	want := bucketValues(t, n.kv)
 
-	restart := func(t *testing.T, kv Bucket, replayAll ...bool) int32 {
+	restart := func(t *testing.T, kv *Bundles, replayAll ...bool) int32 {
 		t.Helper()
 		log := &countingLog{Store: n.store}
 		p := startProjectorWith(t, Config{Store: log, KV: kv, State: state, ReplayAll: len(replayAll) > 0})

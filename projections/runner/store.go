@@ -33,16 +33,9 @@ func (p *Projector) store(ctx context.Context, u projections.Update) (bool, erro
 			"revision", b.Revision, "bytes", len(value), "max_bytes", p.cfg.MaxValueSize)
 		return false, nil
 	}
-	key := dockey.Key(b.Slug)
-	put := p.cfg.KV.Put
-	if pb, ok := p.cfg.KV.(printedBucket); ok {
-		print := projections.StoredPrint(b)
-		put = func(ctx context.Context, key string, value []byte) (uint64, error) {
-			return pb.putPrinted(ctx, key, value, print)
-		}
-	}
+	key, print := dockey.Key(b.Slug), projections.StoredPrint(b)
 	if err := p.retry(ctx, fmt.Sprintf("store bundle %s at revision %d", key, b.Revision), func() error {
-		_, err := put(ctx, key, value)
+		_, err := p.cfg.KV.putPrinted(ctx, key, value, print)
 		return err
 	}); err != nil {
 		return false, err

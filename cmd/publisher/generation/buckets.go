@@ -10,7 +10,7 @@ import (
 
 // OpenBuckets opens the buckets of generation n of the documents for its projector: the bundles
 // and the projector's state, created or updated to their configuration.
-func OpenBuckets(ctx context.Context, js jetstream.JetStream, n, replicas int) (docs, state jetstream.KeyValue, err error) {
+func OpenBuckets(ctx context.Context, js jetstream.JetStream, n, replicas int) (docs *runner.Bundles, state jetstream.KeyValue, err error) {
 	if n <= 1 {
 		if docs, err = runner.OpenBucket(ctx, js, replicas); err != nil {
 			return nil, nil, err

@@ -15,11 +15,12 @@ import (
 
 // building is the generation a rebuild builds, and the projector building it.
 type building struct {
-	rb                         Rebuilding
-	oldDocs, newDocs, newState jetstream.KeyValue
-	pr                         *runningProjector // nil until it starts
-	rendered                   atomic.Int64      // establishments rendered, as its progress says
-	progress                   func(done, total int)
+	rb               Rebuilding
+	oldDocs, newDocs *runner.Bundles
+	newState         jetstream.KeyValue
+	pr               *runningProjector // nil until it starts
+	rendered         atomic.Int64      // establishments rendered, as its progress says
+	progress         func(done, total int)
 }
 
 // runningProjector is the rebuild's projector, running until stop.

@@ -189,7 +189,7 @@ func (r *rebuilder) begin(ctx context.Context) (_ Rebuilding, switched bool, _ e
 }
 
 // generation binds to the buckets of generation n.
-func (r *rebuilder) generation(ctx context.Context, n int) (docs, state jetstream.KeyValue, err error) {
+func (r *rebuilder) generation(ctx context.Context, n int) (docs *runner.Bundles, state jetstream.KeyValue, err error) {
 	docsName, stateName := runner.GenerationBuckets(n)
 	kv, err := r.js.KeyValue(ctx, docsName)
 	if err != nil {

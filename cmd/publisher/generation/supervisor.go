@@ -39,7 +39,7 @@ type Config struct {
 	// then of an earlier run of it, which cannot renew it any more.
 	Embedded bool
 	// New returns the projector of the generation whose buckets are docs and state.
-	New func(docs, state jetstream.KeyValue) (*runner.Projector, error)
+	New func(docs *runner.Bundles, state jetstream.KeyValue) (*runner.Projector, error)
 	// Provision runs open, which creates or binds what names, until it succeeds or fails for
 	// good (a cluster may still be forming).
 	Provision func(ctx context.Context, what string, open func(context.Context) error) error
