@@ -591,11 +591,12 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 		notifier interface {
 			AnnouncedNotifier
 			take() []Change
+			set([]Change)
 		}
 		all AllAnnouncements
 	}{{up, nil}, {all, all}} {
 		notifier := tc.notifier
-		notifier.(interface{ set([]Change) }).set([]Change{first[0]})
+		notifier.set([]Change{first[0]})
 		for range 2 {
 			p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: notifier, Announcements: notifier, AllAnnouncements: tc.all})
 			p.waitFor(t, next)
