@@ -344,7 +344,7 @@ func relay(w http.ResponseWriter, resp *http.Response) {
 // dropAnswer closes the connection without answering, as a network failure after the server
 // applied the request would.
 func dropAnswer(t *testing.T, w http.ResponseWriter) {
-	conn, _, err := w.(http.Hijacker).Hijack()
+	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		t.Errorf("hijack: %v", err)
 		return

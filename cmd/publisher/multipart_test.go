@@ -100,14 +100,18 @@ func TestUploadCutShortIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, update := demo.PDF("first"), demo.PDF("second")
-	conn, err := net.Dial("tcp", strings.TrimPrefix(m.AdminURL, "http://"))
+	addr, err := net.ResolveTCPAddr("tcp", strings.TrimPrefix(m.AdminURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialTCP("tcp", nil, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "PUT /admin/v1/establishments/chez-marcel/master-menu HTTP/1.1\r\nHost: admin\r\nAuthorization: Bearer %s\r\n"+
 		"Content-Type: application/pdf\r\nContent-Length: %d\r\n\r\n%s", testAdminToken, len(first)+len(update), first)
-	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+	if err := conn.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
