@@ -33,7 +33,8 @@ type Waiter struct {
 	// Mirror, nil in a process without the read API, is waited for too.
 	Mirror servingMirror
 
-	bound sync.Map // the buckets bucketNamed bound, by name
+	mu    sync.Mutex
+	bound map[string]jetstream.KeyValue // the buckets bucketNamed bound, by name
 }
 
 // Served returns once the record at sequence seq of establishment slug is projected and, when
@@ -102,13 +103,21 @@ func (w *Waiter) projectedElsewhere(ctx context.Context, seq uint64) (string, er
 // bucketNamed binds to the bucket name once: a handful of generations' buckets in a process's
 // life.
 func (w *Waiter) bucketNamed(ctx context.Context, name string) (jetstream.KeyValue, error) {
-	if kv, ok := w.bound.Load(name); ok {
-		return kv.(jetstream.KeyValue), nil
+	w.mu.Lock()
+	kv, ok := w.bound[name]
+	w.mu.Unlock()
+	if ok {
+		return kv, nil
 	}
 	kv, err := w.JetStream.KeyValue(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	w.bound.Store(name, kv)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.bound == nil {
+		w.bound = make(map[string]jetstream.KeyValue)
+	}
+	w.bound[name] = kv
 	return kv, nil
 }
