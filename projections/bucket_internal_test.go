@@ -9,14 +9,15 @@ import (
 	"testing"
 
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 // The bound FitsIn checks first is never below the exact size, even for text gzip cannot
 // compress.
 func TestSizeBoundIsAnUpperBound(t *testing.T) {
 	t.Parallel()
-	demo := fixture(t, "../cmd/publisher/demo.json", readToday(t, filepath.Join("testdata", "demo")))
-	noisy := fixture(t, "../cmd/publisher/demo.json", readToday(t, filepath.Join("testdata", "demo")))
+	demo := fixture.Load(t, "../cmd/publisher/demo.json", fixture.ReadToday(t, filepath.Join("testdata", "demo")))
+	noisy := fixture.Load(t, "../cmd/publisher/demo.json", fixture.ReadToday(t, filepath.Join("testdata", "demo")))
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range noisy.MenuTypes {
 		for j := range noisy.MenuTypes[i].Versions {
@@ -91,19 +92,19 @@ func TestCreatedBoundHolds(t *testing.T) {
 		},
 	}
 	for name, edit := range cases {
-		s := readSnapshot(t, "../cmd/publisher/demo.json")
+		s := fixture.ReadSnapshot(t, "../cmd/publisher/demo.json")
 		edit(&s)
 		e := domain.New(domain.Slug(s.Slug))
-		res, err := e.Import(s, testKey)
+		res, err := e.Import(s, fixture.Key)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		evs := append(res.Events, domain.DayStarted{Date: day})
 		payload := 0
-		for _, env := range envelopes(t, evs...) {
+		for _, env := range fixture.Envelopes(t, evs...) {
 			payload += len(env.Payload)
 		}
-		for _, ev := range decodeAll(t, envelopes(t, evs...)) {
+		for _, ev := range fixture.DecodeAll(t, fixture.Envelopes(t, evs...)) {
 			e.Apply(ev)
 		}
 		size, err := EncodedSize(e, "")

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 // encodeBundleWithEncodingJSON is the reference EncodeBundle stands for.
@@ -21,7 +22,7 @@ func encodeBundleWithEncodingJSON(tb testing.TB, b *dockey.Bundle) []byte {
 func TestEncodeBundleWritesWhatEncodingJSONWrites(t *testing.T) {
 	for _, path := range []string{"../cmd/publisher/demo.json", "testdata/dated/snapshot.json", "testdata/uploaded-only/snapshot.json"} {
 		for _, compressed := range []bool{false, true} {
-			b := Render(fixture(t, path, date(t, "2026-11-22")), 42)
+			b := Render(fixture.Load(t, path, fixture.Date(t, "2026-11-22")), 42)
 			if compressed {
 				Compress(&b)
 			}
@@ -121,7 +122,7 @@ func encodeWithEncodingJSON(tb testing.TB, v any) []byte {
 // Every document of the fixtures encodes to what encoding/json writes.
 func TestDocumentsEncodeAsEncodingJSON(t *testing.T) {
 	for _, path := range []string{"../cmd/publisher/demo.json", "testdata/dated/snapshot.json", "testdata/uploaded-only/snapshot.json"} {
-		e := fixture(t, path, date(t, "2026-11-22"))
+		e := fixture.Load(t, path, fixture.Date(t, "2026-11-22"))
 		menus := activeMenus(e)
 		docs := []any{establishmentDoc(e), hoursDoc(e)}
 		for _, v := range allVariants {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 func TestWithFileURLs(t *testing.T) {
@@ -35,7 +36,7 @@ func TestWithFileURLs(t *testing.T) {
 // look through an establishment that names none (the demo), and a copy of one whose every file
 // is uploaded.
 func BenchmarkWithFileURLs(b *testing.B) {
-	e := fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22"))
+	e := fixture.Load(b, "../cmd/publisher/demo.json", fixture.Date(b, "2026-11-22"))
 	b.Run("none", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

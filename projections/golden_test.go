@@ -17,6 +17,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -40,7 +41,7 @@ func TestGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join("testdata", tc.name)
-			b := Render(fixture(t, tc.snapshot, readToday(t, dir)), goldenRevision)
+			b := Render(fixture.Load(t, tc.snapshot, fixture.ReadToday(t, dir)), goldenRevision)
 			got := goldenFiles(t, &b)
 
 			existing, err := filepath.Glob(filepath.Join(dir, "*.json"))
@@ -134,7 +135,7 @@ var etagPattern = regexp.MustCompile(`^"[0-9a-f]{16}"$`)
 func TestDocumentsWellFormed(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := Render(fixture(t, tc.snapshot, readToday(t, filepath.Join("testdata", tc.name))), 123456789)
+			b := Render(fixture.Load(t, tc.snapshot, fixture.ReadToday(t, filepath.Join("testdata", tc.name))), 123456789)
 			for name, body := range goldenFiles(t, &b) {
 				if name == "access.json" {
 					continue
@@ -184,7 +185,7 @@ func TestRenderRevisionFollowsTheGoldens(t *testing.T) {
 	}
 	h := sha256.New()
 	for _, tc := range goldenCases {
-		b := Render(fixture(t, tc.snapshot, readToday(t, "testdata/"+tc.name)), goldenRevision)
+		b := Render(fixture.Load(t, tc.snapshot, fixture.ReadToday(t, "testdata/"+tc.name)), goldenRevision)
 		files := goldenFiles(t, &b)
 		for _, name := range slices.Sorted(maps.Keys(files)) {
 			fmt.Fprintf(h, "%s/%s %d\n", tc.name, name, len(files[name]))

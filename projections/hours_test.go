@@ -5,42 +5,15 @@ import (
 	"testing"
 
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections/fixture"
 )
-
-// rng parses "mardi 12:00 mardi 14:30"; the closing day and time may be "-" for null.
-func rng(tb testing.TB, openDay, openTime, closeDay, closeTime string) domain.OpeningRange {
-	tb.Helper()
-	var r domain.OpeningRange
-	var err error
-	if r.OpenDay, err = domain.ParseWeekday(openDay); err != nil {
-		tb.Fatal(err)
-	}
-	if r.OpenTime, err = domain.ParseClockTime(openTime); err != nil {
-		tb.Fatal(err)
-	}
-	if closeDay != "-" {
-		d, err := domain.ParseWeekday(closeDay)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		r.CloseDay = &d
-	}
-	if closeTime != "-" {
-		c, err := domain.ParseClockTime(closeTime)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		r.CloseTime = &c
-	}
-	return r
-}
 
 func TestSummary(t *testing.T) {
 	days := []string{"lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche"}
 	every := func(tb testing.TB, open, close string) []domain.OpeningRange {
 		var out []domain.OpeningRange
 		for _, d := range days {
-			out = append(out, rng(tb, d, open, d, close))
+			out = append(out, fixture.Range(tb, d, open, d, close))
 		}
 		return out
 	}
@@ -50,54 +23,54 @@ func TestSummary(t *testing.T) {
 		want   string // "" for null
 	}{
 		{"no ranges", nil, ""},
-		{"one day", []domain.OpeningRange{rng(t, "mardi", "12:00", "mardi", "14:30")},
+		{"one day", []domain.OpeningRange{fixture.Range(t, "mardi", "12:00", "mardi", "14:30")},
 			"Mardi : 12:00-14:30 ; lundi et du mercredi au dimanche : fermé"},
 		{"every day the same", every(t, "08:00", "20:00"), "Tous les jours : 08:00-20:00"},
 		{"demo week", []domain.OpeningRange{
-			rng(t, "samedi", "19:00", "dimanche", "00:30"),
-			rng(t, "mardi", "19:00", "mardi", "22:30"),
-			rng(t, "mardi", "12:00", "mardi", "14:30"),
-			rng(t, "mercredi", "12:00", "mercredi", "14:30"),
-			rng(t, "mercredi", "19:00", "mercredi", "22:30"),
-			rng(t, "jeudi", "12:00", "jeudi", "14:30"),
-			rng(t, "jeudi", "19:00", "jeudi", "22:30"),
-			rng(t, "vendredi", "12:00", "vendredi", "14:30"),
-			rng(t, "vendredi", "19:00", "samedi", "00:30"),
+			fixture.Range(t, "samedi", "19:00", "dimanche", "00:30"),
+			fixture.Range(t, "mardi", "19:00", "mardi", "22:30"),
+			fixture.Range(t, "mardi", "12:00", "mardi", "14:30"),
+			fixture.Range(t, "mercredi", "12:00", "mercredi", "14:30"),
+			fixture.Range(t, "mercredi", "19:00", "mercredi", "22:30"),
+			fixture.Range(t, "jeudi", "12:00", "jeudi", "14:30"),
+			fixture.Range(t, "jeudi", "19:00", "jeudi", "22:30"),
+			fixture.Range(t, "vendredi", "12:00", "vendredi", "14:30"),
+			fixture.Range(t, "vendredi", "19:00", "samedi", "00:30"),
 		}, "Du mardi au jeudi : 12:00-14:30, 19:00-22:30 ; vendredi : 12:00-14:30, 19:00-00:30 ; samedi : 19:00-00:30 ; lundi et dimanche : fermé"},
 		{"two consecutive days", []domain.OpeningRange{
-			rng(t, "samedi", "10:00", "samedi", "18:00"),
-			rng(t, "dimanche", "10:00", "dimanche", "18:00"),
+			fixture.Range(t, "samedi", "10:00", "samedi", "18:00"),
+			fixture.Range(t, "dimanche", "10:00", "dimanche", "18:00"),
 		}, "Samedi et dimanche : 10:00-18:00 ; du lundi au vendredi : fermé"},
 		{"same ranges apart are separate groups", []domain.OpeningRange{
-			rng(t, "lundi", "09:00", "lundi", "17:00"),
-			rng(t, "mercredi", "09:00", "mercredi", "17:00"),
-			rng(t, "vendredi", "09:00", "vendredi", "17:00"),
+			fixture.Range(t, "lundi", "09:00", "lundi", "17:00"),
+			fixture.Range(t, "mercredi", "09:00", "mercredi", "17:00"),
+			fixture.Range(t, "vendredi", "09:00", "vendredi", "17:00"),
 		}, "Lundi : 09:00-17:00 ; mercredi : 09:00-17:00 ; vendredi : 09:00-17:00 ; mardi, jeudi, samedi et dimanche : fermé"},
 		{"overnight range", []domain.OpeningRange{
-			rng(t, "vendredi", "22:00", "samedi", "02:00"),
-			rng(t, "dimanche", "22:00", "lundi", "02:00"),
+			fixture.Range(t, "vendredi", "22:00", "samedi", "02:00"),
+			fixture.Range(t, "dimanche", "22:00", "lundi", "02:00"),
 		}, "Vendredi : 22:00-02:00 ; dimanche : 22:00-02:00 ; du lundi au jeudi et samedi : fermé"},
 		{"range over two nights names its closing day", []domain.OpeningRange{
-			rng(t, "vendredi", "22:00", "dimanche", "06:00"),
+			fixture.Range(t, "vendredi", "22:00", "dimanche", "06:00"),
 		}, "Vendredi : 22:00-dimanche 06:00 ; du lundi au jeudi, samedi et dimanche : fermé"},
 		{"no closing time", []domain.OpeningRange{
-			rng(t, "dimanche", "11:00", "-", "-"),
-			rng(t, "samedi", "19:00", "samedi", "-"),
+			fixture.Range(t, "dimanche", "11:00", "-", "-"),
+			fixture.Range(t, "samedi", "19:00", "samedi", "-"),
 		}, "Samedi : à partir de 19:00 ; dimanche : à partir de 11:00 ; du lundi au vendredi : fermé"},
-		{"no closing day", []domain.OpeningRange{rng(t, "lundi", "07:00", "-", "12:00")},
+		{"no closing day", []domain.OpeningRange{fixture.Range(t, "lundi", "07:00", "-", "12:00")},
 			"Lundi : 07:00-12:00 ; du mardi au dimanche : fermé"},
 		{"ranges of a day by opening time", []domain.OpeningRange{
-			rng(t, "jeudi", "19:00", "jeudi", "23:00"),
-			rng(t, "jeudi", "07:30", "jeudi", "10:00"),
-			rng(t, "jeudi", "12:00", "jeudi", "14:00"),
+			fixture.Range(t, "jeudi", "19:00", "jeudi", "23:00"),
+			fixture.Range(t, "jeudi", "07:30", "jeudi", "10:00"),
+			fixture.Range(t, "jeudi", "12:00", "jeudi", "14:00"),
 		}, "Jeudi : 07:30-10:00, 12:00-14:00, 19:00-23:00 ; du lundi au mercredi et du vendredi au dimanche : fermé"},
 		{"six days open", []domain.OpeningRange{
-			rng(t, "mardi", "09:00", "mardi", "19:00"),
-			rng(t, "mercredi", "09:00", "mercredi", "19:00"),
-			rng(t, "jeudi", "09:00", "jeudi", "19:00"),
-			rng(t, "vendredi", "09:00", "vendredi", "19:00"),
-			rng(t, "samedi", "09:00", "samedi", "19:00"),
-			rng(t, "dimanche", "09:00", "dimanche", "13:00"),
+			fixture.Range(t, "mardi", "09:00", "mardi", "19:00"),
+			fixture.Range(t, "mercredi", "09:00", "mercredi", "19:00"),
+			fixture.Range(t, "jeudi", "09:00", "jeudi", "19:00"),
+			fixture.Range(t, "vendredi", "09:00", "vendredi", "19:00"),
+			fixture.Range(t, "samedi", "09:00", "samedi", "19:00"),
+			fixture.Range(t, "dimanche", "09:00", "dimanche", "13:00"),
 		}, "Du mardi au samedi : 09:00-19:00 ; dimanche : 09:00-13:00 ; lundi : fermé"},
 	}
 	for _, tc := range tests {
@@ -119,9 +92,9 @@ func TestSummary(t *testing.T) {
 func TestBusinessHoursOrder(t *testing.T) {
 	e := &domain.Establishment{Slug: "x", Created: true, Status: domain.StatusActive, Identity: domain.Identity{Name: "X"}}
 	e.Hours.Ranges = []domain.OpeningRange{
-		rng(t, "dimanche", "10:00", "dimanche", "12:00"),
-		rng(t, "lundi", "19:00", "lundi", "22:00"),
-		rng(t, "lundi", "12:00", "lundi", "14:00"),
+		fixture.Range(t, "dimanche", "10:00", "dimanche", "12:00"),
+		fixture.Range(t, "lundi", "19:00", "lundi", "22:00"),
+		fixture.Range(t, "lundi", "12:00", "lundi", "14:00"),
 	}
 	want := `"business_hours":[{"open_day":"lundi","open_time":"12:00","close_day":"lundi","close_time":"14:00"},` +
 		`{"open_day":"lundi","open_time":"19:00","close_day":"lundi","close_time":"22:00"},` +
@@ -133,13 +106,13 @@ func TestBusinessHoursOrder(t *testing.T) {
 
 func TestSpecialHoursComing(t *testing.T) {
 	closed := func(start, end string) domain.SpecialHours {
-		s := domain.SpecialHours{StartDate: date(t, start), Closed: true}
+		s := domain.SpecialHours{StartDate: fixture.Date(t, start), Closed: true}
 		if end != "" {
 			s.EndDate = datePtr(t, end)
 		}
 		return s
 	}
-	e := &domain.Establishment{Slug: "x", Created: true, Status: domain.StatusActive, Identity: domain.Identity{Name: "X"}, Today: date(t, "2026-11-18")}
+	e := &domain.Establishment{Slug: "x", Created: true, Status: domain.StatusActive, Identity: domain.Identity{Name: "X"}, Today: fixture.Date(t, "2026-11-18")}
 	e.SpecialHours = []domain.SpecialHours{
 		closed("2026-12-25", "2026-12-25"), // one day, its end given as its start: no end_date
 		closed("2026-11-17", ""),           // yesterday: gone

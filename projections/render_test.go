@@ -15,19 +15,11 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
-func date(tb testing.TB, s string) domain.LocalDate {
-	tb.Helper()
-	d, err := domain.ParseLocalDate(s)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return d
-}
-
 func datePtr(tb testing.TB, s string) *domain.LocalDate {
-	d := date(tb, s)
+	d := fixture.Date(tb, s)
 	return &d
 }
 
@@ -43,7 +35,7 @@ func establishment(tb testing.TB, types ...domain.MenuType) *domain.Establishmen
 		Status:    domain.StatusActive,
 		Identity:  domain.Identity{Name: "Test", BusinessType: "restaurant"},
 		MenuTypes: types,
-		Today:     date(tb, "2026-11-18"),
+		Today:     fixture.Date(tb, "2026-11-18"),
 	}
 }
 
@@ -442,7 +434,7 @@ func TestEstablishmentAllNullsAndCategoryAlias(t *testing.T) {
 }
 
 func TestOwnSummaryWins(t *testing.T) {
-	e := fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	e := fixture.Load(t, "../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
 	own := "Ouvert du mardi au samedi"
 	e.Hours.Summary = &own
 	if got := Render(e, 1).Hours.Body; !bytes.Contains(got, []byte(`"business_hours_summary":"Ouvert du mardi au samedi"`)) {
@@ -451,7 +443,7 @@ func TestOwnSummaryWins(t *testing.T) {
 }
 
 func TestRenderIsPureAndDeterministic(t *testing.T) {
-	e := fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	e := fixture.Load(t, "../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
 	before, err := json.Marshal(e)
 	if err != nil {
 		t.Fatal(err)
@@ -472,7 +464,7 @@ func TestRenderIsPureAndDeterministic(t *testing.T) {
 }
 
 func TestEncodeBundleKeepsBodiesByteForByte(t *testing.T) {
-	b := Render(fixture(t, "testdata/dated/snapshot.json", date(t, "2026-11-18")), 3)
+	b := Render(fixture.Load(t, "testdata/dated/snapshot.json", fixture.Date(t, "2026-11-18")), 3)
 	value, err := dockey.EncodeBundle(&b)
 	if err != nil {
 		t.Fatal(err)
@@ -532,7 +524,7 @@ func TestLocationOf(t *testing.T) {
 }
 
 func BenchmarkRenderDemo(b *testing.B) {
-	e := fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22"))
+	e := fixture.Load(b, "../cmd/publisher/demo.json", fixture.Date(b, "2026-11-22"))
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = Render(e, 42)
@@ -540,7 +532,7 @@ func BenchmarkRenderDemo(b *testing.B) {
 }
 
 func BenchmarkEncodeBundleDemo(b *testing.B) {
-	bundle := Render(fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22")), 42)
+	bundle := Render(fixture.Load(b, "../cmd/publisher/demo.json", fixture.Date(b, "2026-11-22")), 42)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := dockey.EncodeBundle(&bundle); err != nil {
@@ -550,9 +542,9 @@ func BenchmarkEncodeBundleDemo(b *testing.B) {
 }
 
 func TestCompressedDocumentsDecodeToTheirBodies(t *testing.T) {
-	b := Render(fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22")), 7)
+	b := Render(fixture.Load(t, "../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22")), 7)
 	Compress(&b)
-	again := Render(fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22")), 7)
+	again := Render(fixture.Load(t, "../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22")), 7)
 	Compress(&again)
 	n := 0
 	EachDocument(&b, func(_ string, d *dockey.Document) {
@@ -582,7 +574,7 @@ func TestCompressedDocumentsDecodeToTheirBodies(t *testing.T) {
 // BenchmarkCompressDemo measures the gzip coding of every document of a bundle, paid once per
 // written bundle.
 func BenchmarkCompressDemo(b *testing.B) {
-	bundle := Render(fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22")), 7)
+	bundle := Render(fixture.Load(b, "../cmd/publisher/demo.json", fixture.Date(b, "2026-11-22")), 7)
 	b.ReportAllocs()
 	for b.Loop() {
 		c := bundle

@@ -8,6 +8,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 // A summary decides as the bundle it describes would: the same changed resources between any
@@ -93,7 +94,7 @@ func TestSummaryDecidesAsTheBundle(t *testing.T) {
 // A summary takes a small fraction of the memory of the bundle it describes.
 func TestSummaryIsSmall(t *testing.T) {
 	t.Parallel()
-	e := fixture(t, "../cmd/publisher/demo.json", domain.LocalDate{Year: 2026, Month: 11, Day: 22})
+	e := fixture.Load(t, "../cmd/publisher/demo.json", domain.LocalDate{Year: 2026, Month: 11, Day: 22})
 	b := Render(e, 7)
 	Compress(&b)
 	bundleBytes := 0
@@ -132,7 +133,7 @@ func TestSummaryOfStoredBundle(t *testing.T) {
 // field at a time.
 func TestFingerprintFollowsEachField(t *testing.T) {
 	t.Parallel()
-	b := Render(fixture(t, "../cmd/publisher/demo.json", date(t, "2026-11-22")), 7)
+	b := Render(fixture.Load(t, "../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22")), 7)
 	b.Redirects = map[string]dockey.Redirect{"la-carte": {FR: "https://cdn.example.fr/carte.pdf", EN: "https://cdn.example.fr/menu.pdf"}}
 	base := Summarize(&b)
 	for name, change := range map[string]func(s *BundleSummary){
@@ -256,7 +257,7 @@ func TestNextSummaryDecidesAsNext(t *testing.T) {
 // BenchmarkReplayDecisionDemo measures what the replay does for each record once the aggregate
 // is updated: render, then decide against the summary of the previous bundle.
 func BenchmarkReplayDecisionDemo(b *testing.B) {
-	e := fixture(b, "../cmd/publisher/demo.json", date(b, "2026-11-22"))
+	e := fixture.Load(b, "../cmd/publisher/demo.json", fixture.Date(b, "2026-11-22"))
 	prev := render(e, nil).summaryAt(7, 7)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 // A bucket reached through a JetStream domain or another API prefix stores its bundles as Put
@@ -17,7 +18,7 @@ import (
 func TestBundlesThroughADomainOrPrefixStoreNoPrints(t *testing.T) {
 	n := newNATSEnv(t)
 	ctx := testContext(t)
-	b := projections.Render(fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 7)
+	b := projections.Render(fixture.Load(t, "../testdata/uploaded-only/snapshot.json", fixture.Date(t, "2026-03-10")), 7)
 	value, err := dockey.EncodeBundle(&b)
 	if err != nil {
 		t.Fatal(err)

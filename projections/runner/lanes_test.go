@@ -14,6 +14,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 // bucketNamed creates a bundle bucket of its own for one projector of a comparison, which stores
@@ -67,14 +68,14 @@ func generatedLog(t *testing.T, n *natsEnv, copies int, from, to int) uint64 {
 	fixtures := []string{"../testdata/dated/snapshot.json", "../../cmd/publisher/demo.json", "../testdata/uploaded-only/snapshot.json"}
 	// snapshot is fixture f imported as slug.
 	snapshot := func(f int, slug string) domain.EstablishmentInput {
-		s := readSnapshot(t, fixtures[f%len(fixtures)])
+		s := fixture.ReadSnapshot(t, fixtures[f%len(fixtures)])
 		s.Slug = slug
 		return s
 	}
 	// imported is the establishment after its first import, to import onto.
 	imported := func(slug string, f int) *domain.Establishment {
 		e := domain.New(domain.Slug(slug))
-		for _, ev := range importEvents(t, e, snapshot(f, slug)) {
+		for _, ev := range fixture.ImportEvents(t, e, snapshot(f, slug)) {
 			e.Apply(ev)
 		}
 		return e
@@ -82,21 +83,21 @@ func generatedLog(t *testing.T, n *natsEnv, copies int, from, to int) uint64 {
 	days := []string{"2026-11-22", "2026-11-23", "2026-11-30", "2026-12-01"}
 	steps := []func(slug string, f, i int){
 		func(slug string, f, i int) {
-			n.append(t, slug, importEvents(t, domain.New(domain.Slug(slug)), snapshot(f, slug))...)
+			n.append(t, slug, fixture.ImportEvents(t, domain.New(domain.Slug(slug)), snapshot(f, slug))...)
 		},
-		func(slug string, f, i int) { n.append(t, slug, domain.DayStarted{Date: date(t, days[i%2])}) },
-		func(slug string, f, i int) { n.append(t, slug, domain.DayStarted{Date: date(t, days[2])}) },
+		func(slug string, f, i int) { n.append(t, slug, domain.DayStarted{Date: fixture.Date(t, days[i%2])}) },
+		func(slug string, f, i int) { n.append(t, slug, domain.DayStarted{Date: fixture.Date(t, days[2])}) },
 		func(slug string, f, i int) {
-			if evs := importEvents(t, imported(slug, f), snapshot(f, slug)); len(evs) > 0 {
+			if evs := fixture.ImportEvents(t, imported(slug, f), snapshot(f, slug)); len(evs) > 0 {
 				n.append(t, slug, evs...)
 			}
 		},
 		func(slug string, f, i int) {
 			other := snapshot(f+1, slug)
 			other.Status = snapshot(f, slug).Status // an active establishment stays active
-			n.append(t, slug, importEvents(t, imported(slug, f), other)...)
+			n.append(t, slug, fixture.ImportEvents(t, imported(slug, f), other)...)
 		},
-		func(slug string, f, i int) { n.append(t, slug, domain.DayStarted{Date: date(t, days[3])}) },
+		func(slug string, f, i int) { n.append(t, slug, domain.DayStarted{Date: fixture.Date(t, days[3])}) },
 	}
 	for step := from; step < to; step++ {
 		for i := range copies {

@@ -24,6 +24,7 @@ import (
 	"github.com/opencarte/publisher/events/natstest"
 	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 // testTimeout bounds every wait of a test on NATS.
@@ -99,7 +100,7 @@ func testContext(tb testing.TB) context.Context {
 // append stores one record of evs for slug and returns its sequence.
 func (n *natsEnv) append(t *testing.T, slug string, evs ...domain.Event) uint64 {
 	t.Helper()
-	return n.appendEnvelopes(t, slug, envelopes(t, evs...))
+	return n.appendEnvelopes(t, slug, fixture.Envelopes(t, evs...))
 }
 
 func (n *natsEnv) appendEnvelopes(t *testing.T, slug string, envs []events.Envelope) uint64 {
@@ -121,9 +122,9 @@ func (n *natsEnv) appendEnvelopes(t *testing.T, slug string, envs []events.Envel
 // sequence of the last record.
 func (n *natsEnv) importFixture(t *testing.T, path, today string) uint64 {
 	t.Helper()
-	s := readSnapshot(t, path)
-	n.append(t, s.Slug, importEvents(t, domain.New(domain.Slug(s.Slug)), s)...)
-	return n.append(t, s.Slug, domain.DayStarted{Date: date(t, today)})
+	s := fixture.ReadSnapshot(t, path)
+	n.append(t, s.Slug, fixture.ImportEvents(t, domain.New(domain.Slug(s.Slug)), s)...)
+	return n.append(t, s.Slug, domain.DayStarted{Date: fixture.Date(t, today)})
 }
 
 // running is a projector started in the background.
@@ -210,7 +211,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 		{demo, "../../cmd/publisher/demo.json", "2026-11-22", 2},
 		{cave, "../testdata/uploaded-only/snapshot.json", "2026-03-10", 3},
 	} {
-		want := projections.Render(fixture(t, tc.snapshot, date(t, tc.today)), tc.revision)
+		want := projections.Render(fixture.Load(t, tc.snapshot, fixture.Date(t, tc.today)), tc.revision)
 		want.Sequence = uint64(tc.revision) // the record of the change
 		projections.Compress(&want)
 		wantValue, err := dockey.EncodeBundle(&want)
@@ -233,7 +234,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 	}
 
 	// A visible change raises the revision to its sequence and names the resource.
-	s := readSnapshot(t, "../../cmd/publisher/demo.json")
+	s := fixture.ReadSnapshot(t, "../../cmd/publisher/demo.json")
 	id := domain.Identity{Name: "Chez Marcel et Fils", BusinessType: "restaurant", Description: s.Description}
 	seq = n.append(t, demo, domain.IdentityChanged{Identity: id})
 	p.waitFor(t, seq)
@@ -270,11 +271,11 @@ func TestProjectorEndToEnd(t *testing.T) {
 	}
 
 	// Undecodable events are skipped; the rest of the record applies.
-	good := envelopes(t, domain.MasterMenuChanged{URL: nil})[0]
+	good := fixture.Envelopes(t, domain.MasterMenuChanged{URL: nil})[0]
 	seq = n.appendEnvelopes(t, demo, []events.Envelope{
-		{Type: "establishment.renamed_in_a_future_version", Time: eventTime, SchemaVersion: 1, Payload: json.RawMessage(`{"name":"x"}`)},
-		{Type: domain.TypeHoursChanged, Time: eventTime, SchemaVersion: 1, Payload: json.RawMessage(`{"hours":"not an object"}`)},
-		{Type: domain.TypeIdentityChanged, Time: eventTime, SchemaVersion: 7, Payload: json.RawMessage(`{"identity":{"name":"v7"}}`)},
+		{Type: "establishment.renamed_in_a_future_version", Time: fixture.EventTime, SchemaVersion: 1, Payload: json.RawMessage(`{"name":"x"}`)},
+		{Type: domain.TypeHoursChanged, Time: fixture.EventTime, SchemaVersion: 1, Payload: json.RawMessage(`{"hours":"not an object"}`)},
+		{Type: domain.TypeIdentityChanged, Time: fixture.EventTime, SchemaVersion: 7, Payload: json.RawMessage(`{"identity":{"name":"v7"}}`)},
 		good,
 	})
 	p.waitFor(t, seq)
@@ -327,7 +328,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 	}
 
 	// It goes on with live records.
-	seq = n.append(t, demo, domain.DayStarted{Date: date(t, "2026-11-23")})
+	seq = n.append(t, demo, domain.DayStarted{Date: fixture.Date(t, "2026-11-23")})
 	p2.waitFor(t, seq)
 	if diff := cmp.Diff([]Change{{Slug: demo, Revision: int64(seq), Resources: []string{"menus", "menus/menu-du-jour"}}}, rec2.take()); diff != "" {
 		t.Errorf("changes after restart (-want +got):\n%s", diff)
@@ -361,7 +362,7 @@ func TestProjectorNeverGoesBelowStoredRevisions(t *testing.T) {
 	// The bucket holds bundles from an earlier projector, ahead of this log: one rendered another
 	// way, one with the same content.
 	ctx := testContext(t)
-	other := fixture(t, "../../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	other := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
 	other.Identity.Name = "Rendu autrement"
 	put := func(b dockey.Bundle) uint64 {
 		projections.Compress(&b)
@@ -376,7 +377,7 @@ func TestProjectorNeverGoesBelowStoredRevisions(t *testing.T) {
 		return rev
 	}
 	put(projections.Render(other, 1000))
-	caveKV := put(projections.Render(fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 500))
+	caveKV := put(projections.Render(fixture.Load(t, "../testdata/uploaded-only/snapshot.json", fixture.Date(t, "2026-03-10")), 500))
 
 	rec := &recorder{}
 	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: rec})
@@ -472,7 +473,7 @@ func TestProjectorRetriesFailedWrites(t *testing.T) {
 func TestProjectorKeepsPreviousBundleWhenTooLarge(t *testing.T) {
 	n := newNATSEnv(t)
 	seq := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
-	ref := projections.Render(fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), int64(seq))
+	ref := projections.Render(fixture.Load(t, "../testdata/uploaded-only/snapshot.json", fixture.Date(t, "2026-03-10")), int64(seq))
 	projections.Compress(&ref) // stored bundles carry the gzip coding of every document
 	value, err := dockey.EncodeBundle(&ref)
 	if err != nil {
@@ -694,7 +695,7 @@ func TestStoredBundlesCarryTheirPrint(t *testing.T) {
 	}
 
 	// A bundle deleted is left out; one of an establishment absent from the list is counted.
-	other := projections.Render(fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 7)
+	other := projections.Render(fixture.Load(t, "../testdata/uploaded-only/snapshot.json", fixture.Date(t, "2026-03-10")), 7)
 	other.Slug = "ferme"
 	value, err := dockey.EncodeBundle(&other)
 	if err != nil {
@@ -764,7 +765,7 @@ func testBundlesAbsentFromTheLog(t *testing.T, printed bool) {
 			t.Fatalf("a bundle without a fingerprint: the headers read gives %v, want errNoPrints", err)
 		}
 	}
-	strangers := projections.Render(fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 7)
+	strangers := projections.Render(fixture.Load(t, "../testdata/uploaded-only/snapshot.json", fixture.Date(t, "2026-03-10")), 7)
 	for i := range 12 {
 		b := strangers
 		b.Slug = fmt.Sprintf("inconnu-%02d", i)
@@ -829,7 +830,7 @@ func TestDocumentsThatAreNotJSONAreNotStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := projections.Render(fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10")), 3)
+	b := projections.Render(fixture.Load(t, "../testdata/uploaded-only/snapshot.json", fixture.Date(t, "2026-03-10")), 3)
 	bad := b
 	bad.Hours.Body = []byte(`{"business_hours":[`)
 	bad.Hours.ETag = projections.ETag(bad.Hours.Body)

@@ -10,6 +10,7 @@ import (
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 // TestRebuildNeverGoesBelowTheReplacedGeneration builds a second generation against a first one
@@ -34,10 +35,10 @@ func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
 		}
 	}
 	// The first generation: the demo rendered another way, the cave as this renderer does.
-	other := fixture(t, "../../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	other := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
 	other.Identity.Name = "Rendu autrement"
 	put(n.kv, projections.Render(other, 1000))
-	caveAgg := fixture(t, "../testdata/uploaded-only/snapshot.json", date(t, "2026-03-10"))
+	caveAgg := fixture.Load(t, "../testdata/uploaded-only/snapshot.json", fixture.Date(t, "2026-03-10"))
 	put(n.kv, projections.Render(caveAgg, 500))
 
 	next, state, err := OpenGeneration(ctx, n.js, 2, 1)

@@ -13,6 +13,7 @@ import (
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 // sim projects records in memory the way the projector does, without a bucket: what it would
@@ -32,7 +33,7 @@ func newSim(tb testing.TB) *sim {
 func (s *sim) record(slug string, evs ...domain.Event) projections.Update {
 	s.tb.Helper()
 	s.seq++
-	return s.raw(events.Record{Sequence: s.seq, CommandID: "c", Establishment: slug, Events: envelopes(s.tb, evs...)})
+	return s.raw(events.Record{Sequence: s.seq, CommandID: "c", Establishment: slug, Events: fixture.Envelopes(s.tb, evs...)})
 }
 
 func (s *sim) raw(rec events.Record) projections.Update {
@@ -77,9 +78,9 @@ func checkRevisions(tb testing.TB, b *dockey.Bundle) {
 
 func TestRevisionFollowsVisibleChanges(t *testing.T) {
 	s := newSim(t)
-	snap := readSnapshot(t, "../../cmd/publisher/demo.json")
+	snap := fixture.ReadSnapshot(t, "../../cmd/publisher/demo.json")
 	const slug = "chez-marcel"
-	imported := importEvents(t, domain.New(slug), snap)
+	imported := fixture.ImportEvents(t, domain.New(slug), snap)
 	agg := func() *domain.Establishment { return s.m.byslug[slug].agg }
 
 	steps := []struct {
@@ -98,7 +99,7 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 		},
 		{
 			name:          "the first day makes the daily menu current",
-			events:        func() []domain.Event { return []domain.Event{domain.DayStarted{Date: date(t, "2026-11-22")}} },
+			events:        func() []domain.Event { return []domain.Event{domain.DayStarted{Date: fixture.Date(t, "2026-11-22")}} },
 			wantWrite:     true,
 			wantRevision:  2,
 			wantResources: []string{"hours", "menus", "menus/menu-du-jour"},
@@ -136,7 +137,7 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 		},
 		{
 			name:          "the next day changes the daily menu",
-			events:        func() []domain.Event { return []domain.Event{domain.DayStarted{Date: date(t, "2026-11-23")}} },
+			events:        func() []domain.Event { return []domain.Event{domain.DayStarted{Date: fixture.Date(t, "2026-11-23")}} },
 			wantWrite:     true,
 			wantRevision:  7,
 			wantResources: []string{"menus", "menus/menu-du-jour"},
@@ -154,7 +155,7 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 		},
 		{
 			name:         "a day without a new version and with the same exceptions changes nothing",
-			events:       func() []domain.Event { return []domain.Event{domain.DayStarted{Date: date(t, "2026-11-24")}} },
+			events:       func() []domain.Event { return []domain.Event{domain.DayStarted{Date: fixture.Date(t, "2026-11-24")}} },
 			wantRevision: 8,
 		},
 		{
@@ -172,7 +173,7 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 		},
 		{
 			name:          "a passing exception leaves the hours",
-			events:        func() []domain.Event { return []domain.Event{domain.DayStarted{Date: date(t, "2026-12-25")}} },
+			events:        func() []domain.Event { return []domain.Event{domain.DayStarted{Date: fixture.Date(t, "2026-12-25")}} },
 			wantWrite:     true,
 			wantRevision:  12,
 			wantResources: []string{"hours"},
@@ -180,7 +181,7 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 		{
 			name: "removing a webhook and the same day again change nothing",
 			events: func() []domain.Event {
-				return []domain.Event{domain.WebhookRemoved{ID: "w1"}, domain.DayStarted{Date: date(t, "2026-12-25")}}
+				return []domain.Event{domain.WebhookRemoved{ID: "w1"}, domain.DayStarted{Date: fixture.Date(t, "2026-12-25")}}
 			},
 			wantRevision: 12,
 		},
@@ -209,7 +210,7 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 }
 
 func TestRevisionNeverGoesBack(t *testing.T) {
-	e := fixture(t, "../../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	e := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
 	c := projections.RenderWith(e, "", nil)
 	stored := c.Bundle(100) // stored by an earlier projector, ahead of the log
 
@@ -255,7 +256,7 @@ func TestRevisionNeverGoesBack(t *testing.T) {
 func TestUndecodableEventsAreSkipped(t *testing.T) {
 	s := newSim(t)
 	s.record("x", domain.EstablishmentCreated{Slug: "x", TimeZone: "Europe/Paris"}, domain.Activated{})
-	good := envelopes(t, domain.IdentityChanged{Identity: domain.Identity{Name: "Bon nom", BusinessType: "cafe"}})[0]
+	good := fixture.Envelopes(t, domain.IdentityChanged{Identity: domain.Identity{Name: "Bon nom", BusinessType: "cafe"}})[0]
 	u := s.raw(events.Record{Sequence: 2, CommandID: "c2", Establishment: "x", Events: []events.Envelope{
 		{Type: "something.unknown", SchemaVersion: 1, Payload: json.RawMessage(`{}`)},
 		{Type: domain.TypeMenuVersionPublished, SchemaVersion: 1, Payload: json.RawMessage(`{"menu_type":42}`)},
@@ -296,7 +297,7 @@ func TestDraftEditsAreNotPublished(t *testing.T) {
 		t.Errorf("created in draft: got write %v revision %d resources %v body %q, want a write at 1 of no document and nothing announced",
 			created.Write, created.Bundle.Revision, created.Resources, created.Bundle.Establishment.Body)
 	}
-	for i, ev := range []domain.Event{name("Autre nom"), domain.HoursChanged{Hours: domain.Hours{Ranges: []domain.OpeningRange{rng(t, "lundi", "12:00", "lundi", "14:00")}}}} {
+	for i, ev := range []domain.Event{name("Autre nom"), domain.HoursChanged{Hours: domain.Hours{Ranges: []domain.OpeningRange{fixture.Range(t, "lundi", "12:00", "lundi", "14:00")}}}} {
 		if u := s.record("x", ev); u.Write || len(u.Resources) != 0 {
 			t.Errorf("edit %d of a draft: got write %v revision %d resources %v, want nothing stored nor announced", i, u.Write, u.Bundle.Revision, u.Resources)
 		}

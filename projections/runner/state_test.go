@@ -21,6 +21,7 @@ import (
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 // countingLog is the event log, counting the passes of replays of the whole log and the reads of
@@ -60,7 +61,7 @@ func dayRecords(t *testing.T, n *natsEnv, copies, from, to int) uint64 {
 	for r := from; r < to; r++ {
 		for i := range copies {
 			for f := range 3 {
-				last = n.append(t, fmt.Sprintf("gen-%d-%d", f, i), domain.DayStarted{Date: date(t, days[r%2])})
+				last = n.append(t, fmt.Sprintf("gen-%d-%d", f, i), domain.DayStarted{Date: fixture.Date(t, days[r%2])})
 			}
 		}
 	}
@@ -328,7 +329,7 @@ func TestResumeAnnouncesWhatWasLostAndNothingElse(t *testing.T) {
 	}
 
 	// A record that changes no document, while the notifier has forgotten every announcement.
-	same := n.append(t, cave, domain.DayStarted{Date: date(t, "2026-03-10")})
+	same := n.append(t, cave, domain.DayStarted{Date: fixture.Date(t, "2026-03-10")})
 	forgot := &announcer{}
 	p = start(n.store, forgot)
 	p.waitFor(t, same)
@@ -350,7 +351,7 @@ func TestStateAheadOfTheRecordIsNotTrusted(t *testing.T) {
 
 	url := "https://cdn.example.fr/carte-2.pdf"
 	n.append(t, demo, domain.MasterMenuChanged{URL: &url})
-	last := n.append(t, demo, domain.DayStarted{Date: date(t, "2026-11-23")})
+	last := n.append(t, demo, domain.DayStarted{Date: fixture.Date(t, "2026-11-23")})
 	recs, err := n.store.History(testContext(t), demo)
 	if err != nil {
 		t.Fatal(err)
@@ -378,7 +379,7 @@ func TestStateAheadOfTheRecordIsNotTrusted(t *testing.T) {
 // of a log restored from a backup is rebuilt from that log.
 func TestStateIsReadOnlyForItsLog(t *testing.T) {
 	t.Parallel()
-	e := fixture(t, "../../cmd/publisher/demo.json", date(t, "2026-11-22"))
+	e := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
 	b := projections.Render(e, 7)
 	saved := &tracked{agg: e, seq: 42, stored: projections.Summarize(&b), changed: time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)}
 	value, err := encodeState(saved, "CONTENT@1", 99)
@@ -430,7 +431,7 @@ func TestOldChangesAreNotAnnouncedAgain(t *testing.T) {
 		_ = p.stop(t)
 		return a.take(), stored.Revision
 	}
-	if got, _ := afterLoss(func() time.Time { return eventTime.Add(ReannounceWithin + time.Hour) }); len(got) != 0 {
+	if got, _ := afterLoss(func() time.Time { return fixture.EventTime.Add(ReannounceWithin + time.Hour) }); len(got) != 0 {
 		t.Errorf("a change older than ReannounceWithin was announced again: %+v", got)
 	}
 	if got, rev := afterLoss(testNow); len(got) != 1 || got[0].Revision != rev {
@@ -447,9 +448,9 @@ func TestDraftsAreNeverAnnounced(t *testing.T) {
 	const draft = "cave-a-vins"
 	// The records are recent on the projectors' clock (testNow): a start checks the announcements
 	// of changes younger than ReannounceWithin.
-	snap := readSnapshot(t, "../testdata/draft/snapshot.json")
-	n.append(t, draft, importEvents(t, domain.New(draft), snap)...)
-	seq := n.append(t, draft, domain.DayStarted{Date: date(t, "2026-03-10")})
+	snap := fixture.ReadSnapshot(t, "../testdata/draft/snapshot.json")
+	n.append(t, draft, fixture.ImportEvents(t, domain.New(draft), snap)...)
+	seq := n.append(t, draft, domain.DayStarted{Date: fixture.Date(t, "2026-03-10")})
 	for _, replay := range []bool{false, false, true} {
 		a := &announcer{}
 		p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, Announcements: a, ReplayAll: replay})
@@ -460,7 +461,7 @@ func TestDraftsAreNeverAnnounced(t *testing.T) {
 		}
 	}
 
-	withDocs := renderedDraft(fixture(t, "../testdata/draft/snapshot.json", date(t, "2026-03-10")), int64(seq))
+	withDocs := renderedDraft(fixture.Load(t, "../testdata/draft/snapshot.json", fixture.Date(t, "2026-03-10")), int64(seq))
 	withDocs.Sequence = seq
 	projections.Compress(&withDocs)
 	value, err := dockey.EncodeBundle(&withDocs)

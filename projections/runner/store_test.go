@@ -4,10 +4,11 @@ import (
 	"testing"
 
 	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 func BenchmarkAllJSONDemo(b *testing.B) {
-	bundle := projections.Render(fixture(b, "../../cmd/publisher/demo.json", date(b, "2026-11-22")), 42)
+	bundle := projections.Render(fixture.Load(b, "../../cmd/publisher/demo.json", fixture.Date(b, "2026-11-22")), 42)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, ok := allJSON(&bundle); !ok {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/fixture"
 )
 
 func TestVerifyComparesTheBucketWithTheLog(t *testing.T) {
@@ -53,10 +54,10 @@ func TestVerifyListsABoundedNumberOfDifferences(t *testing.T) {
 	slugs := []string{"diff-a", "diff-b", "diff-c"}
 	var seq uint64
 	for _, slug := range slugs {
-		s := readSnapshot(t, "../../cmd/publisher/demo.json")
+		s := fixture.ReadSnapshot(t, "../../cmd/publisher/demo.json")
 		s.Slug = slug
-		n.append(t, slug, importEvents(t, domain.New(domain.Slug(slug)), s)...)
-		seq = n.append(t, slug, domain.DayStarted{Date: date(t, "2026-11-22")})
+		n.append(t, slug, fixture.ImportEvents(t, domain.New(domain.Slug(slug)), s)...)
+		seq = n.append(t, slug, domain.DayStarted{Date: fixture.Date(t, "2026-11-22")})
 	}
 	r := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
 	r.waitFor(t, seq)

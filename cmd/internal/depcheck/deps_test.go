@@ -20,6 +20,9 @@ func TestDependencyDirection(t *testing.T) {
 		// Rendering is pure: no NATS, and nothing of the runner that stores what it renders.
 		{"projections", []string{"readapi", "webhook", "cmd", "github.com/nats-io", "projections/runner"}, nil},
 		{"projections/runner", []string{"readapi", "webhook", "cmd"}, nil},
+		// The tests' establishments are built from the domain and the log's envelopes alone, so that
+		// the tests inside projections may use them.
+		{"projections/fixture", []string{"projections", "readapi", "webhook", "cmd"}, nil},
 		{"projections/dockey", []string{"domain", "events", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
 		{"readapi", []string{"domain", "events", "webhook", "cmd", "projections"}, []string{"projections/dockey"}},
 		{"webhook", []string{"domain", "projections", "readapi", "cmd"}, nil},
@@ -62,7 +65,7 @@ func TestDependencyDirection(t *testing.T) {
 		// The webhook dispatcher as the application layer sees it: no other role.
 		{"cmd/publisher/webhookapp", []string{"projections", "readapi", "cmd"}, []string{"cmd/publisher/app"}},
 		// The one binary wires every role; it links neither the benchmark nor the tests' helpers.
-		{"cmd/publisher", []string{"cmd/scalebench", "cmd/internal", "events/natstest", "readapi/openapi/openapitest"}, nil},
+		{"cmd/publisher", []string{"cmd/scalebench", "cmd/internal", "events/natstest", "projections/fixture", "readapi/openapi/openapitest"}, nil},
 		// The benchmark runs the built binary and links none of its roles.
 		{"cmd/scalebench", []string{"cmd/publisher", "readapi"}, nil},
 		{"cmd/internal/sample", []string{"events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
