@@ -17,5 +17,7 @@
 //
 // It reports through what it is given, a *slog.Logger and a function that hears what it waits
 // for, and imports nats-server, nats.go, events (its sleep), capacity and secretfile; nothing of the
-// service's roles. Client is how the other commands (verify, rebuild) reach the service's NATS.
+// service's roles. Client is how the other commands (verify, rebuild) reach the service's NATS:
+// the embedded server records the address of its client listener in the data directory while it
+// runs, and Client, given no URL, connects there as the embedded server's user.
 package node

@@ -136,6 +136,10 @@ func (n *Node) startEmbedded() error {
 		s.Shutdown()
 		return errors.New("embedded nats did not start within 30s")
 	}
+	if err := recordAddress(c.DataDir, s.Addr()); err != nil {
+		s.Shutdown()
+		return err
+	}
 	n.server = s
 	return nil
 }
@@ -246,5 +250,6 @@ func (n *Node) Close() {
 	if n.server != nil {
 		n.server.Shutdown()
 		n.server.WaitForShutdown()
+		forgetAddress(n.cfg.DataDir)
 	}
 }
