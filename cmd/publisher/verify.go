@@ -7,34 +7,30 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/cmd/publisher/generation"
-	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/progress"
 	"github.com/opencarte/publisher/events"
-	"github.com/opencarte/publisher/projections/dockey"
 	"github.com/opencarte/publisher/projections/runner"
 )
 
-// verify rebuilds every establishment's documents from the event log and compares them with the
-// live documents bucket, one establishment at a time per worker, showing its progress on stderr.
+// verify rebuilds every establishment's documents from the event log, under the files URL the
+// projector renders under, and compares them with the live documents bucket, one establishment
+// at a time per worker, showing its progress on stderr.
 func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var conn node.Client
-	conn.Register(fs, "NATS to read from")
+	var store storeFlags
+	store.register(fs, "NATS to read from")
 	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
 	workers := fs.Int("workers", runner.DefaultVerifyWorkers, "establishments checked at once")
 	maxDiffs := fs.Int("max-differences", runner.DefaultMaxDifferences, "differences listed in the report (all are counted)")
 	var prog progress.Options
 	prog.Register(fs)
-	publicURL := fs.String("public-url", "", "base URL the projector gives uploaded files under, as serve's --public-url (default from --http)")
-	httpAddr := fs.String("http", "127.0.0.1:8080", "the read API's listen address, when serve runs without --public-url")
 	fs.Usage = envflag.Usage(fs, "publisher verify [flags]")
 	if err := envflag.Parse(fs, args, getenv); err != nil {
 		return err
@@ -47,13 +43,13 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	nc, err := conn.Connect("publisher-verify", getenv)
+	nc, err := store.connect("publisher-verify", getenv)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	// verify reads: it binds to the log as it is, never reconfiguring it (its replicas, say).
-	store, err := events.Bind(ctx, nc)
+	eventLog, err := events.Bind(ctx, nc)
 	if err != nil {
 		return err
 	}
@@ -61,32 +57,22 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	if err != nil {
 		return err
 	}
-	docs, err := servedDocuments(ctx, js)
+	// Checked against the records the projector has projected, under the files URL it renders
+	// under: a change on its way is no difference.
+	kv, cp, err := servedDocuments(ctx, js)
 	if err != nil {
 		return err
 	}
-	kv, err := js.KeyValue(ctx, docs)
+	files, err := store.filesURL(cp.FilesURL)
 	if err != nil {
-		return fmt.Errorf("documents bucket: %w", err)
+		return err
 	}
-	// Checked against the records the projector has projected: a change on its way is no
-	// difference.
-	var upTo uint64
-	_, stateName := runner.GenerationBuckets(dockey.GenerationOf(docs))
-	if state, err := js.KeyValue(ctx, stateName); err == nil {
-		if cp, ok, err := runner.ReadCheckpoint(ctx, state); err == nil && ok {
-			upTo = cp.Position
-		}
-	}
+	fmt.Fprintf(stderr, "verify: %s, uploaded files under %s\n", kv.Bucket(), files)
 	start := time.Now()
 	show, stop := progress.Establishments(stderr, prog, start, "verified")
-	files := strings.TrimRight(*publicURL, "/")
-	if files == "" {
-		files = localURL(*httpAddr)
-	}
 	rep, err := runner.Verify(ctx, runner.VerifyConfig{
 		FilesURL: files,
-		Log:      store, KV: kv, Workers: *workers, MaxDifferences: *maxDiffs, Progress: show, UpTo: upTo,
+		Log:      eventLog, KV: kv, Workers: *workers, MaxDifferences: *maxDiffs, Progress: show, UpTo: cp.Position,
 	})
 	stop(err == nil)
 	if err != nil {
@@ -115,19 +101,33 @@ func printVerifyReport(stdout, stderr io.Writer, rep runner.Report, took time.Du
 	return nil
 }
 
-// servedDocuments returns the name of the generation of the documents bucket served.
-func servedDocuments(ctx context.Context, js jetstream.JetStream) (string, error) {
+// servedDocuments binds to the documents bucket of the generation served, and returns it with
+// the checkpoint of its projector: the zero Checkpoint when it has written none yet.
+func servedDocuments(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, runner.Checkpoint, error) {
+	served := 1
 	gens, err := js.KeyValue(ctx, generation.Bucket)
+	switch {
+	case err == nil:
+		g, _, err := generation.Read(ctx, gens)
+		if err != nil {
+			return nil, runner.Checkpoint{}, err
+		}
+		served = g.Served()
+	case !errors.Is(err, jetstream.ErrBucketNotFound):
+		return nil, runner.Checkpoint{}, fmt.Errorf("generations bucket: %w", err)
+	}
+	docsName, stateName := runner.GenerationBuckets(served)
+	docs, err := js.KeyValue(ctx, docsName)
+	if err != nil {
+		return nil, runner.Checkpoint{}, fmt.Errorf("documents bucket %s: %w", docsName, err)
+	}
+	state, err := js.KeyValue(ctx, stateName)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return dockey.Bucket, nil
+		return docs, runner.Checkpoint{}, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("generations bucket: %w", err)
+		return nil, runner.Checkpoint{}, fmt.Errorf("projector bucket %s: %w", stateName, err)
 	}
-	g, _, err := generation.Read(ctx, gens)
-	if err != nil {
-		return "", err
-	}
-	docs, _ := runner.GenerationBuckets(g.Served())
-	return docs, nil
+	cp, _, err := runner.ReadCheckpoint(ctx, state)
+	return docs, cp, err
 }
