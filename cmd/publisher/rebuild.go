@@ -11,19 +11,19 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/cmd/publisher/generation"
 	"github.com/opencarte/publisher/cmd/publisher/logging"
-	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/progress"
 	"github.com/opencarte/publisher/projections/runner"
 )
 
-// rebuildCommand renders the whole log into the next generation of the documents bucket while
-// the current one is served, verifies it, switches every process to it, announces what changed
-// and removes the old generation. Run again after an interruption, it resumes.
+// rebuildCommand renders the whole log, under the files URL the projector renders under, into
+// the next generation of the documents bucket while the current one is served, verifies it,
+// switches every process to it, announces what changed and removes the old generation. Run again
+// after an interruption, it resumes.
 func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var conn node.Client
-	conn.Register(fs, "NATS of the running service")
+	var store storeFlags
+	store.register(fs, "NATS of the running service")
 	workers := fs.Int("workers", 0, "establishments rendered at once (0: as many as the projector)")
 	cache := fs.Int("cache", 0, "establishments held in memory while rendering (0: as many as the projector)")
 	spillDir := fs.String("spill-dir", "", "directory of the temporary files of a replay in several passes, up to the size of the event log (empty: the system's temporary directory, which may be held in memory: give a directory on disk for a large log)")
@@ -51,14 +51,14 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	nc, err := conn.Connect("publisher-rebuild", getenv)
+	nc, err := store.connect("publisher-rebuild", getenv)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	cfg := generation.RebuildConfig{
 		Conn: nc, Holder: processName(), Workers: *workers, Cache: *cache, SpillDir: *spillDir, VerifyWorkers: *verifyWorkers,
-		Handover: *handover, SwitchTimeout: *switchTimeout, Out: stderr, Logger: logger,
+		Handover: *handover, SwitchTimeout: *switchTimeout, Out: stderr, Logger: logger, CheckFilesURL: store.checkFilesURL,
 		Progress: func(verb string) (func(done, total int), func(ok bool)) {
 			return progress.Establishments(stderr, prog, time.Now(), verb)
 		},

@@ -354,3 +354,56 @@ func TestRebuildAbandoned(t *testing.T) {
 		t.Errorf("serving %s, want %s_3", got, dockey.Bucket)
 	}
 }
+
+// TestRebuildChecksTheFilesURLStated runs rebuild with only --data-dir, and with --public-url and
+// --http: a statement of another files URL than the projector's is refused before the rebuild
+// begins, and again before it resumes, naming both URLs; serve's own --http and --public-url are
+// accepted, and so is no statement at all.
+func TestRebuildChecksTheFilesURLStated(t *testing.T) {
+	dir := t.TempDir()
+	m := openMain(t, dir, "2026-11-22")
+	keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-url", []byte(demoLine(t, "chez-url"))))
+	files := m.PublicURL()
+	rebuild := func(ctx context.Context, out io.Writer, flags ...string) error {
+		return run(ctx, append([]string{"rebuild", "--data-dir", dir, "--progress", "none"}, flags...), io.Discard, out, noEnv)
+	}
+	refused := func(when string) {
+		t.Helper()
+		for flags, stated := range map[string]string{
+			"--public-url https://menus.example.com": "https://menus.example.com",
+			"--http 127.0.0.1:1":                     "http://127.0.0.1:1",
+		} {
+			var out bytes.Buffer
+			err := rebuild(t.Context(), &out, strings.Fields(flags)...)
+			if err == nil || !strings.Contains(err.Error(), flags+": the projector renders uploaded files under "+files+", not "+stated+":") {
+				t.Errorf("%s, rebuild %s: got %v, want a refusal naming %s and %s", when, flags, err, files, stated)
+			}
+			if strings.Contains(out.String(), "building") || strings.Contains(out.String(), "resuming") {
+				t.Errorf("%s, rebuild %s went on:\n%s", when, flags, out.String())
+			}
+		}
+	}
+	refused("before a rebuild")
+	if st := m.admin(t, http.MethodGet, "/admin/v1/status", nil).json(t); st["documents_generation"] != 1.0 || st["rebuild"] != nil {
+		t.Fatalf("after the refusals: status %v, want generation 1 and no rebuild", st)
+	}
+
+	// Serve's --http: the rebuild begins; it is interrupted once it verified its generation.
+	ctx, cancel := context.WithCancel(t.Context())
+	var first bytes.Buffer
+	err := rebuild(ctx, cancelOn(&first, "verified generation", cancel), "--http", strings.TrimPrefix(m.HTTPURL, "http://"))
+	cancel()
+	if err == nil || !strings.Contains(first.String(), "verified generation 2") {
+		t.Fatalf("rebuild --http %s, interrupted: got %v\n%s", m.HTTPURL, err, first.String())
+	}
+	refused("with a rebuild under way")
+	// Serve's --public-url: it resumes and finishes.
+	var out bytes.Buffer
+	if err := rebuild(t.Context(), &out, "--public-url", files+"/"); err != nil || !strings.Contains(out.String(), "done: generation 2 is served") {
+		t.Fatalf("rebuild --public-url %s/: got %v\n%s", files, err, out.String())
+	}
+	out.Reset()
+	if err := rebuild(t.Context(), &out); err != nil || !strings.Contains(out.String(), "done: generation 3 is served") {
+		t.Fatalf("rebuild with no files URL stated: got %v\n%s", err, out.String())
+	}
+}

@@ -43,6 +43,10 @@ type RebuildConfig struct {
 	// completed.
 	Progress func(verb string) (show func(done, total int), end func(ok bool))
 	Logger   *slog.Logger
+	// CheckFilesURL, optional, hears the base URL of uploaded files the rebuild renders under
+	// (the current projector's, or the one the rebuild under way began with) before the rebuild
+	// begins or resumes, and refuses it with an error.
+	CheckFilesURL func(filesURL string) error
 }
 
 // rebuilder is one run of a rebuild.
@@ -157,6 +161,9 @@ func (r *rebuilder) begin(ctx context.Context) (_ Rebuilding, switched bool, _ e
 		return Rebuilding{}, false, err
 	}
 	if g.Rebuild != nil {
+		if err := r.checkFilesURL(g.Rebuild.FilesURL); err != nil {
+			return Rebuilding{}, false, err
+		}
 		r.say("resuming the rebuild of generation %d, %s since %s", g.Rebuild.Next, g.Rebuild.Phase, g.Rebuild.Started.Format(time.RFC3339))
 		return *g.Rebuild, g.Served() == g.Rebuild.Next, nil
 	}
@@ -172,6 +179,9 @@ func (r *rebuilder) begin(ctx context.Context) (_ Rebuilding, switched bool, _ e
 	if !ok {
 		return Rebuilding{}, false, errors.New("rebuild: the projector has written no checkpoint yet: start the service first, and wait for it to catch up")
 	}
+	if err := r.checkFilesURL(cp.FilesURL); err != nil {
+		return Rebuilding{}, false, err
+	}
 	last, err := r.store.LastStreamSequence(ctx)
 	if err != nil {
 		return Rebuilding{}, false, err
@@ -186,6 +196,15 @@ func (r *rebuilder) begin(ctx context.Context) (_ Rebuilding, switched bool, _ e
 	}
 	r.say("building generation %d of the documents from the log (generation %d is served meanwhile)", g.Rebuild.Next, cur)
 	return *g.Rebuild, false, nil
+}
+
+// checkFilesURL hands url, the base URL of uploaded files the rebuild renders under, to
+// RebuildConfig.CheckFilesURL.
+func (r *rebuilder) checkFilesURL(url string) error {
+	if r.cfg.CheckFilesURL == nil {
+		return nil
+	}
+	return r.cfg.CheckFilesURL(url)
 }
 
 // generation binds to the buckets of generation n.
