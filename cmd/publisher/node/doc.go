@@ -2,6 +2,10 @@
 // cluster it connects to, and its connections to either.
 //
 // Start starts the embedded server, on the data directory, or connects to the configured servers.
+// The embedded server's start fails at once, never after a wait, when its client address is in use
+// (the error names the address, the cause and the flags that avoid it) or when the server reports
+// a failure while starting, which its own logger would end the process with; the server is then
+// stopped and nothing of it is left running.
 // The embedded server accepts one nkey user, whose seed only the process's user can read; an
 // external NATS gets the credentials and TLS settings of Auth, never only those of its URL, and
 // its URL is logged with no credential in it. Each role that moves megabytes (the documents

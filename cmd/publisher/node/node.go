@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -93,6 +92,9 @@ func (n *Node) startEmbedded() error {
 	if err != nil {
 		return fmt.Errorf("--nats-listen %q: bad port", c.Listen)
 	}
+	if err := checkListen(host, port); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -118,7 +120,6 @@ func (n *Node) startEmbedded() error {
 		StoreDir:   filepath.Join(c.DataDir, "nats"),
 		SyncAlways: c.SyncAlways,
 		NoSigs:     true,
-		NoLog:      !c.Debug,
 		MaxPayload: 8 << 20,
 		// An explicit limit: see maxStore.
 		JetStreamMaxStore: maxStore(c.MaxStore),
@@ -128,13 +129,12 @@ func (n *Node) startEmbedded() error {
 	if err != nil {
 		return fmt.Errorf("embedded nats: %w", err)
 	}
-	if c.Debug {
-		s.ConfigureLogger()
-	}
-	go s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		return errors.New("embedded nats did not start within 30s")
+	// The server's own logger would end the process on a failure to start: this one has it
+	// returned.
+	log := newServerLog(c.Logger, c.Debug)
+	s.SetLoggerV2(log, false, false, false)
+	if err := run(s, log); err != nil {
+		return err
 	}
 	if err := recordAddress(c.DataDir, s.Addr()); err != nil {
 		s.Shutdown()
