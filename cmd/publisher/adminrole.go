@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/opencarte/publisher/cmd/publisher/admin"
@@ -31,11 +30,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	url, err := m.listeners.Listen(m.Config.AdminAddr, capacity.ListenerAdmin, "admin api", api.Handler())
-	if err != nil {
-		return fmt.Errorf("admin api: %w", err)
-	}
-	m.AdminURL = url
+	m.AdminURL = m.listeners.Serve(capacity.ListenerAdmin, api.Handler())
 	if m.Config.FileCollectEvery > 0 {
 		m.loops.Go("file collection", m.collectFiles)
 	}

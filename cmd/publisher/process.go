@@ -86,6 +86,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := m.prepare(); err != nil {
 		return err
 	}
+	if err := m.bindListeners(); err != nil {
+		return err
+	}
 	if err := m.connect(); err != nil {
 		return err
 	}
@@ -94,11 +97,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	c := &m.Config
-	if c.has(roleAPI) {
-		if err := m.bindAPI(); err != nil {
-			return err
-		}
-	}
 	if err := m.node.AwaitConnection(ctx); err != nil {
 		return err
 	}
@@ -171,6 +169,37 @@ func (m *Main) prepare() error {
 	return nil
 }
 
+// bindListeners binds every HTTP listener the process serves before anything else starts, so that
+// an address in use fails the start at once, naming the flag that sets it; the embedded NATS
+// server's is checked as it starts. The read API's answers at once, not ready until it is, and the
+// URLs of uploaded files name the port it got.
+func (m *Main) bindListeners() error {
+	c := &m.Config
+	if c.has(roleAPI) {
+		url, err := m.listeners.BindAPI(c.HTTPAddr)
+		if err != nil {
+			return listenError("read api", "--http", err)
+		}
+		m.HTTPURL = url
+	}
+	if c.has(roleAdmin) {
+		if _, err := m.listeners.Bind(c.AdminAddr, capacity.ListenerAdmin, "admin api"); err != nil {
+			return listenError("admin api", "--admin", err)
+		}
+	}
+	if m.metrics != nil {
+		if _, err := m.listeners.Bind(c.MetricsAddr, capacity.ListenerMetrics, "metrics"); err != nil {
+			return listenError("metrics", "--metrics", err)
+		}
+	}
+	return nil
+}
+
+// listenError is the failure to bind the listener what, whose address flag sets.
+func listenError(what, flag string, err error) error {
+	return fmt.Errorf("%s: %w (set another address with %s)", what, err, flag)
+}
+
 // newWaiter returns what answers when a change is served, on this process's projector or
 // another's, and in the read API when this process serves it.
 func (m *Main) newWaiter(js jetstream.JetStream) *generation.Waiter {
@@ -189,11 +218,7 @@ func (m *Main) startLast() error {
 			Conns: m.node.Conns, Log: m.Store, Storage: m.storage, Listeners: m.listeners,
 			Generation: func() int { g, _ := m.gens.watch.State(); return g.Served() },
 		})
-		url, err := m.listeners.Listen(m.Config.MetricsAddr, capacity.ListenerMetrics, "metrics", m.metrics.Handler())
-		if err != nil {
-			return fmt.Errorf("metrics: %w", err)
-		}
-		m.MetricsURL = url
+		m.MetricsURL = m.listeners.Serve(capacity.ListenerMetrics, m.metrics.Handler())
 	}
 	// The storage guard's periodic readings start once every part is wired: what it calls on
 	// the roles after starting JetStream again is complete then.

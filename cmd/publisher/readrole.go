@@ -17,17 +17,6 @@ import (
 	"github.com/opencarte/publisher/readapi"
 )
 
-// bindAPI binds the read API's listener first, so that the URLs of uploaded files name the port
-// it got, and answers on it at once: not ready, and what for, until the read API is.
-func (m *Main) bindAPI() error {
-	url, err := m.listeners.BindAPI(m.Config.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("read api: %w", err)
-	}
-	m.HTTPURL = url
-	return nil
-}
-
 // startAPI starts the mirror among the loops and serves the read API once it caught up, unless ctx,
 // the start's context, ends first.
 func (m *Main) startAPI(ctx context.Context) error {

@@ -34,6 +34,8 @@ type Set struct {
 	cfg    Config
 	reads  *listening   // the read API's, closed last
 	others []*listening // the admin API's and the metrics'
+	// bound are the listeners bound and not served yet, by kind.
+	bound map[capacity.Listener]bound
 	// starting answers on the read API's listener until it is ready; waiting is what the process
 	// waits for meanwhile, nil when nothing.
 	starting *startingHandler
@@ -57,20 +59,42 @@ type listening struct {
 	done         chan struct{}
 }
 
-// Listen serves h on addr, bounded by the kind's share of the connections, and returns its base
-// URL.
-func (s *Set) Listen(addr string, kind capacity.Listener, name string, h http.Handler) (string, error) {
+// bound is a listener bound and not served yet, and its name.
+type bound struct {
+	ln   net.Listener
+	name string
+}
+
+// Bind binds the listener of kind, named name, on addr, and returns its base URL. The process binds
+// every listener before it starts anything else, so that an address in use fails the start at once;
+// Serve serves it once its handler is ready, and connections wait in the backlog until then.
+func (s *Set) Bind(addr string, kind capacity.Listener, name string) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", err
 	}
-	l := s.serve(ln, kind, name, h)
+	if s.bound == nil {
+		s.bound = map[capacity.Listener]bound{}
+	}
+	s.bound[kind] = bound{ln, name}
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Serve serves h on the listener bound for kind, bounded by the kind's share of the connections,
+// and returns its base URL; "" when none was bound for kind.
+func (s *Set) Serve(kind capacity.Listener, h http.Handler) string {
+	b, ok := s.bound[kind]
+	if !ok {
+		return ""
+	}
+	delete(s.bound, kind)
+	l := s.serve(b.ln, kind, b.name, h)
 	if kind == capacity.ListenerAPI {
 		s.reads = l
 	} else {
 		s.others = append(s.others, l)
 	}
-	return "http://" + ln.Addr().String(), nil
+	return "http://" + b.ln.Addr().String()
 }
 
 // serve serves h on ln, bounded by the listener kind's share of the connections, until shut down.
@@ -111,8 +135,12 @@ const (
 	shutdownForce = time.Second
 )
 
-// Shutdown stops every listener but the read API's, at once.
+// Shutdown stops every listener but the read API's, at once, and closes those never served.
 func (s *Set) Shutdown() {
+	for kind, b := range s.bound {
+		b.ln.Close()
+		delete(s.bound, kind)
+	}
 	var wg sync.WaitGroup
 	for _, l := range s.others {
 		wg.Go(l.shutdown)

@@ -11,8 +11,11 @@ import (
 // BindAPI binds the read API's listener on addr and answers on it at once: not ready, and what
 // for, until ServeAPI. It returns the listener's base URL.
 func (s *Set) BindAPI(addr string) (string, error) {
+	if _, err := s.Bind(addr, capacity.ListenerAPI, "read api"); err != nil {
+		return "", err
+	}
 	s.starting = &startingHandler{set: s}
-	return s.Listen(addr, capacity.ListenerAPI, "read api", s.starting)
+	return s.Serve(capacity.ListenerAPI, s.starting), nil
 }
 
 // ServeAPI has h, the read API, answer on its listener in place of the starting handler.
