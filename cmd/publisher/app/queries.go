@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"slices"
 
@@ -62,4 +63,20 @@ func (c *Commands) List(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(slugs)
 	return slugs, nil
+}
+
+// HoldsKey says whether key opens the public API of establishment slug: its API is on and key is
+// its current key. It reports domain.ErrNotFound for an unknown establishment.
+func (c *Commands) HoldsKey(ctx context.Context, slug domain.Slug, key domain.APIKey) (bool, error) {
+	defer c.locks.lock(slug)()
+	a, err := c.repo.get(ctx, slug)
+	if err != nil {
+		return false, unavailable(err)
+	}
+	defer c.repo.put(a)
+	if !a.est.Created {
+		return false, fmt.Errorf("establishment %q: %w", slug, domain.ErrNotFound)
+	}
+	same := subtle.ConstantTimeCompare([]byte(a.est.APIKeyHash), []byte(key.Hash())) == 1
+	return a.est.PublicAPIEnabled && same, nil
 }
