@@ -343,7 +343,7 @@ func TestDemoCommand(t *testing.T) {
 	var key, url string
 	eventually(t, "demo printed its key", func() bool {
 		for _, line := range strings.Split(out.String(), "\n") {
-			if k, ok := strings.CutPrefix(line, "API key (shown once): "); ok {
+			if k, ok := strings.CutPrefix(line, "API key: "); ok {
 				key = k
 			}
 			if f := strings.Fields(line); len(f) == 6 && f[0] == "curl" && strings.HasSuffix(f[5], "/hours") {

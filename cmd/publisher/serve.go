@@ -136,7 +136,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	})
 	fs.StringVar(&c.Today, "today", "", "fix the local date of every establishment (YYYY-MM-DD), for demos and tests")
 	fs.DurationVar(&c.ClockEvery, "clock-interval", 15*time.Second, "how often the clock role checks for a new local day")
-	fs.BoolVar(&c.Demo, "demo", false, "load the sample establishment and print its key and example requests")
+	fs.BoolVar(&c.Demo, "demo", false, "load the sample establishment into an empty store (a store holding establishments is left as it is) and print its key and example requests; the key is kept in <data-dir>/"+demoKeyFile)
 	fs.IntVar(&c.CacheSize, "aggregate-cache", app.DefaultCacheSize, "establishments the admin and clock roles keep in memory (least recently used first out)")
 	fs.IntVar(&c.SnapshotEach, "snapshot-every", app.DefaultSnapshotEvery, "records folded into an establishment before its snapshot is written again")
 	fs.IntVar(&c.ProjectorWorkers, "projector-workers", 0, "establishments the projector renders and stores at once (0: 32 per CPU)")
@@ -269,7 +269,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 //go:embed demo.json
 var demoSample []byte
 
-// loadDemo loads the sample establishment and prints the requests that show it.
+// demoKeyFile, in the data directory, keeps the key the demo issued, for later starts to show.
+const demoKeyFile = "demo-api-key"
+
+// loadDemo loads the sample establishment into an empty store, or leaves the store as it is, and
+// prints the requests that show it.
 func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
 	if !m.Config.has(roleProjector) || m.HTTPURL == "" {
 		return errors.New("--demo needs the api and projector roles")
@@ -277,6 +281,7 @@ func (m *Main) loadDemo(ctx context.Context, out io.Writer) error {
 	return demo.Load(ctx, demo.Config{
 		Sample: demoSample, Commands: m.Commands, Today: m.Clock.Today, Served: m.Served,
 		PublicURL: m.PublicURL(), AdminURL: m.AdminURL, AdminToken: m.AdminToken,
+		KeyFile: filepath.Join(m.Config.DataDir, demoKeyFile),
 	}, out)
 }
 

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +57,71 @@ func serveWithin(t *testing.T, args []string) error {
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not return within 20s")
 		return nil
+	}
+}
+
+// TestDemoRestartKeepsTheUsersState: a second serve --demo on the same data directory loads
+// nothing over the store, keeping an edit made after the first, and shows the key the first
+// issued, which still opens the API; once the key is regenerated, a later start says the kept one
+// no longer does and how to get one, rather than showing it.
+func TestDemoRestartKeepsTheUsersState(t *testing.T) {
+	dir := t.TempDir()
+	demo := func() (*Main, string) {
+		t.Helper()
+		m := testMain(dir, "2026-11-22", func(c *Config) { c.Demo = true })
+		if err := m.Open(t.Context()); err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		var out bytes.Buffer
+		if err := m.loadDemo(t.Context(), &out); err != nil {
+			m.Close()
+			t.Fatalf("demo: %v", err)
+		}
+		return m, out.String()
+	}
+	keyIn := regexp.MustCompile(`(?m)^API key: (pk_\S+)$`)
+
+	m, out := demo()
+	first := keyIn.FindStringSubmatch(out)
+	if first == nil {
+		m.Close()
+		t.Fatalf("first start printed %s, want an API key", out)
+	}
+	const menus = "/r/menus?establishment=chez-marcel&menu_type=la-carte&locale=en"
+	if r := m.get(t, menus, ""); r.status != http.StatusFound {
+		t.Errorf("the menu redirect: got %d %s, want a redirect", r.status, r.body)
+	}
+	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel/menu-redirect", []byte(`{"enabled":false}`)); r.status != http.StatusOK {
+		t.Errorf("turn the menu redirect off: got %d %s", r.status, r.body)
+	}
+	cardIn := regexp.MustCompile(`curl -sI http://127\.0\.0\.1:\d+(/files/\S+)`) // a random port each start
+	firstCard := cardIn.FindStringSubmatch(out)
+	m.Close()
+
+	m, out = demo()
+	if got := keyIn.FindStringSubmatch(out); got == nil || got[1] != first[1] {
+		t.Errorf("second start printed %s, want the first's key %s", out, first[1])
+	}
+	if !strings.Contains(out, "only into an empty store") || !strings.Contains(out, filepath.Join(dir, demoKeyFile)) {
+		t.Errorf("second start printed %s, want it to say the store was left as it is and where the key comes from", out)
+	}
+	if r := m.get(t, est, first[1]); r.status != http.StatusOK {
+		t.Errorf("with the first key: got %d %s, want 200", r.status, r.body)
+	}
+	if r := m.get(t, menus, ""); r.status == http.StatusFound {
+		t.Errorf("the menu redirect turned off before the restart: got %d to %s, want it still off", r.status, r.header.Get("Location"))
+	}
+	if card := cardIn.FindStringSubmatch(out); firstCard == nil || card == nil || card[1] != firstCard[1] {
+		t.Errorf("second start: got the unified card at %q, want it where the first put it, %q", card, firstCard)
+	}
+	if r := m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/api/regenerate-key", nil); r.status != http.StatusOK {
+		t.Errorf("regenerate the key: got %d %s", r.status, r.body)
+	}
+	m.Close()
+
+	m, out = demo()
+	defer m.Close()
+	if keyIn.MatchString(out) || strings.Contains(out, first[1]) || !strings.Contains(out, "publisher admin regenerate-key chez-marcel") {
+		t.Errorf("after a regeneration, a start printed %s, want no key but how to get one", out)
 	}
 }

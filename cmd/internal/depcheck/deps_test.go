@@ -58,8 +58,9 @@ func TestDependencyDirection(t *testing.T) {
 		// What the process tells about itself reads the roles through their readings' types: never
 		// package main, the admin API or the generations (the clock's status brings app with it).
 		{"cmd/publisher/telemetry", []string{"projections", "cmd"}, []string{"projections/dockey", "cmd/publisher/capacity", "cmd/publisher/clock", "cmd/publisher/app"}},
-		// The demo goes through the application layer, as the admin API would.
-		{"cmd/publisher/demo", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
+		// The demo goes through the application layer, as the admin API would, and keeps the key
+		// it issued as a secret file.
+		{"cmd/publisher/demo", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app", "cmd/publisher/secretfile"}},
 		// The logger is the standard library's, its lines bounded.
 		{"cmd/publisher/logging", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com", "golang.org"}, nil},
 		// The webhook dispatcher as the application layer sees it: no other role.

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
@@ -27,11 +29,21 @@ type Config struct {
 	Served func(ctx context.Context, slug domain.Slug, seq uint64) error
 	// PublicURL is the base URL of the read API; AdminURL and AdminToken reach the admin API.
 	PublicURL, AdminURL, AdminToken string
+	// KeyFile keeps the key the demo issued, for a later start to show it again.
+	KeyFile string
 }
 
-// Load imports the sample establishment, makes sure it has a key to show, waits until it is
-// served, and prints ready-to-paste requests to out.
+// Load loads the sample establishment into an empty store: it imports it, keeps its key in
+// KeyFile, waits until it is served, and prints ready-to-paste requests to out. A store that holds
+// establishments already is left as it is (see showAgain).
 func Load(ctx context.Context, cfg Config, out io.Writer) error {
+	slugs, err := cfg.Commands.List(ctx)
+	if err != nil {
+		return err
+	}
+	if len(slugs) > 0 {
+		return showAgain(ctx, cfg, len(slugs), slices.Contains(slugs, Slug), out)
+	}
 	snap, err := domain.ParseInput(bytes.NewReader(cfg.Sample))
 	if err != nil {
 		return err
@@ -56,25 +68,29 @@ func Load(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 	if res.APIKey == "" {
-		// Already imported by an earlier run: keys are shown once, so issue a new one.
-		if res, err = cfg.Commands.RegenerateKey(ctx, app.Request{Slug: Slug}); err != nil {
-			return err
-		}
+		return errors.New("the import of the sample issued no api key")
 	}
-	key := res.APIKey
+	if err := saveKey(cfg.KeyFile, res.APIKey); err != nil {
+		return err
+	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := cfg.Served(wctx, Slug, res.Version); err != nil {
 		return fmt.Errorf("wait for the demo to be served: %w", err)
 	}
+	fmt.Fprintf(out, "\nDemo establishment %q is served (local date %s).\nAPI key: %s\n(kept in %s: later starts of the demo show it again)\n\n",
+		Slug, today, res.APIKey, cfg.KeyFile)
+	printRequests(out, cfg, res.APIKey, cardURL)
+	return nil
+}
+
+// printRequests prints the requests that show the sample establishment with key, the unified
+// card's among them when there is one, and how to reach the admin API.
+func printRequests(out io.Writer, cfg Config, key domain.APIKey, cardURL string) {
 	base := cfg.PublicURL
 	h := fmt.Sprintf("-H 'X-Api-Key: %s'", key)
 	api := base + "/api/v1/establishments/" + Slug
-	fmt.Fprintf(out, `
-Demo establishment %q is served (local date %s).
-API key (shown once): %s
-
-  curl -s %s %s
+	fmt.Fprintf(out, `  curl -s %s %s
   curl -s %s %s/hours
   curl -s %s '%s/menus?locale=en'
   curl -s %s %s/menus/la-carte
@@ -82,13 +98,16 @@ API key (shown once): %s
   curl -s %s %s/menus/vins
   curl -si '%s/r/master_menu?establishment=%s'
   curl -si '%s/r/menus?establishment=%s&menu_type=la-carte&locale=en'
-  curl -sI %s    # the unified card, uploaded: served by this service
+`, h, api, h, api, h, api, h, api, h, api, h, api, base, Slug, base, Slug)
+	if cardURL != "" {
+		fmt.Fprintf(out, "  curl -sI %s    # the unified card, uploaded: served by this service\n", cardURL)
+	}
+	printAdmin(out, cfg, "publisher admin get "+Slug)
+}
 
-Admin API: %s (Authorization: Bearer %s)
-  publisher admin get %s
-
-`, Slug, today, key, h, api, h, api, h, api, h, api, h, api, h, api, base, Slug, base, Slug, cardURL, cfg.AdminURL, cfg.AdminToken, Slug)
-	return nil
+// printAdmin prints how to reach the admin API, with an example command.
+func printAdmin(out io.Writer, cfg Config, example string) {
+	fmt.Fprintf(out, "\nAdmin API: %s (Authorization: Bearer %s)\n  %s\n\n", cfg.AdminURL, cfg.AdminToken, example)
 }
 
 // uploadFiles stores a generated PDF as the unified card and generated images as the pages
