@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,7 +53,12 @@ var (
 type addressPolicy struct {
 	allowAll bool
 	allowed  []netip.Prefix
+	hint     string // how to allow a refused address; empty: defaultAllowHint
 }
+
+// defaultAllowHint says how to allow a receiver address that is not public when the
+// configuration gives no hint of its own.
+const defaultAllowHint = "Config.AllowPrivate or Config.AllowedNetworks allow it"
 
 // nonPublic returns why addr is not a public unicast address, or "" when it is.
 func nonPublic(addr netip.Addr) string {
@@ -106,7 +112,7 @@ func (p addressPolicy) check(addr netip.Addr) error {
 		}
 	}
 	if reason := nonPublic(addr); reason != "" {
-		return fmt.Errorf("%w: %s is %s", ErrRefusedAddress, addr, reason)
+		return fmt.Errorf("%w: %s is %s: %s", ErrRefusedAddress, addr, reason, cmp.Or(p.hint, defaultAllowHint))
 	}
 	return nil
 }

@@ -74,6 +74,10 @@ type Config struct {
 	// AllowedNetworks lists networks allowed even though they are not public, for instance a
 	// partner's private range or 127.0.0.1/32 in tests.
 	AllowedNetworks []netip.Prefix
+	// AllowHint ends the refusal of a receiver address that is not public: how the operator
+	// allows one where the dispatcher is configured (a program's flags, say). Empty names
+	// AllowPrivate and AllowedNetworks.
+	AllowHint string
 	// RootCAs, when set, replaces the system's certificate authorities for verifying receivers.
 	RootCAs *x509.CertPool
 

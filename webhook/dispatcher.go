@@ -114,7 +114,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{
 		cfg:      cfg,
 		logger:   cfg.Logger,
-		policy:   addressPolicy{allowAll: cfg.AllowPrivate, allowed: cfg.AllowedNetworks},
+		policy:   addressPolicy{allowAll: cfg.AllowPrivate, allowed: cfg.AllowedNetworks, hint: cfg.AllowHint},
 		resolver: net.DefaultResolver,
 	}
 	d.client = newClient(cfg, d.policy)

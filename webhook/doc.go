@@ -103,7 +103,8 @@
 //   - Supersede: a newer delivery to an endpoint replaces an older one still queued or
 //     retrying; the older one is logged "superseded" and its resources carried over.
 //   - Registration: an https URL, no user information or fragment, whose host is or resolves to
-//     public addresses only, unless Config.AllowPrivate or Config.AllowedNetworks allow it; the
+//     public addresses only, unless Config.AllowPrivate or Config.AllowedNetworks allow it (a
+//     refusal ends with Config.AllowHint, which says how the operator allows one); the
 //     caller generates the id and the secret. Registering an id again replaces its URL and
 //     secret and enables it. A disabled endpoint is enabled again by Enable or by registering
 //     it again; changes made while it was disabled are not replayed (its receiver re-reads

@@ -153,6 +153,27 @@ func TestNonPublic(t *testing.T) {
 	}
 }
 
+// A refused address says why and how the operator allows one: the configuration's hint, or the
+// fields of Config that allow it.
+func TestRefusalSaysHowToAllowTheAddress(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		policy addressPolicy
+		want   string
+	}{
+		{addressPolicy{}, "webhook: refused address: 127.0.0.1 is loopback: Config.AllowPrivate or Config.AllowedNetworks allow it"},
+		{addressPolicy{hint: "start with --allow-them"}, "webhook: refused address: 127.0.0.1 is loopback: start with --allow-them"},
+	}
+	for _, c := range cases {
+		if err := c.policy.check(netip.MustParseAddr("127.0.0.1")); err == nil || err.Error() != c.want {
+			t.Errorf("check: got %v, want %q", err, c.want)
+		}
+		if err := c.policy.control("tcp", "127.0.0.1:443", nil); err == nil || err.Error() != c.want {
+			t.Errorf("control: got %v, want %q", err, c.want)
+		}
+	}
+}
+
 // A host that does not exist is an invalid endpoint; a resolver that fails is a temporary
 // condition, and neither error repeats the DNS server's address.
 func TestReceiverHostResolution(t *testing.T) {
