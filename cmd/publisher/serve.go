@@ -173,6 +173,10 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	})
 }
 
+// webhookAllowHint ends the refusal of a webhook receiver on a loopback or private address, in
+// the admin API's answers and in delivery attempts: the flags that allow one.
+const webhookAllowHint = "serve allows it with --webhook-allow-private (local use only), or its network with --webhook-allowed-networks"
+
 func parsePrefixes(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, p := range strings.Split(s, ",") {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -123,5 +124,24 @@ func TestDemoRestartKeepsTheUsersState(t *testing.T) {
 	defer m.Close()
 	if keyIn.MatchString(out) || strings.Contains(out, first[1]) || !strings.Contains(out, "publisher admin regenerate-key chez-marcel") {
 		t.Errorf("after a regeneration, a start printed %s, want no key but how to get one", out)
+	}
+}
+
+// TestPrivateWebhookReceiverRefusalNamesTheFlag: registering a receiver on a loopback address,
+// without --webhook-allow-private, is refused with a 422 whose message names the flags that allow
+// it.
+func TestPrivateWebhookReceiverRefusalNamesTheFlag(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22")
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo); r.status != http.StatusCreated {
+		t.Fatalf("import: got %d %s", r.status, r.body)
+	}
+	r := m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/webhooks", []byte(`{"url": "https://127.0.0.1:8443/hook"}`))
+	const want = "127.0.0.1 is loopback: serve allows it with --webhook-allow-private (local use only), or its network with --webhook-allowed-networks"
+	if r.status != http.StatusUnprocessableEntity || !bytes.Contains(r.body, []byte(want)) {
+		t.Errorf("register a loopback receiver: got %d %s, want 422 saying %q", r.status, r.body, want)
 	}
 }

@@ -23,7 +23,8 @@ func (m *Main) openWebhooks(ctx context.Context) error {
 	m.Webhooks, err = provision(ctx, m, "the webhook streams and buckets", func(ctx context.Context) (*webhook.Dispatcher, error) {
 		return webhook.Open(ctx, wc, webhook.Config{
 			Window: c.WebhookWindow, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate,
-			AllowedNetworks: c.WebhookNetworks, RootCAs: c.WebhookRootCAs, Replicas: c.Replicas, MasterKeys: masterKeys,
+			AllowedNetworks: c.WebhookNetworks, AllowHint: webhookAllowHint,
+			RootCAs: c.WebhookRootCAs, Replicas: c.Replicas, MasterKeys: masterKeys,
 			OnAttempt: onAttempt,
 			Logger:    m.Logger.With("role", roleWebhook),
 		})
