@@ -134,3 +134,55 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("verify of an altered bundle: report %s, want chez-marcel listed", out.String())
 	}
 }
+
+// runCLI runs the binary's command line as main does, and returns its exit status and outputs.
+func runCLI(tb testing.TB, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	tb.Helper()
+	var out, errOut bytes.Buffer
+	code = cli(tb.Context(), args, &out, &errOut, func(k string) string { return env[k] })
+	return code, out.String(), errOut.String()
+}
+
+// --help, -h and help print the usage of every command on stdout and exit 0, whatever else is
+// on the line, without a token or a server.
+func TestHelpOfEveryCommand(t *testing.T) {
+	env := map[string]string{"PUBLISHER_DATA_DIR": t.TempDir(), "PUBLISHER_ADMIN_URL": "http://127.0.0.1:1"}
+	lines := map[string][][]string{
+		"usage: publisher <command> [args] [flags]\n": {{"--help"}, {"-h"}, {"help"}, {"help", "--help"}, {"-help"}},
+		"usage: publisher serve [flags]\n":            {{"serve", "--help"}, {"help", "serve"}, {"serve", "--demo", "-h"}},
+		"usage: publisher import [flags] PATH...\n":   {{"import", "--help"}, {"import", "a.ndjson", "-h"}, {"import", "--batch", "0", "--help"}},
+		"usage: publisher verify [flags]\n":           {{"verify", "--help"}, {"verify", "-h"}},
+		"usage: publisher rebuild [flags]\n":          {{"rebuild", "--help"}, {"rebuild", "--abandon", "-h"}},
+	}
+	for want, cases := range lines {
+		for _, args := range cases {
+			code, stdout, stderr := runCLI(t, env, args...)
+			if code != exitOK || !strings.HasPrefix(stdout, want) || stderr != "" {
+				t.Errorf("%q: exit %d, stdout %.80q, stderr %q; want 0 and a usage starting %q", args, code, stdout, stderr, want)
+			}
+		}
+	}
+}
+
+// A command line that cannot run exits 2 naming what is wrong, on stderr; a usage is printed
+// once, and only when no command is given.
+func TestUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "publisher: no command given\n\nusage: publisher <command> [args] [flags]\n"},
+		{[]string{"serv"}, "publisher: unknown command \"serv\" (did you mean \"serve\"?)\nRun 'publisher --help' for usage.\n"},
+		{[]string{"deploy"}, "publisher: unknown command \"deploy\"\nRun 'publisher --help' for usage.\n"},
+		{[]string{"help", "serv"}, "publisher: unknown command \"serv\" (did you mean \"serve\"?)\n"},
+		{[]string{"--data-dir", "x", "serve"}, "publisher: flag --data-dir before the command: flags come after it"},
+		{[]string{"serve", "--nope"}, "publisher: serve: unknown flag --nope\nRun 'publisher serve --help' for usage.\n"},
+		{[]string{"verify", "--workers"}, "publisher: verify: flag --workers needs a value\n"},
+		{[]string{"rebuild", "--workers", "many"}, `publisher: rebuild: invalid value "many" for --workers: parse error`},
+	} {
+		code, stdout, stderr := runCLI(t, nil, c.args...)
+		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, c.want) || strings.Count(stderr, "usage: ") > 1 {
+			t.Errorf("%q: exit %d, stdout %q, stderr\n%s\nwant 2 and a stderr starting %q, with one usage at most", c.args, code, stdout, stderr, c.want)
+		}
+	}
+}

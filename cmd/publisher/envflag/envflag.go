@@ -11,8 +11,36 @@ func Name(flagName string) string {
 	return "PUBLISHER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// Parse applies every flag's environment twin, then the command line, which wins.
+// Parse sets fs's flags from their environment twins, then from args, which win, and leaves the
+// other arguments, in order, to fs.Args. Flags may come anywhere among args; -- ends them.
+//
+// A request for help anywhere on the line returns a *Help holding what fs.Usage prints, fs.Args
+// set first so that the usage may depend on them (a subcommand's); nothing else is applied. A flag
+// fs does not define, a value it refuses or a flag without its value returns a *UsageError naming
+// it, as does a refused value of the environment, named by its variable.
 func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	l, err := split(fs, args)
+	if l.help {
+		// Cannot fail: everything after -- is an argument.
+		_ = fs.Parse(append([]string{"--"}, l.args...))
+		return &Help{Usage: Text(fs)}
+	}
+	if err != nil {
+		return &UsageError{Command: fs.Name(), Err: err}
+	}
+	if err := applyEnvironment(fs, getenv); err != nil {
+		return &UsageError{Command: fs.Name(), Err: err}
+	}
+	for _, s := range l.flags {
+		if err := fs.Set(s.name, s.value); err != nil {
+			return &UsageError{Command: fs.Name(), Err: fmt.Errorf("invalid value %q for --%s: %w", s.value, s.name, err)}
+		}
+	}
+	return fs.Parse(append([]string{"--"}, l.args...))
+}
+
+// applyEnvironment sets each flag of fs whose twin getenv gives; it names every twin refused.
+func applyEnvironment(fs *flag.FlagSet, getenv func(string) string) error {
 	var errs []string
 	fs.VisitAll(func(f *flag.Flag) {
 		if v := getenv(Name(f.Name)); v != "" {
@@ -24,21 +52,5 @@ func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid environment: %s", strings.Join(errs, "; "))
 	}
-	return fs.Parse(args)
-}
-
-// Usage returns a usage function printing a flag set's defaults with each flag's environment
-// twin, under synopsis.
-func Usage(fs *flag.FlagSet, synopsis string) func() {
-	return func() {
-		out := fs.Output()
-		fmt.Fprintf(out, "usage: %s\n\nflags (each also read from its environment variable):\n", synopsis)
-		fs.VisitAll(func(f *flag.Flag) {
-			def := ""
-			if f.DefValue != "" {
-				def = fmt.Sprintf(" (default %q)", f.DefValue)
-			}
-			fmt.Fprintf(out, "  --%s  [%s]%s\n      %s\n", f.Name, Name(f.Name), def, f.Usage)
-		})
-	}
+	return nil
 }
