@@ -5,9 +5,12 @@ import (
 	"context"
 	"flag"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,16 +146,22 @@ func runCLI(tb testing.TB, env map[string]string, args ...string) (code int, std
 	return code, out.String(), errOut.String()
 }
 
-// --help, -h and help print the usage of every command on stdout and exit 0, whatever else is
-// on the line, without a token or a server.
+// --help, -h and help print the usage of every command and subcommand on stdout and exit 0,
+// whatever else is on the line, without a token or a server.
 func TestHelpOfEveryCommand(t *testing.T) {
 	env := map[string]string{"PUBLISHER_DATA_DIR": t.TempDir(), "PUBLISHER_ADMIN_URL": "http://127.0.0.1:1"}
 	lines := map[string][][]string{
-		"usage: publisher <command> [args] [flags]\n": {{"--help"}, {"-h"}, {"help"}, {"help", "--help"}, {"-help"}},
-		"usage: publisher serve [flags]\n":            {{"serve", "--help"}, {"help", "serve"}, {"serve", "--demo", "-h"}},
-		"usage: publisher import [flags] PATH...\n":   {{"import", "--help"}, {"import", "a.ndjson", "-h"}, {"import", "--batch", "0", "--help"}},
-		"usage: publisher verify [flags]\n":           {{"verify", "--help"}, {"verify", "-h"}},
-		"usage: publisher rebuild [flags]\n":          {{"rebuild", "--help"}, {"rebuild", "--abandon", "-h"}},
+		"usage: publisher <command> [args] [flags]\n":       {{"--help"}, {"-h"}, {"help"}, {"help", "--help"}, {"-help"}},
+		"usage: publisher serve [flags]\n":                  {{"serve", "--help"}, {"help", "serve"}, {"serve", "--demo", "-h"}},
+		"usage: publisher import PATH... [flags]\n":         {{"import", "--help"}, {"import", "a.ndjson", "-h"}, {"import", "--batch", "0", "--help"}},
+		"usage: publisher admin <command> [args] [flags]\n": {{"admin", "--help"}, {"admin", "-h"}, {"help", "admin"}},
+		"usage: publisher admin get SLUG [flags]\n":         {{"admin", "get", "--help"}, {"admin", "get", "chez-marcel", "-h"}, {"help", "admin", "get"}},
+		"usage: publisher verify [flags]\n":                 {{"verify", "--help"}, {"verify", "-h"}},
+		"usage: publisher rebuild [flags]\n":                {{"rebuild", "--help"}, {"rebuild", "--abandon", "-h"}},
+	}
+	for _, name := range []string{"list", "activate", "enable-api", "set-redirect", "publish-version", "upload", "add-asset",
+		"collect-files", "add-webhook", "webhooks", "deliveries", "ping", "redeliver", "rotate-secret", "enable-webhook", "status"} {
+		lines["usage: publisher admin "+name] = [][]string{{"admin", name, "--help"}}
 	}
 	for want, cases := range lines {
 		for _, args := range cases {
@@ -179,10 +188,79 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--nope"}, "publisher: serve: unknown flag --nope\nRun 'publisher serve --help' for usage.\n"},
 		{[]string{"verify", "--workers"}, "publisher: verify: flag --workers needs a value\n"},
 		{[]string{"rebuild", "--workers", "many"}, `publisher: rebuild: invalid value "many" for --workers: parse error`},
+		{[]string{"import", "--parallel", "0", "x.ndjson"}, "publisher: import: --parallel 0: want at least 1\n"},
+		{[]string{"import"}, "publisher: import: no path given"},
+		{[]string{"admin", "get"}, "publisher: admin get: want 1 argument (SLUG), got 0\nRun 'publisher admin get --help' for usage.\n"},
+		{[]string{"admin", "gte", "x"}, `publisher: admin: unknown command "gte" (did you mean "get"?)`},
+		{[]string{"admin"}, "publisher: admin: no command given\n\nusage: publisher admin <command> [args] [flags]\n"},
 	} {
 		code, stdout, stderr := runCLI(t, nil, c.args...)
 		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, c.want) || strings.Count(stderr, "usage: ") > 1 {
 			t.Errorf("%q: exit %d, stdout %q, stderr\n%s\nwant 2 and a stderr starting %q, with one usage at most", c.args, code, stdout, stderr, c.want)
+		}
+	}
+}
+
+// admin ping exits 1 when a real receiver refuses the test delivery, and 0 when it accepts it;
+// flags may follow the arguments.
+func TestPingExitStatus(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	receiver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse.Load() {
+			http.Error(w, "not today", http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	roots := receiver.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.WebhookAllowPrivate, c.WebhookRootCAs = true, roots })
+	demo, _ := os.ReadFile("demo.json")
+	m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo)
+	reg := m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/webhooks", []byte(`{"url": "`+receiver.URL+`/hook"}`))
+	if reg.status != 201 {
+		t.Fatalf("register: got %d %s", reg.status, reg.body)
+	}
+	id := reg.json(t)["endpoint"].(map[string]any)["id"].(string)
+
+	ping := []string{"admin", "ping", "chez-marcel", id, "--admin-url", m.AdminURL, "--admin-token", testAdminToken}
+	code, stdout, stderr := runCLI(t, nil, ping...)
+	if code != exitFailed || !strings.Contains(stdout, `"status_code":500`) ||
+		stderr != "publisher: admin ping: the receiver did not accept the test delivery: http status 500\n" {
+		t.Errorf("ping of a refusing receiver: exit %d, stdout %s, stderr %q; want 1, the attempt, and the failure", code, stdout, stderr)
+	}
+	refuse.Store(false)
+	if code, stdout, stderr := runCLI(t, nil, ping...); code != exitOK || !strings.Contains(stdout, `"status_code":204`) || stderr != "" {
+		t.Errorf("ping of an accepting receiver: exit %d, stdout %s, stderr %q; want 0 and the attempt", code, stdout, stderr)
+	}
+}
+
+// The exit status says whether the operation succeeded: a request the admin API refuses and an
+// import with a refused document exit 1, a success 0; flags may follow the arguments.
+func TestExitStatusOfOperations(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22")
+	env := map[string]string{"PUBLISHER_ADMIN_URL": m.AdminURL}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"slug": "bad-one", "name": "", "business_type": "nightclub"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	token := []string{"--admin-token", testAdminToken}
+	for _, c := range []struct {
+		args []string
+		code int
+		out  string // in stdout
+	}{
+		{append([]string{"import", "demo.json", bad, "--progress", "none"}, token...), exitFailed, `"slug":"chez-marcel"`},
+		{append([]string{"import", "demo.json"}, token...), exitOK, `"status":"unchanged"`},
+		{append([]string{"admin", "get", "chez-marcel"}, token...), exitOK, `"chez-marcel"`},
+		{append([]string{"admin", "get", "nowhere"}, token...), exitFailed, ""},
+		{append([]string{"admin", "set-redirect", "chez-marcel", "on"}, token...), exitOK, ""},
+		{append([]string{"admin", "withdraw-version", "chez-marcel", "la-carte", "nope"}, token...), exitFailed, ""},
+	} {
+		code, stdout, stderr := runCLI(t, env, c.args...)
+		if code != c.code || !strings.Contains(stdout, c.out) {
+			t.Errorf("%q: exit %d, stdout %s, stderr %s; want %d", c.args, code, stdout, stderr, c.code)
 		}
 	}
 }

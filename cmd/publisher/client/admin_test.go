@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,28 +12,42 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 )
 
 // seen is the last request an admin API stand-in was sent.
 type seen struct {
 	mu                                sync.Mutex
+	requests                          int
 	method, target, contentType, auth string
 	body                              []byte
 }
 
+// adminStandIn is an admin API answering {"ok":true}, but 404 under .../missing, a test delivery
+// the receiver accepted on a ping of endpoint w1 and one it refused of any other, and a late
+// collection when the request says so; env points the commands at it with a token.
 func adminStandIn(t *testing.T) (*seen, func(string) string) {
 	s := &seen{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
+		s.requests++
 		s.method, s.target, s.contentType, s.auth, s.body = r.Method, r.RequestURI, r.Header.Get("Content-Type"), r.Header.Get("Authorization"), body
 		s.mu.Unlock()
-		if strings.HasSuffix(r.URL.Path, "/missing") {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/missing"):
 			w.WriteHeader(http.StatusNotFound)
 			io.WriteString(w, `{"error":"Not found"}`)
-			return
+		case strings.HasSuffix(r.URL.Path, "/w1/ping"):
+			io.WriteString(w, `{"attempt":{"number":1,"time":"2026-11-22T10:00:00Z","status_code":204,"latency_ms":3}}`)
+		case strings.HasSuffix(r.URL.Path, "/ping"):
+			io.WriteString(w, `{"attempt":{"number":1,"time":"2026-11-22T10:00:00Z","status_code":500,"latency_ms":3,"error":"http status 500"}}`)
+		case r.URL.Path == "/admin/v1/files/collect" && r.Header.Get("Authorization") == "Bearer late":
+			io.WriteString(w, `{"stored":3,"referenced":1,"young":2,"removed":[],"orphans":0,"late":true}`)
+		default:
+			io.WriteString(w, `{"ok":true}`)
 		}
-		io.WriteString(w, `{"ok":true}`)
 	}))
 	t.Cleanup(srv.Close)
 	env := map[string]string{"PUBLISHER_ADMIN_URL": srv.URL + "/", "PUBLISHER_ADMIN_TOKEN": "secret"}
@@ -92,7 +107,7 @@ func TestAdminSubcommands(t *testing.T) {
 		if s.method != c.method || s.target != c.target || string(s.body) != c.body || s.contentType != c.contentType || s.auth != "Bearer secret" {
 			t.Errorf("%q: sent %s %s %q (%q, %q), want %s %s %q (%q)", c.args, s.method, s.target, s.body, s.contentType, s.auth, c.method, c.target, c.body, c.contentType)
 		}
-		if out.String() != `{"ok":true}` {
+		if c.args[0] != "ping" && out.String() != `{"ok":true}` {
 			t.Errorf("%q: printed %q, want the answer", c.args, out.String())
 		}
 	}
@@ -107,7 +122,8 @@ func TestAdminSubcommands(t *testing.T) {
 	}
 }
 
-// A wrong command or count of arguments prints the usage; a wrong value or answer does not.
+// A wrong command, flag or count of arguments is a usage error naming what is wanted; a wrong
+// value or answer is the operation's failure.
 func TestAdminRefusals(t *testing.T) {
 	_, env := adminStandIn(t)
 	noID := filepath.Join(t.TempDir(), "v.json")
@@ -120,23 +136,143 @@ func TestAdminRefusals(t *testing.T) {
 		usage bool
 	}{
 		{nil, "admin: no command given", true},
-		{[]string{"nope"}, `admin: unknown command "nope"`, true},
-		{[]string{"get"}, "admin get: want 1 arguments, got 0", true},
-		{[]string{"list", "x"}, "admin list: want 0 arguments, got 1", true},
-		{[]string{"rotate-secret", "s"}, "admin rotate-secret: want 2 arguments, got 1", true},
-		{[]string{"rotate-secret", "s", "w", "1h", "x"}, "admin rotate-secret: want 2 arguments, got 4", true},
-		{[]string{"add-asset", "s", "carte", "v1", "fr"}, "admin add-asset: want SLUG TYPE VERSION SCOPE and at least one file", true},
-		{[]string{"set-redirect", "s", "maybe"}, `admin set-redirect: want on or off, got "maybe"`, false},
-		{[]string{"publish-version", "s", "carte", noID}, noID + ": want a JSON menu version with an id", false},
-		{[]string{"get", "missing"}, `GET /admin/v1/establishments/missing: 404 Not Found: {"error":"Not found"}`, false},
+		{[]string{"nope"}, `admin: unknown command "nope"; 'publisher admin --help' lists them`, true},
+		{[]string{"regenerate-keys", "s"}, `admin: unknown command "regenerate-keys" (did you mean "regenerate-key"?)`, true},
+		{[]string{"get"}, "admin get: want 1 argument (SLUG), got 0", true},
+		{[]string{"get", "a", "b"}, "admin get: want 1 argument (SLUG), got 2", true},
+		{[]string{"list", "x"}, `admin list: takes no arguments, got ["x"]`, true},
+		{[]string{"set-redirect", "s"}, "admin set-redirect: want 2 arguments (SLUG on|off), got 1", true},
+		{[]string{"rotate-secret", "s"}, "admin rotate-secret: want 2 or 3 arguments (SLUG ID [GRACE]), got 1", true},
+		{[]string{"rotate-secret", "s", "w", "1h", "x"}, "admin rotate-secret: want 2 or 3 arguments (SLUG ID [GRACE]), got 4", true},
+		{[]string{"add-asset", "s", "carte", "v1", "fr"}, "admin add-asset: want at least 5 arguments (SLUG TYPE VERSION SCOPE FILE...), got 4", true},
+		{[]string{"set-redirect", "s", "maybe"}, `admin set-redirect: want on or off, got "maybe"`, true},
+		{[]string{"get", "s", "--admin-tokn", "x"}, "admin: unknown flag --admin-tokn (did you mean --admin-token?)", true},
+		{[]string{"publish-version", "s", "carte", noID}, "admin publish-version: " + noID + ": want a JSON menu version with an id", false},
+		{[]string{"get", "missing"}, `admin get: GET /admin/v1/establishments/missing: 404 Not Found`, false},
+		{[]string{"ping", "s", "w2"}, `admin ping: the receiver did not accept the test delivery: http status 500`, false},
 	} {
-		var stderr bytes.Buffer
-		err := Admin(context.Background(), c.args, io.Discard, &stderr, env)
+		err := Admin(context.Background(), c.args, io.Discard, io.Discard, env)
+		var u *envflag.UsageError
 		if err == nil || err.Error() != c.err {
 			t.Errorf("%q: got %v, want %s", c.args, err, c.err)
 		}
-		if usage := strings.Contains(stderr.String(), "usage: publisher admin [flags] <command> [args]\n\n  list"); usage != c.usage {
-			t.Errorf("%q: usage printed %t, want %t:\n%s", c.args, usage, c.usage, stderr.String())
+		if errors.As(err, &u) != c.usage {
+			t.Errorf("%q: usage error %t, want %t", c.args, errors.As(err, &u), c.usage)
 		}
+	}
+}
+
+// The usage of admin is in the error of a line without a command, once; other usage errors point
+// to --help.
+func TestAdminUsageOnce(t *testing.T) {
+	err := Admin(context.Background(), nil, io.Discard, io.Discard, func(string) string { return "" })
+	var u *envflag.UsageError
+	if !errors.As(err, &u) || strings.Count(u.Usage, "usage: publisher admin <command> [args] [flags]") != 1 ||
+		!strings.Contains(u.Usage, "\n  ping SLUG ID") || !strings.Contains(u.Usage, "--admin-token") {
+		t.Errorf("got %v with usage\n%s\nwant the usage of admin once, its commands and flags", err, u.Usage)
+	}
+}
+
+// --help of admin and of each of its commands is its usage, wherever it is on the line, and never
+// needs a token nor makes a request.
+func TestAdminHelp(t *testing.T) {
+	s, _ := adminStandIn(t)
+	noToken := func(k string) string {
+		return map[string]string{"PUBLISHER_DATA_DIR": t.TempDir()}[k]
+	}
+	check := func(args []string, want ...string) {
+		t.Helper()
+		var out bytes.Buffer
+		err := Admin(context.Background(), args, &out, io.Discard, noToken)
+		var h *envflag.Help
+		if !errors.As(err, &h) {
+			t.Errorf("%q: got %v, want help", args, err)
+			return
+		}
+		for _, w := range want {
+			if !strings.Contains(h.Usage, w) {
+				t.Errorf("%q: usage\n%s\nwant %q in it", args, h.Usage, w)
+			}
+		}
+		if out.Len() > 0 {
+			t.Errorf("%q: printed %q, want nothing but the help", args, out.String())
+		}
+	}
+	check([]string{"--help"}, "usage: publisher admin <command> [args] [flags]", "  collect-files", "--admin-url")
+	check([]string{"-h", "get"}, "usage: publisher admin get SLUG [flags]", "current content")
+	for _, c := range adminCommands() {
+		synopsis := strings.TrimSpace("usage: publisher admin " + c.name + " " + c.args)
+		check([]string{c.name, "--help"}, synopsis+" [flags]\n", "--admin-token", "exit status is 1")
+		check([]string{c.name, "x", "-h", "y"}, synopsis)
+	}
+	if s.requests != 0 {
+		t.Errorf("%d requests made, want none", s.requests)
+	}
+}
+
+// Flags come anywhere on the line: after the arguments, and between them.
+func TestAdminFlagsAfterArguments(t *testing.T) {
+	s, env := adminStandIn(t)
+	url := env("PUBLISHER_ADMIN_URL")
+	for _, args := range [][]string{
+		{"get", "chez-marcel", "--admin-token", "x", "--admin-url", url},
+		{"get", "--admin-url=" + url, "chez-marcel", "-admin-token", "x"},
+		{"--admin-token", "x", "get", "chez-marcel", "--admin-url", url},
+	} {
+		if err := Admin(context.Background(), args, io.Discard, io.Discard, func(string) string { return "" }); err != nil {
+			t.Errorf("%q: %v", args, err)
+			continue
+		}
+		if s.auth != "Bearer x" || s.target != "/admin/v1/establishments/chez-marcel" {
+			t.Errorf("%q: sent %s with %q, want the slug's path with the token x", args, s.target, s.auth)
+		}
+	}
+	// -- ends the flags: a slug may start with a hyphen (the API refuses it, but it is sent).
+	if err := Admin(context.Background(), []string{"get", "--", "-x"}, io.Discard, io.Discard, env); err != nil || s.target != "/admin/v1/establishments/-x" {
+		t.Errorf("get -- -x: got %v, sent %s", err, s.target)
+	}
+}
+
+// Without a token given or found, the command says how to give one, as a usage error.
+func TestAdminWithoutToken(t *testing.T) {
+	dir := t.TempDir()
+	err := Admin(context.Background(), []string{"list", "--data-dir", dir}, io.Discard, io.Discard, func(string) string { return "" })
+	var u *envflag.UsageError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "admin list: no admin token: give --admin-token (or PUBLISHER_ADMIN_TOKEN), or the --data-dir of a local serve") ||
+		!strings.Contains(err.Error(), filepath.Join(dir, "admin-token")) {
+		t.Errorf("got %v, want a usage error naming the flag, its variable and the file looked for", err)
+	}
+}
+
+// An answer of success that reports a failure is the command's failure: a test delivery the
+// receiver refused, a collection that stopped before the end. The answer is printed all the same.
+func TestAdminOperationFailures(t *testing.T) {
+	_, env := adminStandIn(t)
+	var out bytes.Buffer
+	if err := Admin(context.Background(), []string{"ping", "s", "w1"}, &out, io.Discard, env); err != nil || !strings.Contains(out.String(), `"status_code":204`) {
+		t.Errorf("ping accepted: got %v, printed %s", err, out.String())
+	}
+	out.Reset()
+	err := Admin(context.Background(), []string{"ping", "s", "w2"}, &out, io.Discard, env)
+	if err == nil || !strings.Contains(out.String(), `"status_code":500`) {
+		t.Errorf("ping refused: got %v, printed %s; want an error and the attempt printed", err, out.String())
+	}
+	if err := Admin(context.Background(), []string{"collect-files"}, io.Discard, io.Discard, env); err != nil {
+		t.Errorf("collect-files: %v", err)
+	}
+	err = Admin(context.Background(), []string{"collect-files", "--admin-token", "late"}, io.Discard, io.Discard, env)
+	if err == nil || !strings.Contains(err.Error(), "admin collect-files: the collection stopped before the end") {
+		t.Errorf("late collection: got %v, want an error saying it stopped", err)
+	}
+}
+
+// A refused connection says where the admin API was looked for.
+func TestAdminUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	err := Admin(context.Background(), []string{"list", "--admin-url", url, "--admin-token", "x"}, io.Discard, io.Discard, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "admin list: no admin API at "+url+" (is serve running? --admin-url says where it is)") {
+		t.Errorf("got %v, want the URL named", err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 )
 
 // Client drives the admin API over HTTP.
@@ -27,7 +29,7 @@ func New(url, token, dataDir string) (*Client, error) {
 	if token == "" {
 		b, err := os.ReadFile(filepath.Join(dataDir, "admin-token"))
 		if err != nil {
-			return nil, fmt.Errorf("no --admin-token given and none found in %s: %w", dataDir, err)
+			return nil, fmt.Errorf("no admin token: give --admin-token (or %s), or the --data-dir of a local serve, which keeps its token there: %w", envflag.Name("admin-token"), err)
 		}
 		token = strings.TrimSpace(string(b))
 	}
@@ -45,7 +47,14 @@ func (f *apiFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dataDir, "data-dir", "./data", "data directory of a local serve, to find its admin token")
 }
 
-func (f *apiFlags) client() (*Client, error) { return New(f.url, f.token, f.dataDir) }
+// client is the client the flags describe; a missing token is a usage error of command.
+func (f *apiFlags) client(command string) (*Client, error) {
+	c, err := New(f.url, f.token, f.dataDir)
+	if err != nil {
+		return nil, &envflag.UsageError{Command: command, Err: err}
+	}
+	return c, nil
+}
 
 // do sends a request with a body of contentType and returns the response body; a non-2xx status
 // is an error carrying it.
@@ -59,7 +68,7 @@ func (c *Client) do(ctx context.Context, method, path, contentType string, body 
 		return nil, err
 	}
 	if resp.status/100 != 2 {
-		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.statusText, strings.TrimSpace(string(resp.body)))
+		return nil, fmt.Errorf("%s %s: %s", method, path, resp.text())
 	}
 	return resp.body, nil
 }
@@ -112,7 +121,7 @@ func (r *response) text() string {
 	}
 	if json.Unmarshal(r.body, &body) == nil && body.Error != "" {
 		text := r.statusText
-		if body.Error != http.StatusText(r.status) {
+		if !strings.EqualFold(body.Error, http.StatusText(r.status)) {
 			text += ": " + body.Error
 		}
 		if len(body.Details) > 0 {

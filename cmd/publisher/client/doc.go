@@ -2,8 +2,14 @@
 // per run (Admin), and bulk import (Import), which streams establishments from files, directories
 // and standard input through the API's batch endpoint.
 //
-// It talks HTTP only: it imports the standard library, envflag (its flags' environment twins)
-// and progress (the display import shares with verify), and neither the domain, the event log,
+// Each subcommand of admin is one row of a table (subcommands.go): its arguments' synopsis, which
+// their count is checked against, its line of the usage, its request, and, where the admin API
+// answers a failed operation with success (a test delivery the receiver refused, a file
+// collection that stopped early), the check that makes it the command's error. A wrong command
+// line is a usage error and never reaches the API; help needs no token.
+//
+// It talks HTTP only: it imports the standard library, envflag (its command line's grammar and
+// usage errors) and progress (the display import shares with verify), and neither the domain, the event log,
 // the projections, the read API, webhooks nor the admin API's own package. The admin API's
 // limits on a batch (MaxBatchDocuments, MaxDocumentBytes) are restated here; package main's
 // tests hold the two equal.

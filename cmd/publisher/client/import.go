@@ -38,7 +38,7 @@ const (
 	requestTimeout = 5 * time.Minute // time limit of one request
 )
 
-const importSynopsis = `publisher import [flags] PATH...
+const importSynopsis = `publisher import PATH... [flags]
 
 Imports establishments through the admin API's batch endpoint. A PATH is an NDJSON file
 (.ndjson or .jsonl, one import document per line), - for NDJSON on standard input, a directory
@@ -86,12 +86,12 @@ func Import(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	if err := cfg.check(); err != nil {
-		return fmt.Errorf("import: %w", err)
+		return &envflag.UsageError{Command: "import", Err: err}
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("import: no path given")
+		return envflag.Usagef("import", "no path given: want one or more files, directories, or - for standard input")
 	}
-	c, err := api.client()
+	c, err := api.client("import")
 	if err != nil {
 		return err
 	}

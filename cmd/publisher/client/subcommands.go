@@ -10,15 +10,23 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 )
 
-// subcommand is one command of admin: the count of arguments it takes, and the request they make.
+// subcommand is one command of admin: its arguments, what it does, and the request they make.
 type subcommand struct {
-	// args says what is wrong with a count of arguments, if anything: the usage is printed
-	// before the error.
-	args func(name string, n int) error
+	name string
+	// args is the synopsis of its arguments, which their count is checked against: NAME is one
+	// argument, [NAME] one that may be left out, NAME... one or more.
+	args string
+	// about says what it does; the usage indents its lines after the first.
+	about string
 	// request is the request the arguments make, the subcommand's name left out.
 	request func(a []string) (request, error)
+	// failed, when set, says whether an answer of success reports a failure of the operation
+	// all the same, such as a test delivery the receiver refused.
+	failed func(answer []byte) error
 }
 
 // request is one request to the admin API.
@@ -28,55 +36,84 @@ type request struct {
 	contentType  string // of body; JSON unless given
 }
 
-var subcommands = map[string]subcommand{
-	"list":             call(http.MethodGet, "/admin/v1/establishments"),
-	"status":           call(http.MethodGet, "/admin/v1/status"),
-	"collect-files":    call(http.MethodPost, "/admin/v1/files/collect"),
-	"get":              onEstablishment(http.MethodGet, ""),
-	"activate":         onEstablishment(http.MethodPost, "/activate"),
-	"enable-api":       onEstablishment(http.MethodPost, "/api/enable"),
-	"disable-api":      onEstablishment(http.MethodPost, "/api/disable"),
-	"regenerate-key":   onEstablishment(http.MethodPost, "/api/regenerate-key"),
-	"webhooks":         onEstablishment(http.MethodGet, "/webhooks"),
-	"remove-webhook":   onWebhook(http.MethodDelete, ""),
-	"deliveries":       onWebhook(http.MethodGet, "/deliveries"),
-	"ping":             onWebhook(http.MethodPost, "/ping"),
-	"enable-webhook":   onWebhook(http.MethodPost, "/enable"),
-	"redeliver":        {exactly(1), redeliver},
-	"set-redirect":     {exactly(2), setRedirect},
-	"publish-version":  {exactly(3), publishVersion},
-	"withdraw-version": {exactly(3), withdrawVersion},
-	"add-webhook":      {exactly(2), addWebhook},
-	"rotate-secret":    {graceOptional, rotateSecret},
-	"upload":           {exactly(1), upload},
-	"set-master-menu":  {exactly(2), setMasterMenu},
-	"add-asset":        {filesAfterScope, addAsset},
+// adminCommands are the subcommands of admin, in the order the usage lists them.
+func adminCommands() []subcommand {
+	return []subcommand{
+		{"list", "", "establishments in the log", call(http.MethodGet, "/admin/v1/establishments"), nil},
+		{"get", "SLUG", "current content, webhooks, local date, version", onEstablishment(http.MethodGet, ""), nil},
+		{"activate", "SLUG", "draft → active", onEstablishment(http.MethodPost, "/activate"), nil},
+		{"enable-api", "SLUG", "turn the public API on; prints the key once", onEstablishment(http.MethodPost, "/api/enable"), nil},
+		{"disable-api", "SLUG", "turn the public API off", onEstablishment(http.MethodPost, "/api/disable"), nil},
+		{"regenerate-key", "SLUG", "prints the new key once; the old one stops working", onEstablishment(http.MethodPost, "/api/regenerate-key"), nil},
+		{"set-redirect", "SLUG on|off", "menu_redirect_enabled", setRedirect, nil},
+		{"publish-version", "SLUG TYPE FILE", "publish a menu version (JSON file, id from the file)", publishVersion, nil},
+		{"withdraw-version", "SLUG TYPE VERSION", "withdraw a menu version", withdrawVersion, nil},
+		{"upload", "FILE", "store a menu file (PNG, JPEG, WebP or PDF, at most 10 MB);\nprints its digest and URL, to use in imported documents", upload, nil},
+		{"set-master-menu", "SLUG FILE|URL|none", "the unified card: a file to upload, a URL or digest, or none", setMasterMenu, nil},
+		{"add-asset", "SLUG TYPE VERSION SCOPE FILE...", "upload files as the pages, in order, of one new file of a\nmenu version; SCOPE is fr, en or fr_en", addAsset, nil},
+		{"collect-files", "", "remove stored files nothing refers to, past their grace\nperiod; fails when the collection stopped before the end", call(http.MethodPost, "/admin/v1/files/collect"), collectionStopped},
+		{"add-webhook", "SLUG URL", "prints the signing secret once", addWebhook, nil},
+		{"remove-webhook", "SLUG ID", "remove a webhook endpoint", onWebhook(http.MethodDelete, ""), nil},
+		{"webhooks", "SLUG", "endpoints with their delivery state (never a secret)", onEstablishment(http.MethodGet, "/webhooks"), nil},
+		{"deliveries", "SLUG ID", "delivery log of an endpoint: attempts, status, latency, error", onWebhook(http.MethodGet, "/deliveries"), nil},
+		{"ping", "SLUG ID", "send a test delivery now; fails if the receiver refuses it", onWebhook(http.MethodPost, "/ping"), pingRefused},
+		{"redeliver", "DELIVERY", "send a delivery again (queued: deliveries shows the outcome)", redeliver, nil},
+		{"rotate-secret", "SLUG ID [GRACE]", "new signing secret, printed once; the old one signs for\nGRACE (24h)", rotateSecret, nil},
+		{"enable-webhook", "SLUG ID", "re-enable an endpoint disabled by a 410 Gone", onWebhook(http.MethodPost, "/enable"), nil},
+		{"status", "", "the process's roles, log positions, storage and webhooks", call(http.MethodGet, "/admin/v1/status"), nil},
+	}
 }
 
-// exactly is the check of a subcommand taking want arguments.
-func exactly(want int) func(name string, n int) error {
-	return func(name string, n int) error {
-		if n != want {
-			return fmt.Errorf("admin %s: want %d arguments, got %d", name, want, n)
+// check says what is wrong with the count of arguments a, if anything, as a usage error.
+func (s subcommand) check(a []string) error {
+	least, most := arity(s.args)
+	n := len(a)
+	if n >= least && (most < 0 || n <= most) {
+		return nil
+	}
+	var want string
+	switch {
+	case most == 0:
+		return envflag.Usagef("admin "+s.name, "takes no arguments, got %q", a)
+	case most < 0:
+		want = "at least " + count(least, "argument")
+	case least == most:
+		want = count(least, "argument")
+	case most == least+1:
+		want = fmt.Sprintf("%d or %s", least, count(most, "argument"))
+	default:
+		want = fmt.Sprintf("%d to %s", least, count(most, "argument"))
+	}
+	return envflag.Usagef("admin "+s.name, "want %s (%s), got %d", want, s.args, n)
+}
+
+// arity is the least and the most arguments a synopsis takes; most is -1 for no limit.
+func arity(synopsis string) (least, most int) {
+	unlimited := false
+	for _, w := range strings.Fields(synopsis) {
+		switch {
+		case strings.HasPrefix(w, "["):
+			most++
+		case strings.HasSuffix(w, "..."):
+			least++
+			unlimited = true
+		default:
+			least++
+			most++
 		}
-		return nil
 	}
+	if unlimited {
+		return least, -1
+	}
+	return least, most
 }
 
-// graceOptional is the check of rotate-secret: SLUG ID, and a GRACE if given.
-func graceOptional(name string, n int) error {
-	if n == 3 {
-		return nil
+// count is n of a thing, in the singular or the plural.
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
 	}
-	return exactly(2)(name, n)
-}
-
-// filesAfterScope is the check of add-asset: SLUG TYPE VERSION SCOPE, then files.
-func filesAfterScope(_ string, n int) error {
-	if n < 5 {
-		return fmt.Errorf("admin add-asset: want SLUG TYPE VERSION SCOPE and at least one file")
-	}
-	return nil
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // Arguments go into the path escaped, so each stays one path segment whatever it holds.
@@ -91,23 +128,23 @@ func versionPath(slug, menuType, id string) string {
 	return establishmentPath(slug) + "/menu-types/" + url.PathEscape(menuType) + "/versions/" + url.PathEscape(id)
 }
 
-// call is a subcommand without arguments.
-func call(method, path string) subcommand {
-	return subcommand{exactly(0), func([]string) (request, error) { return request{method: method, path: path}, nil }}
+// call is the request of a subcommand without arguments.
+func call(method, path string) func([]string) (request, error) {
+	return func([]string) (request, error) { return request{method: method, path: path}, nil }
 }
 
-// onEstablishment is a subcommand of SLUG, at suffix under the establishment.
-func onEstablishment(method, suffix string) subcommand {
-	return subcommand{exactly(1), func(a []string) (request, error) {
+// onEstablishment is the request of a subcommand of SLUG, at suffix under the establishment.
+func onEstablishment(method, suffix string) func([]string) (request, error) {
+	return func(a []string) (request, error) {
 		return request{method: method, path: establishmentPath(a[0]) + suffix}, nil
-	}}
+	}
 }
 
-// onWebhook is a subcommand of SLUG ID, at suffix under the webhook endpoint.
-func onWebhook(method, suffix string) subcommand {
-	return subcommand{exactly(2), func(a []string) (request, error) {
+// onWebhook is the request of a subcommand of SLUG ID, at suffix under the webhook endpoint.
+func onWebhook(method, suffix string) func([]string) (request, error) {
+	return func(a []string) (request, error) {
 		return request{method: method, path: webhookPath(a[0], a[1]) + suffix}, nil
-	}}
+	}
 }
 
 func redeliver(a []string) (request, error) {
@@ -116,7 +153,7 @@ func redeliver(a []string) (request, error) {
 
 func setRedirect(a []string) (request, error) {
 	if a[1] != "on" && a[1] != "off" {
-		return request{}, fmt.Errorf("admin set-redirect: want on or off, got %q", a[1])
+		return request{}, envflag.Usagef("admin set-redirect", "want on or off, got %q", a[1])
 	}
 	body := fmt.Appendf(nil, `{"enabled":%t}`, a[1] == "on")
 	return request{method: http.MethodPut, path: establishmentPath(a[0]) + "/menu-redirect", body: body}, nil
