@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -158,6 +160,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		"usage: publisher admin get SLUG [flags]\n":         {{"admin", "get", "--help"}, {"admin", "get", "chez-marcel", "-h"}, {"help", "admin", "get"}},
 		"usage: publisher verify [flags]\n":                 {{"verify", "--help"}, {"verify", "-h"}},
 		"usage: publisher rebuild [flags]\n":                {{"rebuild", "--help"}, {"rebuild", "--abandon", "-h"}},
+		"usage: publisher version\n":                        {{"version", "--help"}, {"help", "version"}},
 	}
 	for _, name := range []string{"list", "activate", "enable-api", "set-redirect", "publish-version", "upload", "add-asset",
 		"collect-files", "add-webhook", "webhooks", "deliveries", "ping", "redeliver", "rotate-secret", "enable-webhook", "status"} {
@@ -193,10 +196,46 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"admin", "get"}, "publisher: admin get: want 1 argument (SLUG), got 0\nRun 'publisher admin get --help' for usage.\n"},
 		{[]string{"admin", "gte", "x"}, `publisher: admin: unknown command "gte" (did you mean "get"?)`},
 		{[]string{"admin"}, "publisher: admin: no command given\n\nusage: publisher admin <command> [args] [flags]\n"},
+		{[]string{"version", "now"}, `publisher: version: takes no arguments, got ["now"]`},
 	} {
 		code, stdout, stderr := runCLI(t, nil, c.args...)
 		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, c.want) || strings.Count(stderr, "usage: ") > 1 {
 			t.Errorf("%q: exit %d, stdout %q, stderr\n%s\nwant 2 and a stderr starting %q, with one usage at most", c.args, code, stdout, stderr, c.want)
+		}
+	}
+}
+
+// version and --version print the build information: the module version, and the Go version
+// this binary was built with.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, stdout, stderr := runCLI(t, nil, args...)
+		if code != exitOK || !strings.HasPrefix(stdout, "publisher ") || !strings.Contains(stdout, "\ngo: "+runtime.Version()) || stderr != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 0 and the version", args, code, stdout, stderr)
+		}
+	}
+}
+
+func TestVersionText(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		info debug.BuildInfo
+		want string
+	}{
+		{"a release", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
+			{Key: "GOOS", Value: "linux"}, {Key: "GOARCH", Value: "arm64"}, {Key: "vcs.revision", Value: "3f2c1d0"},
+			{Key: "vcs.time", Value: "2026-11-20T09:00:00Z"}, {Key: "vcs.modified", Value: "false"},
+		}}, "publisher v1.4.0\nrevision: 3f2c1d0\ncommit time: 2026-11-20T09:00:00Z\ngo: go1.26.8 linux/arm64\n"},
+		{"a modified tree", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261120090000-3f2c1d0+dirty"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "3f2c1d0"}, {Key: "vcs.modified", Value: "true"},
+		}}, "publisher v0.0.0-20261120090000-3f2c1d0+dirty\nrevision: 3f2c1d0 (modified: built with uncommitted changes)\ngo: go1.26.8\n"},
+		{"no version control", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}},
+			"publisher (devel)\nrevision: unknown (built outside a version-controlled tree, or with -buildvcs=false)\ngo: go1.26.8\n"},
+		{"no module version", debug.BuildInfo{GoVersion: "go1.26.8"},
+			"publisher (unknown version)\nrevision: unknown (built outside a version-controlled tree, or with -buildvcs=false)\ngo: go1.26.8\n"},
+	} {
+		if got := versionText(&c.info); got != c.want {
+			t.Errorf("%s: got\n%s\nwant\n%s", c.name, got, c.want)
 		}
 	}
 }

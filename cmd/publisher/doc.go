@@ -3,8 +3,8 @@
 // on an embedded NATS server by default or on a NATS cluster, and drives the admin API from the
 // command line (the admin and import commands, in package client).
 //
-// Package main only wires. It holds the commands and their flags (serve, verify, rebuild; import
-// and admin are package client's), and Main, a running publisher shared by the binary and its
+// Package main only wires. It holds the commands and their flags (serve, verify, rebuild, version;
+// import and admin are package client's), the exit status each outcome maps to, and Main, a running publisher shared by the binary and its
 // end-to-end tests, whose Open reads as the list of the roles it starts: the NATS node, the
 // storage guard, the event log and the generations, the webhook dispatcher, the application
 // layer, the projector, the clock, the read API, the admin API, then the metrics listener and

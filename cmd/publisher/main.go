@@ -43,6 +43,7 @@ commands:
   rebuild   render the log into a new generation of the documents while the current one is
             served, verify it, switch every process to it at once and announce what changed;
             run again after an interruption, it resumes
+  version   print the version, the VCS revision and the Go version this binary was built from
 
 Run 'publisher <command> --help' for a command's flags. Flags may come anywhere after the
 command, and -- ends them. Every flag has an environment twin, PUBLISHER_ and its name in
@@ -67,6 +68,7 @@ func commands() map[string]command {
 		"admin":   client.Admin,
 		"verify":  verify,
 		"rebuild": rebuildCommand,
+		"version": versionCommand,
 	}
 }
 
@@ -117,6 +119,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 		// help COMMAND is COMMAND --help, with any further words as its arguments.
 		return run(ctx, append([]string{rest[0], "--help"}, rest[1:]...), stdout, stderr, getenv)
+	case "-version", "--version":
+		return versionCommand(ctx, rest, stdout, stderr, getenv)
 	}
 	all := commands()
 	cmd, ok := all[name]
