@@ -197,6 +197,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"admin", "gte", "x"}, `publisher: admin: unknown command "gte" (did you mean "get"?)`},
 		{[]string{"admin"}, "publisher: admin: no command given\n\nusage: publisher admin <command> [args] [flags]\n"},
 		{[]string{"version", "now"}, `publisher: version: takes no arguments, got ["now"]`},
+		{[]string{"serve", "now"}, `publisher: serve: takes no arguments, got ["now"]`},
+		{[]string{"serve", "--heap-floor-bytes", "-1"}, "publisher: serve: --heap-floor-bytes -1: want 0 to "},
+		{[]string{"verify", "--max-differences", "0"}, "publisher: verify: --max-differences 0: want a positive number\n"},
+		{[]string{"verify", "--progress", "loud"}, `publisher: verify: --progress "loud": want auto, bar, plain or none`},
+		{[]string{"rebuild", "--workers", "-1"}, "publisher: rebuild: --workers and --cache: want 0 or more"},
+		{[]string{"rebuild", "--switch-timeout", "0s"}, "publisher: rebuild: --handover-timeout 1m0s, --switch-timeout 0s: want positive durations"},
 	} {
 		code, stdout, stderr := runCLI(t, nil, c.args...)
 		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, c.want) || strings.Count(stderr, "usage: ") > 1 {

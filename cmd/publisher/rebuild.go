@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"time"
 
@@ -39,13 +37,13 @@ func rebuildCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	if err := prog.Check(); err != nil {
-		return err
+		return &envflag.UsageError{Command: "rebuild", Err: err}
 	}
 	switch {
 	case *workers < 0 || *cache < 0 || *verifyWorkers <= 0:
-		return errors.New("--workers and --cache: want 0 or more; --verify-workers: want 1 or more")
+		return envflag.Usagef("rebuild", "--workers and --cache: want 0 or more; --verify-workers: want 1 or more")
 	case *handover <= 0 || *switchTimeout <= 0:
-		return fmt.Errorf("--handover-timeout %s, --switch-timeout %s: want positive durations", *handover, *switchTimeout)
+		return envflag.Usagef("rebuild", "--handover-timeout %s, --switch-timeout %s: want positive durations", *handover, *switchTimeout)
 	}
 	logger, err := logging.New(stderr, *logLevel)
 	if err != nil {

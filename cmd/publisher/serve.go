@@ -225,7 +225,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+		return envflag.Usagef("serve", "takes no arguments, got %q", fs.Args())
 	}
 	if err := cfg.NATSAuth.Load(getenv); err != nil {
 		return err
@@ -236,7 +236,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		return err
 	}
 	if cfg.HeapFloor < 0 || cfg.HeapFloor > heapfloor.Max {
-		return fmt.Errorf("--heap-floor-bytes %d: want 0 to %d", cfg.HeapFloor, int64(heapfloor.Max))
+		return envflag.Usagef("serve", "--heap-floor-bytes %d: want 0 to %d", cfg.HeapFloor, int64(heapfloor.Max))
 	}
 	defer heapfloor.Start(uint64(cfg.HeapFloor), heapfloor.ProcessGCPercent())()
 	m := &Main{Config: cfg, Logger: logger}

@@ -2,11 +2,11 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"strings"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/cmd/publisher/node"
 )
 
@@ -15,6 +15,7 @@ import (
 // under. They learn the URL from what the projector stored; --public-url and --http, when given,
 // state which one the user expects, and a statement that differs is refused.
 type storeFlags struct {
+	command   string // the command's name, in its refusals
 	conn      node.Client
 	publicURL string
 	httpAddr  string
@@ -25,6 +26,7 @@ const defaultHTTP = "127.0.0.1:8080"
 
 // register adds the flags to fs; natsWhat says what the NATS URL is for.
 func (s *storeFlags) register(fs *flag.FlagSet, natsWhat string) {
+	s.command = fs.Name()
 	s.conn.Register(fs, natsWhat)
 	fs.StringVar(&s.publicURL, "public-url", "", "serve's --public-url: refused unless the projector renders uploaded files under it (default: the URL the projector stored)")
 	fs.StringVar(&s.httpAddr, "http", "", "serve's --http, when it runs without --public-url: checked as --public-url is (default: the URL the projector stored; before it stored one, "+defaultHTTP+")")
@@ -52,7 +54,7 @@ func (s *storeFlags) stated() (url, flagValue string) {
 // projector renders uploaded files under.
 func (s *storeFlags) checkFilesURL(stored string) error {
 	if url, flagValue := s.stated(); url != "" && url != stored {
-		return fmt.Errorf("%s: the projector renders uploaded files under %s, not %s: leave out --public-url and --http to use its URL, or restart serve with --public-url %[3]s first (it then renders every document again)",
+		return envflag.Usagef(s.command, "%s: the projector renders uploaded files under %s, not %s: leave out --public-url and --http to use its URL, or restart serve with --public-url %[3]s first (it then renders every document again)",
 			flagValue, stored, url)
 	}
 	return nil

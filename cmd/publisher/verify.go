@@ -36,10 +36,10 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 		return err
 	}
 	if err := prog.Check(); err != nil {
-		return err
+		return &envflag.UsageError{Command: "verify", Err: err}
 	}
 	if *maxDiffs <= 0 {
-		return fmt.Errorf("--max-differences %d: want a positive number", *maxDiffs)
+		return envflag.Usagef("verify", "--max-differences %d: want a positive number", *maxDiffs)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
