@@ -237,9 +237,12 @@ func ParseBusinessType(s string) (BusinessType, error) {
 // MenuKind is menu (a composed offer) or card (an a la carte list).
 type MenuKind string
 
+// MenuKinds lists every menu kind.
+var MenuKinds = []string{"menu", "card"}
+
 // ParseMenuKind validates s.
 func ParseMenuKind(s string) (MenuKind, error) {
-	return MenuKind(s), parseClosed("kind", s, []string{"menu", "card"})
+	return MenuKind(s), parseClosed("kind", s, MenuKinds)
 }
 
 // MenuSource is generated (structured sections and items) or uploaded (files only).
@@ -251,9 +254,12 @@ const (
 	SourceUploaded  MenuSource = "uploaded"
 )
 
+// MenuSources lists every menu source.
+var MenuSources = []string{string(SourceGenerated), string(SourceUploaded)}
+
 // ParseMenuSource validates s.
 func ParseMenuSource(s string) (MenuSource, error) {
-	return MenuSource(s), parseClosed("source", s, []string{"generated", "uploaded"})
+	return MenuSource(s), parseClosed("source", s, MenuSources)
 }
 
 // LanguageScope says which language a menu file covers.
@@ -266,9 +272,12 @@ const (
 	ScopeFREN LanguageScope = "fr_en"
 )
 
+// LanguageScopes lists every language scope.
+var LanguageScopes = []string{string(ScopeFR), string(ScopeEN), string(ScopeFREN)}
+
 // ParseLanguageScope validates s.
 func ParseLanguageScope(s string) (LanguageScope, error) {
-	return LanguageScope(s), parseClosed("language_scope", s, []string{"fr", "en", "fr_en"})
+	return LanguageScope(s), parseClosed("language_scope", s, LanguageScopes)
 }
 
 // Rotation is how a menu type's versions follow the calendar.
@@ -282,12 +291,15 @@ const (
 	RotationMonthly Rotation = "monthly"
 )
 
+// Rotations lists every rotation; none is the default.
+var Rotations = []string{string(RotationNone), string(RotationDaily), string(RotationWeekly), string(RotationMonthly)}
+
 // ParseRotation validates s; the empty string means none.
 func ParseRotation(s string) (Rotation, error) {
 	if s == "" {
 		return RotationNone, nil
 	}
-	return Rotation(s), parseClosed("rotation", s, []string{"none", "daily", "weekly", "monthly"})
+	return Rotation(s), parseClosed("rotation", s, Rotations)
 }
 
 // Dated reports whether versions are chosen by date.
@@ -302,12 +314,15 @@ const (
 	StatusActive Status = "active"
 )
 
+// Statuses lists every status; draft is the default.
+var Statuses = []string{string(StatusDraft), string(StatusActive)}
+
 // ParseStatus validates s; the empty string means draft.
 func ParseStatus(s string) (Status, error) {
 	if s == "" {
 		return StatusDraft, nil
 	}
-	return Status(s), parseClosed("status", s, []string{"draft", "active"})
+	return Status(s), parseClosed("status", s, Statuses)
 }
 
 // Locale is a requested menu language.
