@@ -1,10 +1,13 @@
-// Package openapitest checks documents and HTTP answers of the read API against its published
-// OpenAPI description (package openapi), for tests: the golden documents of the projections, the
-// answers of handler tests and the live answers of end-to-end tests.
+// Package openapitest checks documents and HTTP answers against an OpenAPI description, for
+// tests: the read API's published description (package openapi) by default, for the golden
+// documents of the projections, the answers of handler tests and the live answers of end-to-end
+// tests; any other description through New, such as the admin API's. It also converts a YAML
+// description to its JSON twin (YAMLToJSON) and compiles a Go client generated from a description
+// (CompileGoClient).
 //
-// It loads the description once, with kin-openapi, and validates values with JSON Schema 2020-12
-// as OpenAPI 3.1 prescribes. It is imported by tests only; the service itself serves the
-// embedded bytes of package openapi and never loads this package.
+// It loads a description with kin-openapi, and validates values with JSON Schema 2020-12 as
+// OpenAPI 3.1 prescribes. It is imported by tests only; the service itself serves the embedded
+// bytes of its descriptions and never loads this package.
 package openapitest
 
 import (
@@ -28,48 +31,38 @@ import (
 	"github.com/opencarte/publisher/readapi/openapi"
 )
 
-// Load returns the description, loaded and validated once. Callers must not modify it.
+// Load returns the read API's description, loaded and validated once. Callers must not modify
+// it.
 func Load() (*openapi3.T, error) {
-	s, err := loaded()
+	d, err := readAPI()
 	if err != nil {
 		return nil, err
 	}
-	return s.doc, nil
+	return d.doc, nil
 }
 
 // ValidateSchema reports how the JSON document body departs from the schema components/schemas
-// name of the description; nil when it conforms.
+// name of the read API's description; nil when it conforms.
 func ValidateSchema(name string, body []byte) error {
-	s, err := loaded()
+	d, err := readAPI()
 	if err != nil {
 		return err
 	}
-	ref := s.doc.Components.Schemas[name]
-	if ref == nil || ref.Value == nil {
-		return fmt.Errorf("openapitest: no schema %q in the description", name)
-	}
-	return validateJSON(ref.Value, body)
+	return d.ValidateSchema(name, body)
 }
 
-// ValidateResponse reports how an answer to req (its status, header fields and body) departs
-// from the description; nil when it conforms. The request itself is not validated, so that
-// answers to deliberately wrong requests (no key, an invalid slug) are checked too.
-//
-// The operation is that of GET on the request's path: every path answers GET and HEAD only, and
-// any other method is described as the 405 answer of the path. A path the description does not
-// hold must be answered 404, or 429 or 500, with the error body. The status must be described
-// (or, for another method than GET and HEAD, be one of 405, 429 and 500); every required header
-// field must be present and every described one valid; the body must match the schema of its
-// Content-Type, and be empty for a HEAD, a 304 or an answer described without content.
+// ValidateResponse reports how an answer of the read API to req departs from its description
+// (see Description.ValidateResponse); nil when it conforms. Every path of the read API answers
+// GET and HEAD only, and any other method is described as the 405 answer of the path's GET.
 func ValidateResponse(ctx context.Context, req *http.Request, status int, header http.Header, body []byte) error {
-	s, err := loaded()
+	d, err := readAPI()
 	if err != nil {
 		return err
 	}
-	return s.validateResponse(ctx, req, status, header, body)
+	return d.ValidateResponse(ctx, req, status, header, body)
 }
 
-// Validate fails tb, without stopping it, when resp departs from the description (see
+// Validate fails tb, without stopping it, when resp departs from the read API's description (see
 // ValidateResponse). body is the body of resp, already read; req is the request it answers, or
 // nil for resp.Request.
 func Validate(tb testing.TB, req *http.Request, resp *http.Response, body []byte) {
@@ -87,24 +80,52 @@ func Validate(tb testing.TB, req *http.Request, resp *http.Response, body []byte
 	}
 }
 
-// spec is the loaded description with what answers are checked with.
-type spec struct {
-	doc    *openapi3.T
-	router routers.Router
-	// unknownPath describes the answers to a path the description does not hold.
-	unknownPath *openapi3.Operation
+// readAPI is the read API's description, loaded once.
+var readAPI = sync.OnceValues(func() (*Description, error) {
+	return New(openapi.YAML(), Options{
+		GetOnly: true,
+		UnknownPath: map[int]string{
+			http.StatusNotFound:            "NotFound",
+			http.StatusTooManyRequests:     "TooManyRequests",
+			http.StatusInternalServerError: "InternalError",
+		},
+	})
+})
+
+// Options says how a service answers the requests its description holds no operation for.
+type Options struct {
+	// GetOnly says that every path answers GET and HEAD only: the answers to any method are
+	// described by the path's GET operation, and another method than GET and HEAD must be
+	// answered 405, 429 or 500.
+	GetOnly bool
+	// UnknownPath names, by status, the components/responses that describe the answers to a path
+	// the description does not hold.
+	UnknownPath map[int]string
+	// OtherMethod names, by status, the components/responses that describe the answers to a
+	// method a path holds no operation for. Unused with GetOnly.
+	OtherMethod map[int]string
 }
 
-var loaded = sync.OnceValues(load)
+// Description is an OpenAPI description loaded to check documents and answers against.
+type Description struct {
+	doc     *openapi3.T
+	router  routers.Router
+	getOnly bool
+	// unknownPath and otherMethod describe the answers to a path the description does not hold,
+	// and to a method a path it holds has no operation for.
+	unknownPath, otherMethod *openapi3.Operation
+}
 
-func load() (*spec, error) {
-	doc, err := loadDocument()
+// New loads and validates the description data (YAML or JSON) and returns it, to check answers
+// of a service that answers as opts says.
+func New(data []byte, opts Options) (*Description, error) {
+	doc, err := loadDocument(data)
 	if err != nil {
 		return nil, err
 	}
 	// Routes are matched on the path alone, the server URL being a variable of the deployment:
 	// the router gets its own copy of the description, without servers.
-	routed, err := loadDocument()
+	routed, err := loadDocument(data)
 	if err != nil {
 		return nil, err
 	}
@@ -113,24 +134,34 @@ func load() (*spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapitest: route the description: %w", err)
 	}
-	responses := doc.Components.Responses
-	unknown := &openapi3.Operation{Responses: openapi3.NewResponses(
-		openapi3.WithStatus(http.StatusNotFound, responses["NotFound"]),
-		openapi3.WithStatus(http.StatusTooManyRequests, responses["TooManyRequests"]),
-		openapi3.WithStatus(http.StatusInternalServerError, responses["InternalError"]),
-	)}
-	for _, status := range []int{http.StatusNotFound, http.StatusTooManyRequests, http.StatusInternalServerError} {
-		if r := unknown.Responses.Status(status); r == nil || r.Value == nil {
-			return nil, fmt.Errorf("openapitest: the description has no component response for %d", status)
-		}
+	d := &Description{doc: doc, router: router, getOnly: opts.GetOnly}
+	if d.unknownPath, err = componentAnswers(doc, opts.UnknownPath); err != nil {
+		return nil, err
 	}
-	return &spec{doc: doc, router: router, unknownPath: unknown}, nil
+	if d.otherMethod, err = componentAnswers(doc, opts.OtherMethod); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
-// loadDocument loads and validates the embedded description.
-func loadDocument() (*openapi3.T, error) {
+// componentAnswers is an operation answering with the components/responses named by status.
+func componentAnswers(doc *openapi3.T, names map[int]string) (*openapi3.Operation, error) {
+	responses := openapi3.NewResponses()
+	responses.Delete("default")
+	for _, status := range slices.Sorted(maps.Keys(names)) {
+		ref := doc.Components.Responses[names[status]]
+		if ref == nil || ref.Value == nil {
+			return nil, fmt.Errorf("openapitest: the description has no component response %q for %d", names[status], status)
+		}
+		responses.Set(strconv.Itoa(status), ref)
+	}
+	return &openapi3.Operation{Responses: responses}, nil
+}
+
+// loadDocument loads and validates a description.
+func loadDocument(data []byte) (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(openapi.YAML())
+	doc, err := loader.LoadFromData(data)
 	if err != nil {
 		return nil, fmt.Errorf("openapitest: load the description: %w", err)
 	}
@@ -140,20 +171,41 @@ func loadDocument() (*openapi3.T, error) {
 	return doc, nil
 }
 
-func (s *spec) validateResponse(ctx context.Context, req *http.Request, status int, header http.Header, body []byte) error {
-	op, err := s.operation(ctx, req)
+// Doc returns the loaded description. Callers must not modify it.
+func (d *Description) Doc() *openapi3.T { return d.doc }
+
+// ValidateSchema reports how the JSON document body departs from the schema components/schemas
+// name; nil when it conforms.
+func (d *Description) ValidateSchema(name string, body []byte) error {
+	ref := d.doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("openapitest: no schema %q in the description", name)
+	}
+	return validateJSON(ref.Value, body)
+}
+
+// ValidateResponse reports how an answer to req (its status, header fields and body) departs
+// from the description; nil when it conforms. The request itself is not validated, so that
+// answers to deliberately wrong requests (no credentials, an invalid slug) are checked too.
+//
+// A path the description does not hold, and a method a path has no operation for, must be
+// answered as Options says. The status must be described; every required header field must be
+// present and every described one valid; the body must match the schema of its Content-Type, and
+// be empty for a HEAD, a 304 or an answer described without content.
+func (d *Description) ValidateResponse(ctx context.Context, req *http.Request, status int, header http.Header, body []byte) error {
+	op, err := d.Operation(ctx, req)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	switch {
-	case op == s.unknownPath, req.Method == http.MethodGet, req.Method == http.MethodHead:
+	case !d.getOnly, op == d.unknownPath, req.Method == http.MethodGet, req.Method == http.MethodHead:
 	case status != http.StatusMethodNotAllowed && status != http.StatusTooManyRequests && status != http.StatusInternalServerError:
 		errs = append(errs, fmt.Errorf("a %s request is answered %d, want 405, 429 or 500", req.Method, status))
 	}
 	ref := op.Responses.Status(status)
 	if ref == nil || ref.Value == nil {
-		return errors.Join(append(errs, fmt.Errorf("status %d is not described for %s", status, req.URL.Path))...)
+		return errors.Join(append(errs, fmt.Errorf("status %d is not described for %s %s", status, req.Method, req.URL.Path))...)
 	}
 	resp := ref.Value
 	errs = append(errs, validateHeaders(resp, header)...)
@@ -161,26 +213,47 @@ func (s *spec) validateResponse(ctx context.Context, req *http.Request, status i
 	return errors.Join(errs...)
 }
 
-// operation returns the operation that describes the answers to req.
-func (s *spec) operation(ctx context.Context, req *http.Request) (*openapi3.Operation, error) {
-	get := req.Clone(ctx)
-	get.Method = http.MethodGet
-	route, params, err := s.router.FindRoute(get)
+// Operation returns the operation that describes the answers to req: with Options.GetOnly, the
+// GET of its path whatever its method. It is the Options' answers to a path the description does
+// not hold, or to a method it has no operation for; its OperationID is then empty.
+func (d *Description) Operation(ctx context.Context, req *http.Request) (*openapi3.Operation, error) {
+	routed := req.Clone(ctx)
+	if d.getOnly {
+		routed.Method = http.MethodGet
+	}
+	route, params, err := d.router.FindRoute(routed)
 	if err == nil {
 		for _, v := range params {
 			if v == "" {
 				// The router lets a template variable match an empty segment, which names no
 				// resource: /api/v1/establishments/ is a path the description does not hold.
-				return s.unknownPath, nil
+				return d.unknownPath, nil
 			}
 		}
 		return route.Operation, nil
 	}
 	var routeErr *routers.RouteError
-	if errors.As(err, &routeErr) && routeErr.Reason == routers.ErrPathNotFound.Error() {
-		return s.unknownPath, nil
+	if !errors.As(err, &routeErr) || routeErr.Reason != routers.ErrPathNotFound.Error() && routeErr.Reason != routers.ErrMethodNotAllowed.Error() {
+		return nil, fmt.Errorf("openapitest: find the operation of %s %s: %w", req.Method, req.URL.Path, err)
 	}
-	return nil, fmt.Errorf("openapitest: find the operation of %s: %w", req.URL.Path, err)
+	if !d.getOnly && d.holdsPath(routed) {
+		return d.otherMethod, nil
+	}
+	return d.unknownPath, nil
+}
+
+// holdsPath says whether the description has an operation of any method on the path of req. The
+// router tells a method its path lacks from a path it does not hold only for a path without
+// template variables.
+func (d *Description) holdsPath(req *http.Request) bool {
+	other := req.Clone(req.Context())
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions, http.MethodTrace} {
+		other.Method = method
+		if _, _, err := d.router.FindRoute(other); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // validateHeaders checks the header fields resp describes: present when required, one line, and

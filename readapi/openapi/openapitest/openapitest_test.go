@@ -216,3 +216,79 @@ func TestValidateSchemaUnknownName(t *testing.T) {
 		t.Error("an unknown schema name is accepted")
 	}
 }
+
+// A description of a service that answers every method its paths describe, and refuses others
+// with answers of its components.
+const anyMethod = `openapi: 3.1.0
+info: {title: t, version: "1"}
+paths:
+  /things/{id}:
+    parameters:
+      - {name: id, in: path, required: true, schema: {type: string}}
+    put:
+      operationId: putThing
+      requestBody:
+        content:
+          application/json:
+            schema: {type: object}
+      responses:
+        "200":
+          description: stored
+          content:
+            application/json:
+              schema:
+                type: object
+                properties: {id: {type: string}}
+                required: [id]
+                additionalProperties: false
+components:
+  responses:
+    NotFound:
+      description: no such path
+      content:
+        application/json:
+          schema: {type: object, required: [error], properties: {error: {const: Not found}}}
+    MethodNotAllowed:
+      description: no such method
+      content:
+        application/json:
+          schema: {type: object, required: [error], properties: {error: {const: Method not allowed}}}
+`
+
+func TestDescriptionOfAnyMethod(t *testing.T) {
+	t.Parallel()
+	d, err := openapitest.New([]byte(anyMethod), openapitest.Options{
+		UnknownPath: map[int]string{http.StatusNotFound: "NotFound"},
+		OtherMethod: map[int]string{http.StatusMethodNotAllowed: "MethodNotAllowed"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	json := http.Header{"Content-Type": {"application/json"}}
+	for _, tc := range []struct {
+		method, target string
+		status         int
+		body           string
+		valid          bool
+	}{
+		{"PUT", "/things/a", 200, `{"id":"a"}`, true},
+		{"PUT", "/things/a", 200, `{"id":"a","extra":1}`, false},
+		{"PUT", "/things/a", 201, `{"id":"a"}`, false},
+		{"GET", "/things/a", 405, `{"error":"Method not allowed"}`, true},
+		{"GET", "/things/a", 200, `{"id":"a"}`, false},
+		{"DELETE", "/things/a", 404, `{"error":"Not found"}`, false},
+		{"PUT", "/nothing", 404, `{"error":"Not found"}`, true},
+		{"PUT", "/nothing", 405, `{"error":"Method not allowed"}`, false},
+		{"PUT", "/nothing", 404, `{"error":"Gone"}`, false},
+	} {
+		req := httptest.NewRequest(tc.method, tc.target, nil)
+		err := d.ValidateResponse(context.Background(), req, tc.status, json, []byte(tc.body))
+		if (err == nil) != tc.valid {
+			t.Errorf("%s %s answered %d %s: error %v, want valid %t", tc.method, tc.target, tc.status, tc.body, err, tc.valid)
+		}
+	}
+	req := httptest.NewRequest("PUT", "/things/a", nil)
+	if op, err := d.Operation(context.Background(), req); err != nil || op.OperationID != "putThing" {
+		t.Errorf("operation of PUT /things/a: %v, %v; want putThing", op, err)
+	}
+}
