@@ -10,10 +10,13 @@
 // whatever the request. Only the router's own answers (404, 405, a panic's 500) and
 // authentication's (401, 429) are written directly.
 //
-// It imports app, domain and events (for its context-aware sleep), never the webhook dispatcher
-// nor any other role. The surface is in routes.go, one file per resource beside it.
+// It imports app, domain, events (for its context-aware sleep) and its description, never the
+// webhook dispatcher nor any other role. The surface is one table in routes.go, which a test
+// keeps equal to the description's operations; one file per resource beside it.
 //
-// Every request carries the bearer token. Writes may carry an Idempotency-Key, which names one
+// Every request carries the bearer token, but those for the API's OpenAPI description and the
+// import document's JSON Schema (package openapi, served at /admin/openapi.json,
+// /admin/openapi.yaml and /admin/import.schema.json), which hold no secret. Writes may carry an Idempotency-Key, which names one
 // request (method, path, body): its command id derives from them, so a retry is applied once and
 // the same key with another body is refused.
 //
