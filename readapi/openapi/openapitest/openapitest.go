@@ -336,13 +336,13 @@ func validateBody(resp *openapi3.Response, method string, status int, header htt
 	if media.Schema.Value == nil {
 		return []error{errors.New("body schema not resolved")}
 	}
-	if mt, _, err := mime.ParseMediaType(contentType); err != nil || mt != "application/json" {
+	if mt, _, err := mime.ParseMediaType(contentType); err != nil || mt != "application/json" && !strings.HasSuffix(mt, "+json") {
 		// The bytes of a file are opaque to a schema, which can only say that they are a string
 		// of that media type: the test that sent the request compares them.
 		if media.Schema.Value.Type.Is(openapi3.TypeString) {
 			return nil
 		}
-		return []error{fmt.Errorf("Content-Type %q: a schema is only checked for application/json, or a string of bytes", contentType)}
+		return []error{fmt.Errorf("Content-Type %q: a schema is only checked for JSON, or a string of bytes", contentType)}
 	}
 	if err := validateJSON(media.Schema.Value, body); err != nil {
 		return []error{err}
