@@ -30,7 +30,11 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.AdminURL = m.listeners.Serve(capacity.ListenerAdmin, api.Handler())
+	handler := api.Handler()
+	if m.wrapAdmin != nil {
+		handler = m.wrapAdmin(handler)
+	}
+	m.AdminURL = m.listeners.Serve(capacity.ListenerAdmin, handler)
 	if m.Config.FileCollectEvery > 0 {
 		m.loops.Go("file collection", m.collectFiles)
 	}

@@ -57,9 +57,13 @@ func testMain(dir, today string, options ...func(*Config)) *Main {
 	return m
 }
 
-// startMain opens m, and closes it when the test ends.
+// startMain opens m, and closes it when the test ends. Every answer of its admin API is checked
+// against the admin API's description (see checkAdmin), unless the test checks it itself.
 func startMain(tb testing.TB, m *Main) *Main {
 	tb.Helper()
+	if m.wrapAdmin == nil {
+		checkAdmin(tb, m)
+	}
 	if err := m.Open(context.Background()); err != nil {
 		tb.Fatalf("open: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"time"
@@ -58,6 +59,10 @@ type Main struct {
 	metrics   *telemetry.Registry // nil without a metrics listener
 	mirrorLag *telemetry.Lag      // nil without the read API
 	gens      generations         // this process's part in the documents' generations
+
+	// wrapAdmin, when set before Open, wraps the admin API's handler: the end-to-end tests check
+	// every admin answer against the admin API's description there.
+	wrapAdmin func(http.Handler) http.Handler
 }
 
 // generations is what a process follows and runs of the documents' generations.
