@@ -7,15 +7,13 @@ import (
 	"github.com/opencarte/publisher/readapi/openapi/openapitest"
 )
 
-// clientConfig is the generator configuration the README shows. skip-prune keeps the components
-// only the webhooks use: the generator's pruning drops them while still emitting the webhook
-// types that name them, which then do not compile.
+// clientConfig is the generator configuration the README shows: the generator's defaults, with
+// nothing but the package, what to generate and where. The generator then drops the components
+// no path refers to, which the description's webhooks therefore do not use.
 const clientConfig = `package: opencarte
 generate:
   client: true
   models: true
-output-options:
-  skip-prune: true
 output: opencarte/client.gen.go
 `
 

@@ -414,10 +414,7 @@ func TestErrorBodies(t *testing.T) {
 func TestWebhookPayloads(t *testing.T) {
 	t.Parallel()
 	doc := load(t)
-	for event, schema := range map[string]string{
-		"establishment.content_updated": "ContentUpdatedEvent",
-		"webhook.ping":                  "PingEvent",
-	} {
+	for _, event := range []string{"establishment.content_updated", "webhook.ping"} {
 		hook := doc.Webhooks[event]
 		if hook == nil || hook.Post == nil {
 			t.Errorf("no POST webhook %s", event)
@@ -425,11 +422,11 @@ func TestWebhookPayloads(t *testing.T) {
 		}
 		op := hook.Post
 		media := op.RequestBody.Value.Content.Get("application/json")
-		if media == nil || media.Schema == nil || media.Schema.Ref != "#/components/schemas/"+schema {
-			t.Errorf("%s: the body is not described by %s", event, schema)
+		if media == nil || media.Schema == nil {
+			t.Errorf("%s: no JSON body described", event)
 			continue
 		}
-		if example := marshal(t, media.Example); openapitest.ValidateSchema(schema, example) != nil {
+		if example := marshal(t, media.Example); openapitest.ValidateWebhook(event, example) != nil {
 			t.Errorf("%s: the example %s does not conform", event, example)
 		}
 		for _, name := range []string{"X-Service-Signature", "webhook-id", "webhook-timestamp", "webhook-signature"} {
@@ -452,7 +449,7 @@ func TestWebhookPayloads(t *testing.T) {
 			},
 		}
 	}
-	if err := openapitest.ValidateSchema("ContentUpdatedEvent", marshal(t, valid())); err != nil {
+	if err := openapitest.ValidateWebhook("establishment.content_updated", marshal(t, valid())); err != nil {
 		t.Fatalf("a valid event rejected: %v", err)
 	}
 	for _, tc := range []struct {
@@ -481,7 +478,7 @@ func TestWebhookPayloads(t *testing.T) {
 	} {
 		event := valid()
 		tc.change(event)
-		if err := openapitest.ValidateSchema("ContentUpdatedEvent", marshal(t, event)); err == nil {
+		if err := openapitest.ValidateWebhook("establishment.content_updated", marshal(t, event)); err == nil {
 			t.Errorf("%s accepted, want it rejected", tc.name)
 		}
 	}
@@ -492,11 +489,11 @@ func TestWebhookPayloads(t *testing.T) {
 		"timestamp": "2026-11-22T10:20:00Z",
 		"data":      map[string]any{"establishment": "chez-marcel", "endpoint_id": "website"},
 	}
-	if err := openapitest.ValidateSchema("PingEvent", marshal(t, ping)); err != nil {
+	if err := openapitest.ValidateWebhook("webhook.ping", marshal(t, ping)); err != nil {
 		t.Errorf("a valid ping rejected: %v", err)
 	}
 	set("data/content_revision", 42.0)(ping)
-	if err := openapitest.ValidateSchema("PingEvent", marshal(t, ping)); err == nil {
+	if err := openapitest.ValidateWebhook("webhook.ping", marshal(t, ping)); err == nil {
 		t.Error("a ping with a revision accepted, want it rejected")
 	}
 }
@@ -613,4 +610,70 @@ func TestAcceptedValuesConform(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWebhooksReferOnlyToComponentsThePathsUse keeps the description usable by client generators
+// with their defaults: oapi-codegen drops every component that no path refers to, directly or
+// through other components, yet generates the webhooks' types, which would then name types it
+// dropped.
+func TestWebhooksReferOnlyToComponentsThePathsUse(t *testing.T) {
+	t.Parallel()
+	var doc map[string]any
+	if err := json.Unmarshal(openapi.JSON(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	fromPaths := references(t, doc, doc["paths"])
+	fromWebhooks := references(t, doc, doc["webhooks"])
+	if !fromWebhooks["#/components/schemas/Slug"] {
+		t.Errorf("the webhooks' references %v miss the slug their bodies name", slices.Sorted(maps.Keys(fromWebhooks)))
+	}
+	for _, ref := range slices.Sorted(maps.Keys(fromWebhooks)) {
+		if !fromPaths[ref] {
+			t.Errorf("the webhooks refer to %s, which no path uses: generators drop it", ref)
+		}
+	}
+}
+
+// references returns the components v refers to, directly or through the components it refers to.
+func references(t *testing.T, doc map[string]any, v any) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok && !seen[ref] {
+				seen[ref] = true
+				walk(resolve(t, doc, ref))
+			}
+			for _, c := range v {
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+	return seen
+}
+
+// resolve returns the value a local reference ("#/components/schemas/Slug") points to.
+func resolve(t *testing.T, doc map[string]any, ref string) any {
+	t.Helper()
+	pointer, ok := strings.CutPrefix(ref, "#/")
+	if !ok {
+		t.Fatalf("%s: not a local reference", ref)
+	}
+	var cur any = doc
+	for _, part := range strings.Split(pointer, "/") {
+		part = strings.NewReplacer("~1", "/", "~0", "~").Replace(part)
+		m, ok := cur.(map[string]any)
+		if !ok || m[part] == nil {
+			t.Fatalf("%s: nothing at %q", ref, part)
+		}
+		cur = m[part]
+	}
+	return cur
 }

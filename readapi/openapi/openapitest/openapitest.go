@@ -51,6 +51,17 @@ func ValidateSchema(name string, body []byte) error {
 	return d.ValidateSchema(name, body)
 }
 
+// ValidateWebhook reports how the JSON body of a delivery of the webhook event (such as
+// establishment.content_updated) departs from the schema the read API's description gives that
+// body; nil when it conforms.
+func ValidateWebhook(event string, body []byte) error {
+	d, err := readAPI()
+	if err != nil {
+		return err
+	}
+	return d.ValidateWebhook(event, body)
+}
+
 // ValidateResponse reports how an answer of the read API to req departs from its description
 // (see Description.ValidateResponse); nil when it conforms. Every path of the read API answers
 // GET and HEAD only, and any other method is described as the 405 answer of the path's GET.
@@ -182,6 +193,20 @@ func (d *Description) ValidateSchema(name string, body []byte) error {
 		return fmt.Errorf("openapitest: no schema %q in the description", name)
 	}
 	return validateJSON(ref.Value, body)
+}
+
+// ValidateWebhook reports how the JSON body of a delivery of the webhook event departs from the
+// schema the description gives that body; nil when it conforms.
+func (d *Description) ValidateWebhook(event string, body []byte) error {
+	hook := d.doc.Webhooks[event]
+	if hook == nil || hook.Post == nil || hook.Post.RequestBody == nil || hook.Post.RequestBody.Value == nil {
+		return fmt.Errorf("openapitest: no webhook %q with a body in the description", event)
+	}
+	media := hook.Post.RequestBody.Value.Content.Get("application/json")
+	if media == nil || media.Schema == nil || media.Schema.Value == nil {
+		return fmt.Errorf("openapitest: webhook %q has no JSON body schema", event)
+	}
+	return validateJSON(media.Schema.Value, body)
 }
 
 // ValidateResponse reports how an answer to req (its status, header fields and body) departs
