@@ -9,6 +9,11 @@
 // It imports the standard library only. The validation of documents and live answers against the
 // description, which needs kin-openapi, is in the openapitest subpackage, for tests.
 //
+// Clients generated with their generators' defaults must work: the package tests generate a Go
+// client with oapi-codegen and compile it, and, with the npm build tag (go test -tags npm), type
+// with tsc the TypeScript client of testdata/typescript, whose types openapi-typescript generates
+// and whose calls go through openapi-fetch.
+//
 // # Invariants
 //
 //   - Every schema is closed (additionalProperties: false) and lists every key as required, a
