@@ -3,6 +3,8 @@ package readapi
 import (
 	"net/http"
 	"strconv"
+
+	"github.com/opencarte/publisher/readapi/coding"
 )
 
 // Pre-built header values, shared by every response. net/http only reads them.
@@ -85,7 +87,7 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, a *fixedAnswer) {
 // Cache-Control "private, no-cache" keeps the document out of shared caches (the request carried
 // a key) and makes a private cache revalidate it on each use.
 func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request, e *served, a admission, d *document) {
-	gz := d.gzip != nil && acceptsGzip(r)
+	gz := d.gzip != nil && coding.AcceptsGzip(r)
 	if ifMatch := r.Header[ifMatchHeader]; ifMatch != nil && !matchesIfMatch(ifMatch, d.etag, d.gzipETag) {
 		s.chargeKey(w, r, e, a, false)
 		writeError(w, r, preconditionFailed)

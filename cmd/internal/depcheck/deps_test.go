@@ -79,6 +79,8 @@ func TestDependencyDirection(t *testing.T) {
 		// The description imports the standard library only.
 		{"readapi/openapi", []string{"github.com", "golang.org"}, nil},
 		{"readapi/openapi/openapitest", []string{"domain", "events", "projections", "webhook", "cmd", "readapi"}, []string{"readapi/openapi"}},
+		// Whether a client accepts gzip: the standard library alone.
+		{"readapi/coding", []string{"github.com", "golang.org"}, nil},
 	}
 	all := goList(t, module+"/...")
 	// Every package has its rule: a new one must say what it may depend on.

@@ -1,4 +1,9 @@
-package readapi
+// Package coding negotiates the content coding of an answer: whether a request accepts gzip. The
+// read API sends the gzip coding stored with a document, and the reference page the gzip-compressed
+// files of Swagger UI, to the clients that accept it.
+//
+// It imports the standard library only.
+package coding
 
 import (
 	"net/http"
@@ -6,9 +11,9 @@ import (
 	"strings"
 )
 
-// acceptsGzip reports whether the Accept-Encoding fields of r accept gzip (RFC 9110, section
+// AcceptsGzip reports whether the Accept-Encoding fields of r accept gzip (RFC 9110, section
 // 12.5.3): a "gzip" or "x-gzip" coding, or "*", with a weight above zero. It does not allocate.
-func acceptsGzip(r *http.Request) bool {
+func AcceptsGzip(r *http.Request) bool {
 	accepted := false
 	for _, v := range r.Header["Accept-Encoding"] {
 		for v != "" {
