@@ -6,6 +6,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/opencarte/publisher/readapi/apidocs"
 	"github.com/opencarte/publisher/readapi/openapi"
 )
 
@@ -37,3 +38,24 @@ func (d *description) serve(w http.ResponseWriter, r *http.Request, _ httprouter
 		_, _ = w.Write(d.body)
 	}
 }
+
+// docsPath is the path of the API reference page, which renders the description; the files it
+// loads are under docsPath + "/".
+const docsPath = "/docs"
+
+// docsPage is the API reference page: like the description, it needs no key, counts against no
+// quota and is the same for every request. It is made of files embedded in the binary, so that
+// it fails here only when a test has failed first.
+var docsPage = func() *apidocs.Page {
+	p, err := apidocs.New(apidocs.Config{
+		Path:        docsPath,
+		Description: openapi.JSONPath[1:], // relative to the page, which is at the root too
+		Title:       "Establishment Content Read API reference",
+	})
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+func serveDocs(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { docsPage.ServeHTTP(w, r) }

@@ -18,10 +18,11 @@
 //
 // # Imports
 //
-// The standard library, nats.go's jetstream package, httprouter, and projections/dockey, the key
-// layout and record shared with the projector. Never domain, events or rendering code. The quota
-// limiter is our own (limiter.go), not golang.org/x/time/rate: it needs one timestamp per client,
-// a bounded table and no allocation.
+// The standard library, nats.go's jetstream package, httprouter, projections/dockey, the key
+// layout and record shared with the projector, and its own subpackages: openapi (the
+// description), apidocs (the reference page) and coding (gzip negotiation). Never domain,
+// events or rendering code. The quota limiter is our own (limiter.go), not
+// golang.org/x/time/rate: it needs one timestamp per client, a bounded table and no allocation.
 //
 // # Invariants
 //
@@ -53,7 +54,8 @@
 //     (the content is the same) and a 304 names the coding that would be sent. Such documents
 //     carry Vary: Accept-Encoding.
 //   - The OpenAPI description is served at /openapi.json and /openapi.yaml, with no key, no quota
-//     and Cache-Control public.
+//     and Cache-Control public; the reference page that renders it at /docs, its files under
+//     /docs/, with no key and no quota either.
 //   - Auth order: a missing or empty X-Api-Key is 401; then an invalid slug (decided
 //     before any lookup), an unknown slug, a status other than active, or a disabled API is 404;
 //     then a key whose SHA-256 is not the establishment's key hash is 401 (constant-time compare).

@@ -14,7 +14,7 @@ import (
 // The routes requests are counted by, in the order of Metrics' tables.
 var metricRoutes = [...]string{
 	"establishment", "hours", "menus", "menu", "redirect_master_menu", "redirect_menus", "file",
-	"healthz", "readyz", "openapi", "other",
+	"healthz", "readyz", "openapi", "docs", "other",
 }
 
 const (
@@ -28,6 +28,7 @@ const (
 	routeHealthz
 	routeReadyz
 	routeOpenAPI
+	routeDocs
 	routeOther
 )
 

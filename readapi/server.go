@@ -210,7 +210,8 @@ func (s *Server) elapsed() int64 { return int64(s.now().Sub(s.epoch)) }
 // serveDocument). The quota steps are calls rather than http.Handler middleware because the
 // RateLimit field reports the more restrictive of the two quotas: the per-IP decision travels
 // to the per-key step as a value, where a request context would cost two allocations a request.
-// Redirects count against their own per-IP quota; /healthz and /readyz against none.
+// Redirects count against their own per-IP quota; /healthz, /readyz, the description and the
+// reference page (/docs and its files) against none.
 func (s *Server) routes() http.Handler {
 	router := httprouter.New()
 	router.RedirectTrailingSlash = false
@@ -235,6 +236,8 @@ func (s *Server) routes() http.Handler {
 	get("/readyz", s.measured(routeReadyz, s.readyz))
 	get(openapi.JSONPath, s.measured(routeOpenAPI, descriptionJSON.serve))
 	get(openapi.YAMLPath, s.measured(routeOpenAPI, descriptionYAML.serve))
+	get(docsPath, s.measured(routeDocs, serveDocs))
+	get(docsPath+"/:file", s.measured(routeDocs, serveDocs))
 
 	var middleware []func(http.Handler) http.Handler
 	if s.accessLog {

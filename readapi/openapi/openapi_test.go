@@ -96,6 +96,8 @@ func TestPathsAndOperations(t *testing.T) {
 		"/readyz":                                              "getReadiness",
 		openapi.YAMLPath:                                       "getOpenAPIYAML",
 		openapi.JSONPath:                                       "getOpenAPIJSON",
+		"/docs":                                                "getReference",
+		"/docs/{file}":                                         "getReferenceFile",
 	}
 	got := map[string]string{}
 	for path, item := range doc.Paths.Map() {
