@@ -9,7 +9,12 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/telemetry"
 	"github.com/opencarte/publisher/cmd/publisher/webhookapp"
+	"github.com/opencarte/publisher/readapi/apidocs"
 )
+
+// adminDocsPath is the path of the admin API's reference page on the admin listener, beside the
+// description it renders, /admin/openapi.json.
+const adminDocsPath = "/admin/docs"
 
 // startAdmin serves the admin API, and runs the admin role's loops: the collection of files
 // nothing refers to, and the sweep of signing secrets.
@@ -34,7 +39,13 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	if m.wrapAdmin != nil {
 		handler = m.wrapAdmin(handler)
 	}
-	m.AdminURL = m.listeners.Serve(capacity.ListenerAdmin, handler)
+	// The reference page of the admin API holds no secret: it is served without the token, as the
+	// description it renders is.
+	docs, err := apidocs.New(apidocs.Config{Path: adminDocsPath, Description: "openapi.json", Title: "Admin API reference"})
+	if err != nil {
+		return err
+	}
+	m.AdminURL = m.listeners.Serve(capacity.ListenerAdmin, docs.Mount(handler))
 	if m.Config.FileCollectEvery > 0 {
 		m.loops.Go("file collection", m.collectFiles)
 	}
