@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/addrfile"
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
@@ -45,7 +46,12 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.AdminURL = m.listeners.Serve(capacity.ListenerAdmin, docs.Mount(handler))
+	m.AdminURL = addrfile.Reachable(m.listeners.Serve(capacity.ListenerAdmin, docs.Mount(handler)))
+	// The commands given the same data directory find the admin API there; without the record
+	// they need --admin-url, so failing to write it fails nothing else.
+	if err := addrfile.Record(m.Config.DataDir, addrfile.Admin, m.AdminURL); err != nil {
+		m.Logger.Warn("the admin api's address is not recorded: admin and import need --admin-url", "error", err)
+	}
 	if m.Config.FileCollectEvery > 0 {
 		m.loops.Go("file collection", m.collectFiles)
 	}

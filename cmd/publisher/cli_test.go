@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/addrfile"
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
 	"github.com/opencarte/publisher/projections/dockey"
 )
@@ -307,5 +308,34 @@ func TestExitStatusOfOperations(t *testing.T) {
 		if code != c.code || !strings.Contains(stdout, c.out) {
 			t.Errorf("%q: exit %d, stdout %s, stderr %s; want %d", c.args, code, stdout, stderr, c.code)
 		}
+	}
+}
+
+// admin and import given only the data directory of a running serve reach its admin API, on
+// whatever port it took, at the address it records there; once it stopped, the record is gone
+// and they try the default address.
+func TestAdminFindsServeInTheDataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	m := openMain(t, dir, "2026-11-22")
+	recorded, err := addrfile.Read(dir, addrfile.Admin)
+	if err != nil || recorded != m.AdminURL || !strings.HasPrefix(recorded, "http://127.0.0.1:") {
+		t.Fatalf("recorded %q, %v; want the admin API's %s", recorded, err, m.AdminURL)
+	}
+	demo := filepath.Join(t.TempDir(), "demo.json")
+	raw, _ := os.ReadFile("demo.json")
+	if err := os.WriteFile(demo, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"import", demo, "--data-dir", dir, "--admin-token", testAdminToken, "--progress", "none"},
+		{"admin", "list", "--data-dir", dir, "--admin-token", testAdminToken},
+	} {
+		if code, stdout, stderr := runCLI(t, nil, args...); code != exitOK || !strings.Contains(stdout, "chez-marcel") {
+			t.Errorf("%q: exit %d, stdout %s, stderr %s; want 0 and the establishment", args, code, stdout, stderr)
+		}
+	}
+	m.Close()
+	if recorded, err := addrfile.Read(dir, addrfile.Admin); recorded != "" || err != nil {
+		t.Errorf("after the admin API closed: recorded %q, %v; want no record", recorded, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/opencarte/publisher/cmd/publisher/addrfile"
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/clock"
@@ -281,6 +282,9 @@ const rolesStopWait = 15 * time.Second
 func (m *Main) Close() {
 	if m.listeners != nil {
 		m.listeners.Shutdown()
+	}
+	if m.AdminURL != "" {
+		addrfile.Forget(m.Config.DataDir, addrfile.Admin)
 	}
 	if m.loops != nil {
 		m.loops.Stop(rolesStopWait)

@@ -32,7 +32,7 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/clock", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
 		// The command line's client of the admin API talks HTTP: it knows neither the domain nor the
 		// log, nor the admin API's package, whose limits it restates.
-		{"cmd/publisher/client", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, []string{"cmd/publisher/envflag", "cmd/publisher/progress"}},
+		{"cmd/publisher/client", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, []string{"cmd/publisher/addrfile", "cmd/publisher/envflag", "cmd/publisher/progress"}},
 		// Flags with environment twins need nothing but the standard library.
 		{"cmd/publisher/envflag", []string{"github.com", "golang.org"}, nil},
 		// The progress display draws what a command gives it: it knows no store and no API.
@@ -50,7 +50,9 @@ func TestDependencyDirection(t *testing.T) {
 		// The heap floor is the standard library's collector settings and nothing else.
 		{"cmd/publisher/heapfloor", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com", "golang.org"}, nil},
 		// The NATS this process talks to knows none of the roles that use it.
-		{"cmd/publisher/node", []string{"domain", "projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/capacity", "cmd/publisher/secretfile"}},
+		{"cmd/publisher/node", []string{"domain", "projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/addrfile", "cmd/publisher/capacity", "cmd/publisher/secretfile"}},
+		// The address files of a running serve are read and written with the standard library alone.
+		{"cmd/publisher/addrfile", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com", "golang.org"}, nil},
 		// The secret files are read and written with the standard library alone.
 		{"cmd/publisher/secretfile", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com", "golang.org"}, nil},
 		// The supervision of the loops knows none of the loops it runs.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/addrfile"
 	"github.com/opencarte/publisher/cmd/publisher/envflag"
 )
 
@@ -41,19 +43,36 @@ type apiFlags struct {
 	url, token, dataDir string
 }
 
+// defaultURL is the admin API's base URL when neither --admin-url nor a local serve gives one.
+const defaultURL = "http://127.0.0.1:8081"
+
 func (f *apiFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.url, "admin-url", "http://127.0.0.1:8081", "base URL of the admin API")
+	fs.StringVar(&f.url, "admin-url", "", "base URL of the admin API (default: the one a serve on --data-dir records in <data-dir>/"+addrfile.Admin+" while it runs, else "+defaultURL+")")
 	fs.StringVar(&f.token, "admin-token", "", "bearer token of the admin API (default: read from <data-dir>/admin-token)")
-	fs.StringVar(&f.dataDir, "data-dir", "./data", "data directory of a local serve, to find its admin token")
+	fs.StringVar(&f.dataDir, "data-dir", "./data", "data directory of a local serve, to find its admin API and token")
 }
 
 // client is the client the flags describe; a missing token is a usage error of command.
 func (f *apiFlags) client(command string) (*Client, error) {
-	c, err := New(f.url, f.token, f.dataDir)
+	url, err := f.target()
+	if err != nil {
+		return nil, &envflag.UsageError{Command: command, Err: err}
+	}
+	c, err := New(url, f.token, f.dataDir)
 	if err != nil {
 		return nil, &envflag.UsageError{Command: command, Err: err}
 	}
 	return c, nil
+}
+
+// target returns the admin API's base URL: --admin-url, else the one a serve on the data
+// directory recorded, else defaultURL.
+func (f *apiFlags) target() (string, error) {
+	if f.url != "" {
+		return f.url, nil
+	}
+	recorded, err := addrfile.Read(f.dataDir, addrfile.Admin)
+	return cmp.Or(recorded, defaultURL), err
 }
 
 // do sends a request with a body of contentType and returns the response body; a non-2xx status

@@ -5,11 +5,12 @@ import (
 	"flag"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/opencarte/publisher/cmd/publisher/addrfile"
 )
 
 // TestClientFindsTheEmbeddedServerInTheDataDirectory starts the embedded server on any free port
@@ -23,7 +24,7 @@ func TestClientFindsTheEmbeddedServerInTheDataDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	recorded, err := os.ReadFile(filepath.Join(dir, AddressFile))
+	recorded, err := os.ReadFile(filepath.Join(dir, addrfile.NATS))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,34 +51,11 @@ func TestClientFindsTheEmbeddedServerInTheDataDirectory(t *testing.T) {
 	nc.Close()
 
 	n.Close()
-	if _, err := os.Stat(filepath.Join(dir, AddressFile)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("after the server stopped, %s: got %v, want it removed", AddressFile, err)
+	if _, err := os.Stat(filepath.Join(dir, addrfile.NATS)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after the server stopped, %s: got %v, want it removed", addrfile.NATS, err)
 	}
 	url, hint, err := client().target()
 	if err != nil || url != DefaultURL || !strings.Contains(hint, "--data-dir "+dir) {
 		t.Errorf("with no server recorded: got %q %q %v, want %s and the data directory named", url, hint, err, DefaultURL)
-	}
-}
-
-// TestRecordAddressOfAWildcardListener records a loopback address for a wildcard listener, which
-// a client on the same machine reaches.
-func TestRecordAddressOfAWildcardListener(t *testing.T) {
-	for _, c := range []struct {
-		listen net.TCPAddr
-		want   string
-	}{
-		{net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4222}, "nats://127.0.0.1:4222"},
-		{net.TCPAddr{IP: net.IPv4zero, Port: 4223}, "nats://127.0.0.1:4223"},
-		{net.TCPAddr{IP: net.IPv6unspecified, Port: 4224}, "nats://[::1]:4224"},
-		{net.TCPAddr{IP: net.ParseIP("10.0.0.7"), Port: 4225}, "nats://10.0.0.7:4225"},
-	} {
-		dir := t.TempDir()
-		if err := recordAddress(dir, &c.listen); err != nil {
-			t.Fatal(err)
-		}
-		got, err := recordedAddress(dir)
-		if err != nil || got != c.want {
-			t.Errorf("listener %v: recorded %q, %v, want %q", &c.listen, got, err, c.want)
-		}
 	}
 }

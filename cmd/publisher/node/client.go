@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/nats-io/nats.go"
+	"github.com/opencarte/publisher/cmd/publisher/addrfile"
 )
 
 // DefaultURL is where a command other than serve looks for NATS when neither --nats-url nor the
@@ -22,7 +23,7 @@ type Client struct {
 
 // Register adds the flags to fs; what says what the NATS URL is for.
 func (c *Client) Register(fs *flag.FlagSet, what string) {
-	fs.StringVar(&c.url, "nats-url", "", what+" (default: the address a serve on --data-dir records in <data-dir>/"+AddressFile+" while its embedded server runs, else "+DefaultURL+")")
+	fs.StringVar(&c.url, "nats-url", "", what+" (default: the address a serve on --data-dir records in <data-dir>/"+addrfile.NATS+" while its embedded server runs, else "+DefaultURL+")")
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "data directory of a local serve: its embedded server's address and user are used unless --nats-url or other credentials are given")
 	c.auth.Register(fs)
 }
@@ -61,14 +62,14 @@ func (c *Client) target() (url, hint string, err error) {
 	if c.url != "" {
 		return c.url, "", nil
 	}
-	recorded, err := recordedAddress(c.dataDir)
+	recorded, err := addrfile.Read(c.dataDir, addrfile.NATS)
 	switch {
 	case err != nil:
 		return "", "", err
 	case recorded == "":
 		return DefaultURL, " (no serve with an embedded server runs on --data-dir " + c.dataDir + ": start one, or give --nats-url)", nil
 	}
-	return recorded, " (the address " + filepath.Join(c.dataDir, AddressFile) + " records: is serve still running?)", nil
+	return recorded, " (the address " + filepath.Join(c.dataDir, addrfile.NATS) + " records: is serve still running?)", nil
 }
 
 func fileExists(name string) bool {

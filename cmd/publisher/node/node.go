@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/opencarte/publisher/cmd/publisher/addrfile"
 )
 
 // Config is what Start needs.
@@ -136,7 +137,7 @@ func (n *Node) startEmbedded() error {
 	if err := run(s, log); err != nil {
 		return err
 	}
-	if err := recordAddress(c.DataDir, s.Addr()); err != nil {
+	if err := addrfile.Record(c.DataDir, addrfile.NATS, addrfile.Reachable("nats://"+s.Addr().String())); err != nil {
 		s.Shutdown()
 		return err
 	}
@@ -250,6 +251,6 @@ func (n *Node) Close() {
 	if n.server != nil {
 		n.server.Shutdown()
 		n.server.WaitForShutdown()
-		forgetAddress(n.cfg.DataDir)
+		addrfile.Forget(n.cfg.DataDir, addrfile.NATS)
 	}
 }
