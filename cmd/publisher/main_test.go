@@ -344,8 +344,8 @@ func TestDemoCommand(t *testing.T) {
 	done := make(chan error, 1)
 	args := []string{"serve", "--demo", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:-1", "--http", "127.0.0.1:0", "--admin", "127.0.0.1:0"}
 	go func() { done <- run(ctx, args, out, io.Discard, func(string) string { return "" }) }()
-	var key, url string
-	eventually(t, "demo printed its key", func() bool {
+	var key, url, docs, adminDocs string
+	eventually(t, "demo printed its key and reference pages", func() bool {
 		for _, line := range strings.Split(out.String(), "\n") {
 			if k, ok := strings.CutPrefix(line, "API key: "); ok {
 				key = k
@@ -353,9 +353,20 @@ func TestDemoCommand(t *testing.T) {
 			if f := strings.Fields(line); len(f) == 6 && f[0] == "curl" && strings.HasSuffix(f[5], "/hours") {
 				url = f[5]
 			}
+			if d, ok := strings.CutPrefix(line, "API reference, with every operation and answer: "); ok {
+				docs = d
+			}
+			if f := strings.Fields(line); len(f) > 0 && f[0] == "Admin" && strings.HasSuffix(f[len(f)-1], "/admin/docs") {
+				adminDocs = f[len(f)-1]
+			}
 		}
-		return key != "" && url != ""
+		return key != "" && url != "" && docs != "" && adminDocs != ""
 	})
+	for _, page := range []string{docs, adminDocs} {
+		if got := do(t, http.MethodGet, page, nil); got.status != 200 || !strings.HasPrefix(got.header.Get("Content-Type"), "text/html") {
+			t.Errorf("GET %s, printed by the demo: got %d %s", page, got.status, got.header.Get("Content-Type"))
+		}
+	}
 	got := do(t, http.MethodGet, url, nil, "X-Api-Key", key)
 	if got.status != 200 || !bytes.Contains(got.body, []byte(`"business_hours"`)) {
 		t.Errorf("GET %s with the printed key: got %d %s", url, got.status, got.body)

@@ -102,12 +102,13 @@ func printRequests(out io.Writer, cfg Config, key domain.APIKey, cardURL string)
 	if cardURL != "" {
 		fmt.Fprintf(out, "  curl -sI %s    # the unified card, uploaded: served by this service\n", cardURL)
 	}
+	fmt.Fprintf(out, "\nAPI reference, with every operation and answer: %s/docs\n", base)
 	printAdmin(out, cfg, "publisher admin get "+Slug)
 }
 
 // printAdmin prints how to reach the admin API, with an example command.
 func printAdmin(out io.Writer, cfg Config, example string) {
-	fmt.Fprintf(out, "\nAdmin API: %s (Authorization: Bearer %s)\n  %s\n\n", cfg.AdminURL, cfg.AdminToken, example)
+	fmt.Fprintf(out, "\nAdmin API: %s (Authorization: Bearer %s), its reference at %[1]s/admin/docs\n  %s\n\n", cfg.AdminURL, cfg.AdminToken, example)
 }
 
 // uploadFiles stores a generated PDF as the unified card and generated images as the pages
