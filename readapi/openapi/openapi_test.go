@@ -1,7 +1,6 @@
 package openapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -26,35 +25,8 @@ var update = flag.Bool("update", false, "rewrite openapi.json from openapi.yaml"
 
 func TestDescriptionIsValidOpenAPI31(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		data []byte
-	}{
-		{"yaml", openapi.YAML()},
-		{"json", openapi.JSON()},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			loader := openapi3.NewLoader()
-			doc, err := loader.LoadFromData(tc.data)
-			if err != nil {
-				t.Fatalf("load: %v", err)
-			}
-			// Validate checks the examples against their schemas too (on by default).
-			if err := doc.Validate(loader.Context, openapi3.EnableMultiError()); err != nil {
-				t.Fatalf("validate: %v", err)
-			}
-			if got, want := doc.OpenAPI, "3.1.0"; got != want {
-				t.Errorf("openapi: got %q, want %q", got, want)
-			}
-			if got, want := doc.Info.Version, "1.0.0"; got != want {
-				t.Errorf("info.version: got %q, want %q", got, want)
-			}
-			if !doc.IsOpenAPI31OrLater() {
-				t.Error("the description is not read as OpenAPI 3.1")
-			}
-		})
-	}
+	t.Run("yaml", func(t *testing.T) { openapitest.CheckValid(t, openapi.YAML()) })
+	t.Run("json", func(t *testing.T) { openapitest.CheckValid(t, openapi.JSON()) })
 }
 
 // TestJSONIsTheYAMLConverted keeps openapi.json the JSON form of openapi.yaml, key order kept;
@@ -64,19 +36,8 @@ func TestJSONIsTheYAMLConverted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile("openapi.json", want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if !bytes.Equal(openapi.JSON(), want) {
-		t.Errorf("openapi.json is not openapi.yaml converted; run go test ./readapi/openapi -update\n%s",
-			cmp.Diff(string(want), string(openapi.JSON())))
-	}
-	if !json.Valid(openapi.JSON()) {
-		t.Error("openapi.json is not valid JSON")
-	}
+	openapitest.CheckGenerated(t, *update, "go test ./readapi/openapi -update",
+		openapitest.Generated{Name: "openapi.json", Want: want, Got: openapi.JSON()})
 }
 
 // TestPathsAndOperations pins the surface the description covers: the routes the service answers,
