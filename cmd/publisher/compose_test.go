@@ -81,6 +81,8 @@ func parseCompose(t *testing.T, raw []byte) map[string]composeService {
 	var file struct {
 		Services map[string]composeService `yaml:"services"`
 	}
+	// A variable with a default is read as the engine reads it unset: its default.
+	raw = withDefault.ReplaceAll(raw, []byte("$1"))
 	if err := yaml.Unmarshal(raw, &file); err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +126,9 @@ func (s composeService) ports() [][2]string {
 	}
 	return out
 }
+
+// withDefault is a variable with a default, ${NAME:-default}, the default captured.
+var withDefault = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`)
 
 // urlCredential finds a user and password written in a URL.
 var urlCredential = regexp.MustCompile(`://[^/@\s]*:([^/@\s]*)@`)
@@ -169,3 +174,48 @@ func composeProblems(services map[string]composeService) []string {
 
 // fromEnvReference is a password in a URL taken from the environment: ${NAME}.
 var fromEnvReference = regexp.MustCompile(`^\$\{[A-Z_]+(:\?[^}]*)?\}$`)
+
+// TestComposeWorksWithAMirrorOrNoRegistry reads docker-compose.yml as written: every image is
+// named by a variable with a default, so that a registry mirror or images built with no registry
+// (cmd/publisher/deploy/build-images.sh) take their place; every port published on the host is a
+// variable too; and the NATS image's default is the server version the tests run, go.mod's.
+func TestComposeWorksWithAMirrorOrNoRegistry(t *testing.T) {
+	raw, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Services map[string]composeService `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	imageVar := regexp.MustCompile(`^\$\{([A-Z]+)_IMAGE:-([^}]+)\}$`)
+	var natsImage string
+	for name, s := range file.Services {
+		m := imageVar.FindStringSubmatch(s.Image)
+		if m == nil {
+			t.Errorf("%s: image %q, want ${NAME_IMAGE:-default}", name, s.Image)
+			continue
+		}
+		if m[1] == "NATS" {
+			natsImage = m[2]
+		}
+		for _, p := range s.Ports {
+			if published := fmt.Sprint(p); !regexp.MustCompile(`(^|:)\$\{[A-Z_]+_PORT:-\d+\}:\d+$`).MatchString(published) {
+				t.Errorf("%s: port %q, want its host port from a ${NAME_PORT:-default} variable", name, published)
+			}
+		}
+	}
+	gomod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := regexp.MustCompile(`github\.com/nats-io/nats-server/v2 v(\d+\.\d+)\.`).FindSubmatch(gomod)
+	if server == nil {
+		t.Fatal("go.mod requires no nats-server")
+	}
+	if want := "nats:" + string(server[1]) + "-"; !strings.HasPrefix(natsImage, want) {
+		t.Errorf("NATS image %q, want %s... : the server version go.mod requires, which the tests run", natsImage, want)
+	}
+}
