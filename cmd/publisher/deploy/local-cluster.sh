@@ -14,52 +14,19 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 work=$(mktemp -d)
 project=publisher-local
-caddy_version=v2.11.9
 
 if docker compose version >/dev/null 2>&1; then dc=(docker compose); else dc=(docker-compose); fi
 compose=("${dc[@]}" -p "$project" --project-directory "$repo" -f "$repo/docker-compose.yml" -f "$work/override.yml" --env-file "$work/env")
 
 say() { printf '%s %s\n' "$(date +%T)" "$*"; }
 
-say "building static binaries in $work"
-mkdir -p "$work"/{publisher/data,nats,caddy/data,caddy/config}
-(cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$work/publisher/publisher" ./cmd/publisher)
-(cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$work/nats/nats-server" github.com/nats-io/nats-server/v2)
-(cd "$work" && CGO_ENABLED=0 GOBIN="$work/caddy" go install -trimpath -ldflags=-s "github.com/caddyserver/caddy/v2/cmd/caddy@$caddy_version")
-cp /etc/ssl/certs/ca-certificates.crt "$work/publisher/"
-
-cat >"$work/publisher/Dockerfile" <<'EOF'
-FROM scratch
-COPY ca-certificates.crt /etc/ssl/certs/
-COPY publisher /publisher
-COPY --chown=65532:65532 data /data
-USER 65532:65532
-WORKDIR /data
-ENTRYPOINT ["/publisher"]
-EOF
-cat >"$work/nats/Dockerfile" <<'EOF'
-FROM scratch
-COPY nats-server /nats-server
-ENTRYPOINT ["/nats-server"]
-EOF
-cat >"$work/caddy/Dockerfile" <<'EOF'
-FROM scratch
-COPY caddy /usr/bin/caddy
-COPY data /data
-COPY config /config
-ENV PATH=/usr/bin XDG_DATA_HOME=/data XDG_CONFIG_HOME=/config
-EOF
-say "building images"
-docker build -q -t "$project/publisher" "$work/publisher" >/dev/null
-docker build -q -t "$project/nats" "$work/nats" >/dev/null
-docker build -q -t "$project/caddy" "$work/caddy" >/dev/null
-docker images --format '{{.Repository}} {{.Size}}' | grep "^$project/"
+say "building the images (build-images.sh)"
+IMAGE_PREFIX=$project "$repo/cmd/publisher/deploy/build-images.sh" >"$work/images"
+docker images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep "^$project/"
 
 token=$(openssl rand -hex 24)
-cat >"$work/env" <<EOF
-PUBLISHER_IMAGE=$project/publisher
-NATS_IMAGE=$project/nats
-CADDY_IMAGE=$project/caddy
+cp "$work/images" "$work/env"
+cat >>"$work/env" <<EOF
 PUBLISHER_ADMIN_TOKEN=$token
 PUBLISHER_SECRET_KEYS=$(openssl rand -base64 32)
 NATS_PASSWORD=$(openssl rand -hex 24)
