@@ -14,6 +14,7 @@ import (
 // description into generated/<name>.ts. The description path is relative to this package.
 var typescriptClients = []struct{ name, description string }{
 	{"read", "openapi.yaml"},
+	{"admin", "../../cmd/publisher/admin/openapi/openapi.yaml"},
 }
 
 // TestTypeScriptClientsTypeCheck generates the types of each description with openapi-typescript
