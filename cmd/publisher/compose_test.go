@@ -13,7 +13,8 @@ import (
 
 // TestComposeIsSafeByDefault reads docker-compose.yml as a container engine does (anchors and
 // merge keys resolved) and fails on what would open the service to whoever reaches the host: a
-// NATS port published, the admin API published beyond the loopback, a credential written in the
+// NATS port published, a port other than the read API's published beyond the loopback (the admin
+// API, Grafana; a host address from a variable counts as beyond), a credential written in the
 // file instead of taken from the operator's .env, or a NATS server without client and route
 // authentication.
 func TestComposeIsSafeByDefault(t *testing.T) {
@@ -42,6 +43,10 @@ func TestComposeIsSafeByDefault(t *testing.T) {
 		"services:\n  p:\n    image: x\n    ports: [\"4222/tcp\"]\n",
 		"services:\n  p:\n    image: x\n    ports:\n      - target: 8081\n        published: 8081\n",
 		"services:\n  p:\n    image: x\n    network_mode: host\n",
+		"services:\n  p:\n    image: x\n    ports: [\"${ADMIN_HOST:-127.0.0.1}:${PUBLISHER_ADMIN_PORT:-8081}:8081\"]\n",
+		"services:\n  p:\n    image: x\n    ports: [\"${PUBLISHER_ADMIN_PORT:-8081}:8081\"]\n",
+		"services:\n  grafana:\n    image: x\n    ports: [\"${GRAFANA_PORT:-3000}:3000\"]\n",
+		"services:\n  nats:\n    image: ${NATS_IMAGE:-nats:2.15-alpine}\n    command: [\"-c\", \"/etc/nats/nats.conf\"]\n    ports: [\"${P:-4222}:4222\"]\n",
 	} {
 		if len(composeProblems(parseCompose(t, []byte(bad)))) == 0 {
 			t.Errorf("no problem found in\n%s", bad)
@@ -81,8 +86,16 @@ func parseCompose(t *testing.T, raw []byte) map[string]composeService {
 	var file struct {
 		Services map[string]composeService `yaml:"services"`
 	}
-	// A variable with a default is read as the engine reads it unset: its default.
-	raw = withDefault.ReplaceAll(raw, []byte("$1"))
+	// A host port from a variable is read as the engine reads it unset: its default, any port
+	// being as safe as another. Any other variable stays a variable, $NAME: a host address or a
+	// credential the operator may set to anything is not the loopback nor taken from .env.
+	raw = withDefault.ReplaceAllFunc(raw, func(ref []byte) []byte {
+		m := withDefault.FindSubmatch(ref)
+		if strings.HasSuffix(string(m[1]), "_PORT") {
+			return m[2]
+		}
+		return append([]byte("$"), m[1]...)
+	})
 	if err := yaml.Unmarshal(raw, &file); err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +140,8 @@ func (s composeService) ports() [][2]string {
 	return out
 }
 
-// withDefault is a variable with a default, ${NAME:-default}, the default captured.
-var withDefault = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`)
+// withDefault is a variable with a default, ${NAME:-default}, its name and default captured.
+var withDefault = regexp.MustCompile(`\$\{([A-Z_]+):-([^}]*)\}`)
 
 // urlCredential finds a user and password written in a URL.
 var urlCredential = regexp.MustCompile(`://[^/@\s]*:([^/@\s]*)@`)
@@ -136,7 +149,7 @@ var urlCredential = regexp.MustCompile(`://[^/@\s]*:([^/@\s]*)@`)
 func composeProblems(services map[string]composeService) []string {
 	var out []string
 	for name, s := range services {
-		isNATS := strings.Contains(s.Image, "nats")
+		isNATS := strings.Contains(strings.ToLower(s.Image), "nats")
 		if s.NetworkMode == "host" {
 			out = append(out, fmt.Sprintf("%s shares the host's network: every port it opens is public", name))
 		}
@@ -147,6 +160,8 @@ func composeProblems(services map[string]composeService) []string {
 				out = append(out, fmt.Sprintf("%s publishes NATS port %s on the host", name, container))
 			case container == "8081" && host != "127.0.0.1":
 				out = append(out, fmt.Sprintf("%s publishes the admin API beyond the loopback (%q)", name, host))
+			case container != "8080" && host != "127.0.0.1":
+				out = append(out, fmt.Sprintf("%s publishes port %s beyond the loopback (%q): only the read API's may be", name, container, host))
 			}
 		}
 		for k, value := range s.environment() {
