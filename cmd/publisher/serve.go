@@ -122,7 +122,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.NATSMaxStore, "nats-max-store", 0, "embedded NATS: the most bytes JetStream stores (0: no limit of its own; the data volume's free space, watched against --storage-reserve, bounds it)")
 	fs.Int64Var(&c.StorageReserve, "storage-reserve", 0, "bytes kept free for the service's own writes (leases, checkpoints, documents, day changes): content writes are refused with 507 once less is left on the data volume or under JetStream's limit (0: 5% of the room, 8 MiB to 1 GiB)")
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of the event stream and buckets (3 on a cluster)")
-	fs.StringVar(&c.HTTPAddr, "http", "127.0.0.1:8080", "listen address of the read API and redirects")
+	fs.StringVar(&c.HTTPAddr, "http", defaultHTTP, "listen address of the read API and redirects")
 	fs.StringVar(&c.AdminAddr, "admin", "127.0.0.1:8081", "listen address of the admin API")
 	fs.DurationVar(&c.ReadyMaxLag, "ready-max-lag", 30*time.Second, "/readyz answers 503 while the read API's documents are behind the bucket for longer than this (0: never)")
 	fs.StringVar(&c.MetricsAddr, "metrics", "", "listen address of GET /metrics (Prometheus), apart from the read API, such as 127.0.0.1:9464; empty: none")
