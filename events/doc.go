@@ -90,8 +90,16 @@
 // # Change signals
 //
 // The stream SIGNALS (subjects signals.<slug>) carries one Signal per rise of an establishment's
-// content_revision: the slug, the new revision and the resources whose documents changed. The
-// projector publishes it only after every document of that revision is stored, with the message
-// id "<slug>:<revision>", so a projector that publishes again after a restart adds nothing. The
-// webhook dispatcher is its consumer. Signals are kept seven days.
+// content_revision: the slug, the new revision and the resources whose documents changed, whether
+// the read API serves it, and the sequence of the bundle write in its bucket. It also carries a
+// transition when an establishment starts or stops being served without such a rise (its API
+// enabled or disabled, a move to draft). The projector publishes a signal only after every
+// document of that revision is stored, with the message id "<slug>:<revision>" (a transition's
+// adds its kind and bundle sequence), so a projector that publishes again after a restart adds
+// nothing. Signals are kept seven days unless OpenSignalsFor sets another retention.
+//
+// The webhook dispatcher consumes them. Changes reads them as the changes feed does, with batched
+// direct gets from a position: one entry per establishment (Change), merged, in pages. A Cursor
+// is a position of that feed, in its first sync (a read of the bucket of bundles) or after it,
+// written as an opaque text for clients.
 package events

@@ -127,9 +127,15 @@ func (s *Store) walk(ctx context.Context, subject string, start jetstreamext.Get
 		}
 		to = last
 	}
+	return walkStream(ctx, s.js, StreamName, subject, start, fromTime, to, fn)
+}
+
+// walkStream is walk on any stream: it passes to fn, in order, the messages of stream on subject
+// from start up to sequence to, which must not be 0.
+func walkStream(ctx context.Context, js jetstream.JetStream, stream, subject string, start jetstreamext.GetBatchOpt, fromTime bool, to uint64, fn func(*jetstream.RawStreamMsg) (stop bool, err error)) error {
 	var seen uint64
 	for attempt := 1; ; {
-		msgs, err := jetstreamext.GetBatch(ctx, s.js, StreamName, readBatch, start,
+		msgs, err := jetstreamext.GetBatch(ctx, js, stream, readBatch, start,
 			jetstreamext.GetBatchSubject(subject), jetstreamext.GetBatchMaxBytes(readBatchBytes))
 		if err != nil {
 			return err

@@ -52,7 +52,24 @@ type Signal struct {
 	Resources []string `json:"resources"`
 	// Time is when the revision was stored.
 	Time time.Time `json:"time"`
+	// Unserved is true when the read API does not serve the establishment at this revision: it is
+	// in draft, or its API is disabled.
+	Unserved bool `json:"unserved,omitempty"`
+	// Transition is "" for a content change, a rise of content_revision while the establishment is
+	// public: the signals the establishment's own webhook delivers. It is TransitionUnserved or
+	// TransitionServed when the establishment stopped or started being served without such a
+	// rise; Resources then lists every resource it had or has.
+	Transition string `json:"transition,omitempty"`
+	// Stored is the sequence, in the stream of the bucket of bundles, of the write that stored this
+	// state; 0 when unknown (a rebuild's announcements, signals written before it was recorded).
+	Stored uint64 `json:"stored,omitempty"`
 }
+
+// Transitions of a Signal that is not a content change.
+const (
+	TransitionUnserved = "unserved"
+	TransitionServed   = "served"
+)
 
 // Validate reports every field that would make the signal unusable, matching ErrInvalidSignal.
 func (s Signal) Validate() error {
@@ -68,6 +85,12 @@ func (s Signal) Validate() error {
 		errs = append(errs, errors.New("resources: empty"))
 	case n > maxSignalResources:
 		errs = append(errs, fmt.Errorf("resources: %d, want at most %d", n, maxSignalResources))
+	}
+	switch {
+	case s.Transition == TransitionUnserved && !s.Unserved, s.Transition == TransitionServed && s.Unserved:
+		errs = append(errs, fmt.Errorf("transition %q contradicts unserved %t", s.Transition, s.Unserved))
+	case s.Transition != "" && s.Transition != TransitionUnserved && s.Transition != TransitionServed:
+		errs = append(errs, fmt.Errorf("transition %q: want %q, %q or none", s.Transition, TransitionUnserved, TransitionServed))
 	}
 	for i, r := range s.Resources {
 		if err := checkResource(r); err != nil {
@@ -103,9 +126,14 @@ func SignalSubject(slug string) (string, error) {
 }
 
 // SignalID is the message id of a signal, "<slug>:<revision>": the stream stores a revision's
-// signal once even when the projector emits it again after a restart.
+// signal once even when the projector emits it again after a restart. A transition, which keeps
+// the revision, is "<slug>:<revision>:<transition>:<stored>", one per write of the bundle.
 func SignalID(s Signal) string {
-	return s.Establishment + ":" + strconv.FormatInt(s.Revision, 10)
+	id := s.Establishment + ":" + strconv.FormatInt(s.Revision, 10)
+	if s.Transition != "" {
+		id += ":" + s.Transition + ":" + strconv.FormatUint(s.Stored, 10)
+	}
+	return id
 }
 
 // EncodeSignal returns the JSON form of a valid signal.
@@ -141,8 +169,18 @@ type Signals struct {
 }
 
 // OpenSignals creates the SIGNALS stream, or updates an existing one, with the given number of
-// replicas (zero means 1), and returns a Signals using nc. The caller keeps ownership of nc.
+// replicas (zero means 1), and returns a Signals using nc. The caller keeps ownership of nc. An
+// existing stream keeps its retention; a new one keeps signals SignalMaxAge.
 func OpenSignals(ctx context.Context, nc *nats.Conn, replicas int) (*Signals, error) {
+	return OpenSignalsFor(ctx, nc, replicas, 0)
+}
+
+// OpenSignalsFor is OpenSignals keeping signals for maxAge, which is also how far back the
+// changes feed reaches; 0 keeps an existing stream's retention, or SignalMaxAge for a new one.
+func OpenSignalsFor(ctx context.Context, nc *nats.Conn, replicas int, maxAge time.Duration) (*Signals, error) {
+	if maxAge < 0 {
+		return nil, fmt.Errorf("open stream %s: retention %v is negative", SignalStreamName, maxAge)
+	}
 	if nc == nil {
 		return nil, fmt.Errorf("open stream %s: nil connection", SignalStreamName)
 	}
@@ -153,21 +191,56 @@ func OpenSignals(ctx context.Context, nc *nats.Conn, replicas int) (*Signals, er
 	if err != nil {
 		return nil, fmt.Errorf("open stream %s: %w", SignalStreamName, err)
 	}
+	if maxAge == 0 {
+		maxAge = SignalMaxAge
+		if st, err := js.Stream(ctx, SignalStreamName); err == nil {
+			maxAge = st.CachedInfo().Config.MaxAge
+		} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, fmt.Errorf("open stream %s: %w", SignalStreamName, err)
+		}
+	}
 	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        SignalStreamName,
 		Description: "Change signals: one message per rise of an establishment's content_revision.",
 		Subjects:    []string{SignalSubjects},
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardOld,
-		MaxAge:      SignalMaxAge,
+		MaxAge:      maxAge,
 		Storage:     jetstream.FileStorage,
 		Replicas:    max(replicas, 1),
 		Duplicates:  DefaultDuplicates,
+		AllowDirect: true, // the changes feed reads it with batched direct gets
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open stream %s: %w", SignalStreamName, err)
 	}
 	return &Signals{js: js, stream: stream}, nil
+}
+
+// BindSignals returns a Signals on the existing SIGNALS stream, which it neither creates nor
+// changes. The caller keeps ownership of nc.
+func BindSignals(ctx context.Context, nc *nats.Conn) (*Signals, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("bind stream %s: nil connection", SignalStreamName)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("bind stream %s: %w", SignalStreamName, err)
+	}
+	stream, err := js.Stream(ctx, SignalStreamName)
+	if err != nil {
+		return nil, fmt.Errorf("bind stream %s: %w", SignalStreamName, err)
+	}
+	return &Signals{js: js, stream: stream}, nil
+}
+
+// LastSequence returns the sequence of the last signal stored, 0 when none ever was.
+func (p *Signals) LastSequence(ctx context.Context) (uint64, error) {
+	info, err := p.stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", SignalStreamName, err)
+	}
+	return info.State.LastSeq, nil
 }
 
 // LastRevision returns the revision of the last signal of the establishment slug that the stream

@@ -45,6 +45,12 @@ func TestSignalValidate(t *testing.T) {
 		{"resource with space", func(s *events.Signal) { s.Resources = []string{"menus/a b"} }, false},
 		{"resource too long", func(s *events.Signal) { s.Resources = []string{strings.Repeat("a", 257)} }, false},
 		{"too many resources", func(s *events.Signal) { s.Resources = make([]string, 1025) }, false},
+		{"unserved content change", func(s *events.Signal) { s.Unserved = true }, true},
+		{"unserved transition", func(s *events.Signal) { s.Unserved, s.Transition = true, events.TransitionUnserved }, true},
+		{"served transition", func(s *events.Signal) { s.Transition = events.TransitionServed }, true},
+		{"unserved transition while served", func(s *events.Signal) { s.Transition = events.TransitionUnserved }, false},
+		{"served transition while unserved", func(s *events.Signal) { s.Unserved, s.Transition = true, events.TransitionServed }, false},
+		{"unknown transition", func(s *events.Signal) { s.Transition = "gone" }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
