@@ -106,6 +106,43 @@ func TestDebounceMergesChangesOfOneWindow(t *testing.T) {
 	})
 }
 
+// A transition (the establishment stopped or started being served without a new revision) is not
+// a delivery of the establishment's webhook: it announces revisions only.
+func TestTransitionsAreNotDelivered(t *testing.T) {
+	rcv := newReceiver(t, nil)
+	dir := t.TempDir()
+	inBubble(t, func(t *testing.T) {
+		nc := connect(t, startNATS(t, dir))
+		d := openDispatcher(t, nc, testConfig(t, rcv))
+		register(t, d, "chez-marcel", "wh_a", rcv.url("/a"), secretA)
+		sigs := openSignals(t, nc)
+		run(t, d)
+		start := time.Now()
+		for _, tr := range []events.Signal{
+			{Establishment: "chez-marcel", Revision: 3, Resources: []string{"hours"}, Unserved: true, Transition: events.TransitionUnserved, Stored: 8},
+			{Establishment: "chez-marcel", Revision: 3, Resources: []string{"hours"}, Transition: events.TransitionServed, Stored: 9},
+		} {
+			if err := sigs.Publish(t.Context(), tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sleepUntil(start, 2*time.Minute)
+		if n := rcv.count(); n != 0 {
+			t.Fatalf("got %d deliveries for transitions, want none", n)
+		}
+		publish(t, sigs, "chez-marcel", 4, "menus")
+		sleepUntil(start, 4*time.Minute)
+		reqs := rcv.requests()
+		if len(reqs) != 1 {
+			t.Fatalf("got %d deliveries after a content change, want 1", len(reqs))
+		}
+		want := webhook.PayloadData{Establishment: "chez-marcel", Revision: 4, Resources: []string{"menus"}}
+		if diff := cmp.Diff(want, payloadOf(t, reqs[0]).Data); diff != "" {
+			t.Errorf("delivery (-want +got):\n%s", diff)
+		}
+	})
+}
+
 // Changes arriving while windows close, for many establishments at once, each reach a delivery:
 // every resource is delivered, revisions never go back, and the last delivery of each
 // establishment carries its newest revision. It runs on real time: the race it guards against,

@@ -26,9 +26,11 @@
 //
 // # How a change travels
 //
-//  1. A signal arrives. The dispatcher appends it to the establishment's pending signals and
-//     opens a window unless one is open: a scheduled message created only when the window subject
-//     is empty (expected last sequence 0), firing at now+Window.
+//  1. A signal arrives. A transition (events.Signal.Transition: the establishment started or
+//     stopped being served without a new revision) is acknowledged and passed over: this webhook
+//     announces revisions. The dispatcher appends any other signal to the establishment's pending
+//     signals and opens a window unless one is open: a scheduled message created only when the
+//     window subject is empty (expected last sequence 0), firing at now+Window.
 //  2. At the window's end, JetStream fires the schedule as a message on the due subject, purging
 //     the schedule in the same step; a signal that comes after it opens the next window.
 //  3. The closed window reads the pending signals (newest revision, union of resources) and is

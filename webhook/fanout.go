@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/opencarte/publisher/events"
 )
 
 // handleDue fans a closed window out: one queued delivery per enabled endpoint of the
@@ -80,11 +81,11 @@ func (d *Dispatcher) enqueue(ctx context.Context, w window, ep *endpointRecord, 
 		revision = max(revision, last.Revision)
 	}
 	if prev != nil {
-		resources = mergeResources(resources, prev.Resources)
+		resources = events.MergeResources(resources, prev.Resources)
 	}
 	var missedGen uint64
 	if ep.Missed != nil {
-		resources = mergeResources(resources, ep.Missed.Resources)
+		resources = events.MergeResources(resources, ep.Missed.Resources)
 		revision = max(revision, ep.Missed.Revision)
 		missedGen = ep.Missed.Gen
 	}

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // The Standard Webhooks specification's published test vector.
@@ -190,23 +188,6 @@ func TestReceiverHostResolution(t *testing.T) {
 	err = resolveError("nowhere.example", fmt.Errorf("lookup: %w", notFound))
 	if !errors.Is(err, ErrInvalidEndpoint) || !strings.Contains(err.Error(), "does not resolve") || strings.Contains(err.Error(), "10.255.255.53") {
 		t.Errorf("unknown host: got %v, want ErrInvalidEndpoint saying it does not resolve", err)
-	}
-}
-
-func TestMergeResources(t *testing.T) {
-	t.Parallel()
-	got := mergeResources(
-		[]string{"menus/plat-du-jour", "hours"},
-		[]string{"menus", "menus/carte", "hours"},
-		nil,
-		[]string{"establishment", "menus/carte", "other"},
-	)
-	want := []string{"establishment", "hours", "menus", "menus/carte", "menus/plat-du-jour", "other"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("mergeResources (-want +got):\n%s", diff)
-	}
-	if got := mergeResources(nil); got != nil {
-		t.Errorf("mergeResources(nil) = %v, want nil", got)
 	}
 }
 

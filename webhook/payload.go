@@ -2,13 +2,10 @@ package webhook
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 )
 
@@ -56,34 +53,6 @@ func encodePayload(p Payload) ([]byte, error) {
 		return nil, fmt.Errorf("encode payload %s: %w", p.ID, err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
-}
-
-// resourceRank orders resources as the API lists them.
-func resourceRank(r string) int {
-	switch {
-	case r == "establishment":
-		return 0
-	case r == "hours":
-		return 1
-	case r == "menus":
-		return 2
-	case strings.HasPrefix(r, "menus/"):
-		return 3
-	default:
-		return 4
-	}
-}
-
-// mergeResources returns the union of the lists, without duplicates, in the API's order.
-func mergeResources(lists ...[]string) []string {
-	var out []string
-	for _, l := range lists {
-		out = append(out, l...)
-	}
-	slices.SortFunc(out, func(a, b string) int {
-		return cmp.Or(cmp.Compare(resourceRank(a), resourceRank(b)), strings.Compare(a, b))
-	})
-	return slices.Compact(out)
 }
 
 // deliveryIDPrefix starts every delivery id.

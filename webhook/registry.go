@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/opencarte/publisher/events"
 )
 
 // EndpointsBucket is the KV bucket of registered endpoints and their signing secrets, one key
@@ -92,7 +93,7 @@ func (m *missed) add(revision int64, resources []string) *missed {
 	if m == nil {
 		m = &missed{}
 	}
-	return &missed{Revision: max(m.Revision, revision), Resources: mergeResources(m.Resources, resources), Gen: m.Gen + 1}
+	return &missed{Revision: max(m.Revision, revision), Resources: events.MergeResources(m.Resources, resources), Gen: m.Gen + 1}
 }
 
 // endpointRecord is the stored form of an endpoint.

@@ -48,6 +48,14 @@ func (d *Dispatcher) handleSignal(parent context.Context, msg jetstream.Msg) {
 		d.term(msg, "undecodable signal", err)
 		return
 	}
+	if sig.Transition != "" {
+		// An establishment that started or stopped being served without a new revision: the
+		// establishment's webhook announces revisions only.
+		if err := msg.Ack(); err != nil {
+			d.logger.Warn("webhook: ack signal", "establishment", sig.Establishment, "err", err)
+		}
+		return
+	}
 	if err := d.addToWindow(ctx, sig, msg.Data()); err != nil {
 		d.nakLater(msg, "add signal to window", err)
 		return
@@ -152,7 +160,7 @@ func (w window) merge(sig events.Signal) window {
 	if sig.Revision > w.Revision {
 		w.Revision = sig.Revision
 	}
-	w.Resources = mergeResources(w.Resources, sig.Resources)
+	w.Resources = events.MergeResources(w.Resources, sig.Resources)
 	if sig.Time.After(w.LastChange) {
 		w.LastChange = sig.Time
 	}
