@@ -63,7 +63,7 @@ type ChangesQuery struct {
 // ChangesPage is what Changes read.
 type ChangesPage struct {
 	// Changes lists each establishment once, in the order of its first signal in the page, at its
-	// newest revision with the union of its resources.
+	// newest revision with the union of its resources. It is never nil.
 	Changes []Change
 	// Next is the sequence of the last signal read, After when none was: the After of the next
 	// page.
@@ -86,7 +86,7 @@ func (p *Signals) Changes(ctx context.Context, q ChangesQuery) (ChangesPage, err
 	if q.After > last || q.After+1 < first && q.After != last {
 		return ChangesPage{}, fmt.Errorf("%w: position %d, stream holds %d to %d", ErrChangesGone, q.After, first, last)
 	}
-	page := ChangesPage{Next: q.After, Last: last}
+	page := ChangesPage{Changes: []Change{}, Next: q.After, Last: last}
 	until := last
 	if q.Until != 0 {
 		until = min(q.Until, last)
@@ -94,7 +94,7 @@ func (p *Signals) Changes(ctx context.Context, q ChangesQuery) (ChangesPage, err
 	if q.After >= until {
 		return page, nil
 	}
-	m := merger{limit: cmp.Or(max(q.Limit, 0), DefaultChangesLimit), maxBytes: q.MaxBytes, index: map[string]int{}}
+	m := merger{limit: cmp.Or(max(q.Limit, 0), DefaultChangesLimit), maxBytes: q.MaxBytes, index: map[string]int{}, changes: page.Changes}
 	read := 0
 	start := jetstreamext.GetBatchSeq(q.After + 1)
 	err = walkStream(ctx, p.js, SignalStreamName, SignalSubjects, start, false, until, func(msg *jetstream.RawStreamMsg) (bool, error) {

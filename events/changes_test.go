@@ -40,7 +40,7 @@ func TestChangesMergesEachEstablishmentOncePerPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty, err := p.Changes(t.Context(), events.ChangesQuery{})
-	if err != nil || len(empty.Changes) != 0 || empty.Next != 0 {
+	if err != nil || empty.Changes == nil || len(empty.Changes) != 0 || empty.Next != 0 {
 		t.Fatalf("Changes of an empty stream = %+v, %v; want nothing at 0", empty, err)
 	}
 	draft := sig("b", 9, "menus")
