@@ -243,43 +243,44 @@ func (p *Signals) LastSequence(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
-// LastRevision returns the revision of the last signal of the establishment slug that the stream
-// still holds, or 0 when it holds none.
-func (p *Signals) LastRevision(ctx context.Context, slug string) (int64, error) {
+// Last returns the last signal of the establishment slug that the stream still holds, or a zero
+// Signal when it holds none.
+func (p *Signals) Last(ctx context.Context, slug string) (Signal, error) {
 	subject, err := SignalSubject(slug)
 	if err != nil {
-		return 0, err
+		return Signal{}, err
 	}
 	m, err := p.stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+		return Signal{}, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("last signal of %s: %w", slug, err)
+		return Signal{}, fmt.Errorf("last signal of %s: %w", slug, err)
 	}
 	s, err := DecodeSignal(m.Data)
 	if err != nil {
-		return 0, fmt.Errorf("last signal of %s: %w", slug, err)
+		return Signal{}, fmt.Errorf("last signal of %s: %w", slug, err)
 	}
-	return s.Revision, nil
+	return s, nil
 }
 
-// LastRevisions calls fn with the revision of the last signal the stream holds of each
-// establishment that has one, in one read of the stream's last message per subject: what
-// LastRevision says of each, for all of them at once, a last signal that cannot be decoded
-// counting as 0. fn may be called more than once for one establishment (a signal stored during
-// the read, a consumer made again after a lost connection): the last call holds.
-func (p *Signals) LastRevisions(ctx context.Context, fn func(slug string, revision int64)) error {
+// Lasts calls fn with the last signal the stream holds of each establishment that has one, in
+// one read of the stream's last message per subject: what Last says of each, for all of them at
+// once, a last signal that cannot be decoded counting as a zero Signal of its establishment. fn
+// may be called more than once for one establishment (a signal stored during the read, a
+// consumer made again after a lost connection): the last call holds.
+func (p *Signals) Lasts(ctx context.Context, fn func(Signal)) error {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{SignalSubjects},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 	}
 	err := eachMsg(ctx, p.stream, cfg, false, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) (bool, error) {
-		var revision int64
-		if s, err := DecodeSignal(msg.Data()); err == nil {
-			revision = s.Revision
+		s, err := DecodeSignal(msg.Data())
+		if err != nil {
+			s = Signal{}
 		}
-		fn(strings.TrimPrefix(msg.Subject(), signalSubjectPrefix), revision)
+		s.Establishment = strings.TrimPrefix(msg.Subject(), signalSubjectPrefix)
+		fn(s)
 		return meta.NumPending == 0, nil
 	})
 	if err != nil {

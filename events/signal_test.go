@@ -151,14 +151,14 @@ func TestSignalPublishIsIdempotentPerRevision(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DecodeSignal: %v", err)
 	}
-	if rev, err := sigs.LastRevision(ctx, s.Establishment); err != nil || rev != next.Revision {
-		t.Errorf("LastRevision(%s): got %d, %v, want %d", s.Establishment, rev, err, next.Revision)
+	if last, err := sigs.Last(ctx, s.Establishment); err != nil || last.Revision != next.Revision {
+		t.Errorf("Last(%s): got %+v, %v, want revision %d", s.Establishment, last, err, next.Revision)
 	}
-	if rev, err := sigs.LastRevision(ctx, "never-changed"); err != nil || rev != 0 {
-		t.Errorf("LastRevision of an establishment without signals: got %d, %v, want 0", rev, err)
+	if last, err := sigs.Last(ctx, "never-changed"); err != nil || last.Revision != 0 {
+		t.Errorf("Last of an establishment without signals: got %+v, %v, want revision 0", last, err)
 	}
-	if _, err := sigs.LastRevision(ctx, "a.b"); !errors.Is(err, events.ErrInvalidSlug) {
-		t.Errorf("LastRevision(a.b): got %v, want ErrInvalidSlug", err)
+	if _, err := sigs.Last(ctx, "a.b"); !errors.Is(err, events.ErrInvalidSlug) {
+		t.Errorf("Last(a.b): got %v, want ErrInvalidSlug", err)
 	}
 	if diff := cmp.Diff(next, got); diff != "" {
 		t.Errorf("stored signal (-want +got):\n%s", diff)
@@ -188,17 +188,17 @@ func FuzzDecodeSignal(f *testing.F) {
 	})
 }
 
-// LastRevisions tells, in one read, what LastRevision tells of each establishment with a signal:
-// the revision of its last one, 0 for a last signal that cannot be read, nothing from an empty
-// stream; and it leaves no consumer behind.
-func TestLastRevisionsInOneRead(t *testing.T) {
+// Lasts tells, in one read, what Last tells of each establishment with a signal: its last one, a
+// zero signal for a last signal that cannot be read, nothing from an empty stream; and it leaves
+// no consumer behind.
+func TestLastsInOneRead(t *testing.T) {
 	t.Parallel()
 	sigs, nc := openSignals(t)
 	ctx := t.Context()
 	all := func() map[string]int64 {
 		got := map[string]int64{}
-		if err := sigs.LastRevisions(ctx, func(slug string, revision int64) { got[slug] = revision }); err != nil {
-			t.Fatalf("LastRevisions: %v", err)
+		if err := sigs.Lasts(ctx, func(s events.Signal) { got[s.Establishment] = s.Revision }); err != nil {
+			t.Fatalf("Lasts: %v", err)
 		}
 		return got
 	}
@@ -233,10 +233,10 @@ func TestLastRevisionsInOneRead(t *testing.T) {
 	}
 	for slug, rev := range want {
 		if slug == "gamma" {
-			continue // LastRevision fails on it: its last signal cannot be read
+			continue // Last fails on it: its last signal cannot be read
 		}
-		if one, err := sigs.LastRevision(ctx, slug); err != nil || one != rev {
-			t.Errorf("LastRevision(%s): %d, %v; LastRevisions says %d", slug, one, err, rev)
+		if one, err := sigs.Last(ctx, slug); err != nil || one.Revision != rev {
+			t.Errorf("Last(%s): %+v, %v; Lasts says %d", slug, one, err, rev)
 		}
 	}
 }

@@ -94,3 +94,9 @@ func SameAccess(a, b *dockey.Bundle) bool {
 		a.MasterMenuURL == b.MasterMenuURL &&
 		maps.Equal(a.Redirects, b.Redirects)
 }
+
+// Served reports whether the read API serves the establishment of b: it is active and its API
+// enabled. Otherwise every request about it answers 404.
+func Served(b *dockey.Bundle) bool {
+	return b.Status == dockey.StatusActive && b.APIEnabled
+}

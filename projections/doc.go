@@ -60,4 +60,9 @@
 //     backoff until the context ends.
 //   - Update.Resources (and so runner.Change.Resources) lists "establishment", "hours", "menus",
 //     then "menus/<slug>" by slug for every menu detail that changed, appeared or disappeared.
+//   - An establishment is served (Served) when it is active with its API enabled: otherwise the
+//     read API answers 404 for it. A bundle that stops or starts being served without a rise of a
+//     public bundle's revision (its API disabled or enabled, a move back to draft) announces a
+//     transition (Update.Transition), listing every resource it had or has, so that a platform
+//     following every establishment learns it; a new key or redirect setting announces nothing.
 package projections

@@ -12,10 +12,21 @@ type Update struct {
 	Bundle dockey.Bundle
 	// Write says the bundle differs from the stored one and must be stored.
 	Write bool
-	// Resources lists the resources whose bytes changed: establishment, hours, menus, then
-	// menus/<slug> by slug. It is non-empty exactly when the revision of a public bundle rose.
+	// Resources lists what to announce: the resources whose bytes changed (establishment, hours,
+	// menus, then menus/<slug> by slug) when the revision of a public bundle rose; every resource
+	// the bundle had, or has, for a Transition. It is empty when there is nothing to announce.
 	Resources []string
+	// Transition is "" for a change of content, or TransitionUnserved or TransitionServed when the
+	// establishment stopped or started being served (see Served) without a rise of a public
+	// bundle's revision: a move to draft (its documents withdrawn), its API disabled or enabled.
+	Transition string
 }
+
+// Transitions of an Update.
+const (
+	TransitionUnserved = "unserved"
+	TransitionServed   = "served"
+)
 
 // Next decides the bundle that follows prev, the summary of the stored bundle (nil when none is
 // stored), now that the establishment's content is c. floor is the lowest revision a rise may
@@ -27,11 +38,21 @@ type Update struct {
 // written. A revision therefore never goes back, and replaying the same log over the same stored
 // bundles gives the same revisions.
 //
-// A bundle that is not public announces nothing, whatever changed in it: no one can read it.
+// A bundle that is not public announces no change of content, whatever changed in it: no one can
+// read it. A bundle that stops or starts being served without such a change announces a
+// transition, listing every resource it had or has.
 func Next(prev *BundleSummary, c Rendering, floor int64) Update {
 	u := nextBundle(prev, c, floor)
-	if !c.public {
-		u.Resources = nil
+	if c.public && len(u.Resources) > 0 {
+		return u
+	}
+	u.Resources = nil
+	switch was, is := prev != nil && prev.Served(), Served(&u.Bundle); {
+	case !u.Write || was == is:
+	case was:
+		u.Transition, u.Resources = TransitionUnserved, prev.Resources()
+	default:
+		u.Transition, u.Resources = TransitionServed, Summarize(&u.Bundle).Resources()
 	}
 	return u
 }

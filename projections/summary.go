@@ -41,6 +41,9 @@ func (s *BundleSummary) Sequence() uint64 { return s.sequence }
 // its documents are public.
 func (s *BundleSummary) Status() string { return s.access.Status }
 
+// Served reports whether the read API serves the bundle s describes (see Served).
+func (s *BundleSummary) Served() bool { return Served(&s.access) }
+
 // Summarize returns the summary of b.
 func Summarize(b *dockey.Bundle) *BundleSummary {
 	s := &BundleSummary{revision: b.Revision, sequence: b.Sequence, access: accessFields(b), docs: make(map[string]docSummary, 5+3*len(b.MenuDetails))}

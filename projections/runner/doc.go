@@ -21,9 +21,11 @@
 //   - Position moves past a record only once every record before it is stored; the checkpoint
 //     saved in the state bucket never says more than Position.
 //   - A Notifier hears of a change only after its bundle is stored, and only when the revision
-//     rose. A Notifier error is retried until it succeeds: a change stored is never left
-//     unannounced, and meanwhile the worker of that establishment waits. With
-//     Config.Announcements, a start announces a stored revision whose announcement was lost.
+//     rose or the establishment started or stopped being served (a transition); the change
+//     carries whether it is served and the bucket's sequence of the write. A Notifier error is
+//     retried until it succeeds: a change stored is never left unannounced, and meanwhile the
+//     worker of that establishment waits. With Config.Announcements, a start announces a stored
+//     revision, or a transition, whose announcement was lost.
 //   - A bundle whose encoded form is larger than Config.MaxValueSize is refused, logged, and the
 //     previous bundle stays; a document that is not JSON is refused the same way. Every other
 //     failed write is retried until it succeeds or the context ends.

@@ -34,16 +34,29 @@ const testTimeout = 20 * time.Second
 type recorder struct {
 	mu      sync.Mutex
 	changes []Change
+	stored  map[string]uint64 // the Stored of each establishment's last change
 }
 
 func (r *recorder) Changed(_ context.Context, c Change) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stored == nil {
+		r.stored = map[string]uint64{}
+	}
+	r.stored[c.Slug] = c.Stored
+	c.Stored = 0 // checked apart, by lastStored
 	r.changes = append(r.changes, c)
 	return nil
 }
 
-// take returns the changes received since the last call.
+// lastStored returns the Stored of the last change of slug.
+func (r *recorder) lastStored(slug string) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stored[slug]
+}
+
+// take returns the changes received since the last call, without their Stored.
 func (r *recorder) take() []Change {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -223,7 +236,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 		}
 	}
 	want := []Change{
-		{Slug: cave, Revision: 3, Resources: []string{"establishment", "hours", "menus", "menus/carte-des-vins", "menus/cocktails", "menus/planches"}},
+		{Slug: cave, Revision: 3, Resources: []string{"establishment", "hours", "menus", "menus/carte-des-vins", "menus/cocktails", "menus/planches"}, Unserved: true},
 		{Slug: demo, Revision: 2, Resources: allDemoResources()},
 	}
 	// Establishments are reconciled at once, on several workers: in no order between them.
@@ -244,6 +257,9 @@ func TestProjectorEndToEnd(t *testing.T) {
 	}
 	if diff := cmp.Diff([]Change{{Slug: demo, Revision: int64(seq), Resources: []string{"establishment"}}}, rec.take()); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+	if got := rec.lastStored(demo); got != kvRev {
+		t.Errorf("the change says it was stored at %d, the bucket holds it at %d", got, kvRev)
 	}
 	visibleRevision := b.Revision
 
@@ -534,16 +550,22 @@ func (a *announcer) Changed(ctx context.Context, c Change) error {
 	return a.recorder.Changed(ctx, c)
 }
 
-func (a *announcer) Announced(_ context.Context, slug string) (int64, error) {
+func (a *announcer) Announced(_ context.Context, slug string) (Announcement, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var last int64
-	for _, c := range a.changes {
-		if c.Slug == slug {
-			last = max(last, c.Revision)
+	return lastOf(a.changes)[slug], nil
+}
+
+// lastOf returns the last announcement of each establishment of changes, a signal stream would
+// keep: the last of its highest revision.
+func lastOf(changes []Change) map[string]Announcement {
+	last := map[string]Announcement{}
+	for _, c := range changes {
+		if c.Revision >= last[c.Slug].Revision {
+			last[c.Slug] = Announcement{Revision: c.Revision, Unserved: c.Unserved}
 		}
 	}
-	return last, nil
+	return last
 }
 
 // A stored revision is always announced: a failed announcement is retried, and one lost in a
@@ -603,13 +625,54 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 			p.waitFor(t, next)
 			_ = p.stop(t)
 		}
-		want := []Change{first[0], {Slug: "cave-a-vins", Revision: int64(next), Resources: first[0].Resources}}
+		want := []Change{first[0], {Slug: "cave-a-vins", Revision: int64(next), Resources: first[0].Resources, Unserved: true}}
 		if diff := cmp.Diff(want, notifier.take()); diff != "" {
 			t.Errorf("%T: announcements over two starts (-want +got):\n%s", notifier, diff)
 		}
 	}
 	if asked := all.asked.Load(); asked != 0 {
 		t.Errorf("the replays asked the last announcement of one establishment %d times, want none", asked)
+	}
+}
+
+// A transition lost in a stop between storing the bundle and announcing it is announced at the
+// next start, once, though the revision did not rise.
+func TestProjectorAnnouncesALostTransition(t *testing.T) {
+	n := newNATSEnv(t)
+	const demo = "chez-marcel"
+	seq := n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22")
+	rec := &announcer{}
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: rec, Announcements: rec})
+	p.waitFor(t, seq)
+	_ = p.stop(t)
+	first := rec.take()
+
+	down := &announcer{}
+	down.set(first)
+	down.down.Store(true)
+	p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: down, Announcements: down})
+	p.waitFor(t, seq)
+	disabled := n.append(t, demo, domain.PublicAPIDisabled{})
+	deadline := time.Now().Add(testTimeout)
+	for b, _, _ := entry(t, n.kv, demo); b.APIEnabled; b, _, _ = entry(t, n.kv, demo) {
+		if time.Now().After(deadline) {
+			t.Fatal("the disabled API was never stored")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = p.stop(t)
+
+	up := &announcer{}
+	up.set(first)
+	for range 2 {
+		p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: up, Announcements: up})
+		p.waitFor(t, disabled)
+		_ = p.stop(t)
+	}
+	last := first[len(first)-1]
+	want := append(first, Change{Slug: demo, Revision: last.Revision, Resources: allDemoResources(), Unserved: true, Transition: projections.TransitionUnserved})
+	if diff := cmp.Diff(want, up.take()); diff != "" {
+		t.Errorf("announcements over two starts (-want +got):\n%s", diff)
 	}
 }
 
@@ -620,22 +683,18 @@ type allAnnouncer struct {
 	asked atomic.Int32
 }
 
-func (a *allAnnouncer) Announced(ctx context.Context, slug string) (int64, error) {
+func (a *allAnnouncer) Announced(ctx context.Context, slug string) (Announcement, error) {
 	a.asked.Add(1)
 	return a.announcer.Announced(ctx, slug)
 }
 
-func (a *allAnnouncer) AllAnnounced(_ context.Context, fn func(slug string, revision int64)) error {
+func (a *allAnnouncer) AllAnnounced(_ context.Context, fn func(slug string, a Announcement)) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	last := map[string]int64{}
-	for _, c := range a.changes {
-		last[c.Slug] = max(last[c.Slug], c.Revision)
+	for slug, last := range lastOf(a.changes) {
+		fn(slug, last)
 	}
-	for slug, revision := range last {
-		fn(slug, revision)
-	}
-	fn("etablissement-inconnu", 1<<40) // not of the log: nothing to align it with
+	fn("etablissement-inconnu", Announcement{Revision: 1 << 40}) // not of the log: nothing to align it with
 	return nil
 }
 

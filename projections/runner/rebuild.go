@@ -323,10 +323,11 @@ func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 		if err != nil && !errors.Is(err, events.ErrInvalidSignal) {
 			return err
 		}
-		if last >= cur.Revision() {
+		if last.Revision >= cur.Revision() {
 			return nil
 		}
-		if err := cfg.Notifier.Changed(ctx, Change{Slug: slug, Revision: cur.Revision(), Resources: cur.Resources()}); err != nil {
+		c := Change{Slug: slug, Revision: cur.Revision(), Resources: cur.Resources(), Unserved: !cur.Served()}
+		if err := cfg.Notifier.Changed(ctx, c); err != nil {
 			return err
 		}
 		announced.Add(1)

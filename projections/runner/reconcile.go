@@ -83,9 +83,9 @@ func (p *Projector) reconcile(ctx context.Context, lanes []*lane, share []stored
 type storedPrint struct {
 	slug         string
 	print, floor uint64
-	// announced is the last revision announced of the establishment when the replay began, when
+	// announced is the last announcement of the establishment when the replay began, when
 	// knownAnnounced says the notifier told it; else the notifier is asked.
-	announced      int64
+	announced      Announcement
 	knownAnnounced bool
 }
 
@@ -194,11 +194,11 @@ func headerPrints(ctx context.Context, kv *Bundles, slugs []string, absent *reco
 // be read: one to read again.
 const unknownPrint = math.MaxUint64
 
-// lastAnnounced returns the last revision announced of s's establishment when known, -1 for the
-// notifier to be asked.
-func (s storedPrint) lastAnnounced() int64 {
+// lastAnnounced returns the last announcement of s's establishment when known,
+// unknownAnnouncement for the notifier to be asked.
+func (s storedPrint) lastAnnounced() Announcement {
 	if !s.knownAnnounced {
-		return -1
+		return unknownAnnouncement
 	}
 	return s.announced
 }

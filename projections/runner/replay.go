@@ -54,10 +54,10 @@ type replay struct {
 	listed     time.Duration // how long reading the log's establishments took
 	generation int64         // tells the states this replay writes from those of any other
 
-	last      uint64   // the log's last sequence when the replay began
-	slugs     []string // the log's establishments, sorted
-	prints    []uint64 // the fingerprint of the stored bundle of each of slugs
-	announced []int64  // the last revision announced of each of slugs; nil when not known
+	last      uint64         // the log's last sequence when the replay began
+	slugs     []string       // the log's establishments, sorted
+	prints    []uint64       // the fingerprint of the stored bundle of each of slugs
+	announced []Announcement // the last announcement of each of slugs; nil when not known
 	tally     reconciled
 
 	// floors are the fingerprints of the bundles of Config.Replaces, read while the first pass
@@ -111,10 +111,10 @@ func (r *replay) readStored(ctx context.Context) error {
 	// Without Announcements, nothing is announced again: the announcements are not needed.
 	if n := p.cfg.AllAnnouncements; n != nil && p.cfg.Announcements != nil {
 		if err := p.retry(ctx, "read the last announcements", func() error {
-			r.announced = make([]int64, len(r.slugs))
-			return n.AllAnnounced(ctx, func(slug string, revision int64) {
+			r.announced = make([]Announcement, len(r.slugs))
+			return n.AllAnnounced(ctx, func(slug string, a Announcement) {
 				if i, found := slices.BinarySearch(r.slugs, slug); found {
-					r.announced[i] = revision
+					r.announced[i] = a
 				}
 			})
 		}); err != nil {

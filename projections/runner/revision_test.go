@@ -159,10 +159,11 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 			wantRevision: 8,
 		},
 		{
-			name:         "disabling the api is an access change",
-			events:       func() []domain.Event { return []domain.Event{domain.PublicAPIDisabled{}} },
-			wantWrite:    true,
-			wantRevision: 8,
+			name:          "disabling the api is an access change, announced as a transition",
+			events:        func() []domain.Event { return []domain.Event{domain.PublicAPIDisabled{}} },
+			wantWrite:     true,
+			wantRevision:  8,
+			wantResources: []string{"establishment", "hours", "menus", "menus/la-carte", "menus/menu-du-jour", "menus/vins"},
 		},
 		{
 			name:          "removing a menu type removes its detail",
@@ -316,5 +317,41 @@ func TestDraftEditsAreNotPublished(t *testing.T) {
 	b := created.Bundle
 	if stored := storedSummaryOf(t, &b); !stored.Same(projections.Summarize(&b)) || stored.Fingerprint() != projections.Summarize(&b).Fingerprint() {
 		t.Errorf("the stored summary of a draft differs from the summary made when storing it")
+	}
+}
+
+// An establishment that stops or starts being served without a new revision is announced as a
+// transition, listing every resource; a change of content while it is not served is announced as
+// any change, marked unserved; a new key or redirect setting announces nothing.
+func TestServedTransitions(t *testing.T) {
+	s := newSim(t)
+	snap := fixture.ReadSnapshot(t, "../../cmd/publisher/demo.json")
+	const slug = "chez-marcel"
+	all := []string{"establishment", "hours", "menus", "menus/la-carte", "menus/vins"}
+	steps := []struct {
+		name           string
+		events         []domain.Event
+		wantTransition string
+		wantResources  []string
+		wantServed     bool
+	}{
+		{"import", fixture.ImportEvents(t, domain.New(slug), snap), "", all, true},
+		{"api disabled", []domain.Event{domain.PublicAPIDisabled{}}, projections.TransitionUnserved, all, false},
+		{"identity while unserved", []domain.Event{domain.IdentityChanged{Identity: domain.Identity{Name: "Chez Marcel et Fils", BusinessType: "restaurant"}}}, "", []string{"establishment"}, false},
+		{"api enabled", []domain.Event{domain.PublicAPIEnabled{KeyHash: domain.NewAPIKey([32]byte{7}).Hash()}}, projections.TransitionServed, all, true},
+		{"new key", []domain.Event{domain.APIKeyRegenerated{KeyHash: domain.NewAPIKey([32]byte{8}).Hash()}}, "", nil, true},
+		{"redirect setting", []domain.Event{domain.MenuRedirectChanged{Enabled: false}}, "", nil, true},
+	}
+	for _, step := range steps {
+		u := s.record(slug, step.events...)
+		if u.Transition != step.wantTransition {
+			t.Errorf("%s: transition %q, want %q", step.name, u.Transition, step.wantTransition)
+		}
+		if diff := cmp.Diff(step.wantResources, u.Resources); diff != "" {
+			t.Errorf("%s: resources (-want +got):\n%s", step.name, diff)
+		}
+		if got := projections.Served(s.stored(slug)); got != step.wantServed {
+			t.Errorf("%s: served %v, want %v", step.name, got, step.wantServed)
+		}
 	}
 }

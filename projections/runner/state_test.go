@@ -323,7 +323,7 @@ func TestResumeAnnouncesWhatWasLostAndNothingElse(t *testing.T) {
 	if r := log.replays.Load(); r != 0 {
 		t.Errorf("replayed %d times, want a resumption", r)
 	}
-	want := []Change{announced[0], {Slug: cave, Revision: int64(next), Resources: announced[0].Resources}}
+	want := []Change{announced[0], {Slug: cave, Revision: int64(next), Resources: announced[0].Resources, Unserved: true}}
 	if diff := cmp.Diff(want, up.take()); diff != "" {
 		t.Errorf("announcements after resuming (-want +got):\n%s", diff)
 	}

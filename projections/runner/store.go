@@ -12,7 +12,7 @@ import (
 )
 
 // store writes the bundle of u, retrying until it is stored or ctx ends, then tells the
-// notifier when the revision rose. It reports false, without error, for a bundle larger than
+// notifier what u announces: a rise of the revision, or a transition. It reports false, without error, for a bundle larger than
 // Config.MaxValueSize: the establishment keeps its previous bundle until a later change fits.
 func (p *Projector) store(ctx context.Context, u projections.Update) (bool, error) {
 	b := &u.Bundle
@@ -34,14 +34,16 @@ func (p *Projector) store(ctx context.Context, u projections.Update) (bool, erro
 		return false, nil
 	}
 	key, print := dockey.Key(b.Slug), projections.StoredPrint(b)
-	if err := p.retry(ctx, fmt.Sprintf("store bundle %s at revision %d", key, b.Revision), func() error {
-		_, err := p.cfg.KV.putPrinted(ctx, key, value, print)
+	var stored uint64
+	if err := p.retry(ctx, fmt.Sprintf("store bundle %s at revision %d", key, b.Revision), func() (err error) {
+		stored, err = p.cfg.KV.putPrinted(ctx, key, value, print)
 		return err
 	}); err != nil {
 		return false, err
 	}
 	if len(u.Resources) > 0 {
-		if err := p.notify(ctx, Change{Slug: b.Slug, Revision: b.Revision, Resources: u.Resources}); err != nil {
+		c := Change{Slug: b.Slug, Revision: b.Revision, Resources: u.Resources, Unserved: !projections.Served(b), Transition: u.Transition, Stored: stored}
+		if err := p.notify(ctx, c); err != nil {
 			return false, err
 		}
 	}
