@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opencarte/publisher/events"
 )
 
 // TestAdminAnswersAreChecked drives every operation of the admin API's description, and some
@@ -87,6 +89,10 @@ func TestAdminAnswersAreChecked(t *testing.T) {
 	expect(m.admin(t, http.MethodPost, "/admin/v1/deliveries/"+delivery+"/redeliver", nil), 202, "redeliver")
 	expect(m.admin(t, http.MethodDelete, hook, nil), 200, "remove endpoint")
 	expect(do(t, http.MethodGet, m.AdminURL+"/admin/debug/pprof/heap?debug=1", nil, token...), 200, "profile")
+	feed := expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/changes?limit=1", nil, token...), 200, "changes")
+	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/changes?wait=1ms&after="+feed.json(t)["next"].(string), nil, token...), 200, "more changes")
+	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/changes?after=c2", nil, token...), 400, "a bad cursor")
+	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/changes?after="+events.Cursor{Signal: 1 << 40}.String(), nil, token...), 410, "a cursor gone")
 
 	// Refusals.
 	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/status", nil), 401, "no token")

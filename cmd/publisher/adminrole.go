@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/opencarte/publisher/cmd/publisher/addrfile"
@@ -10,6 +12,8 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/telemetry"
 	"github.com/opencarte/publisher/cmd/publisher/webhookapp"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections/changes"
 	"github.com/opencarte/publisher/readapi/apidocs"
 )
 
@@ -19,7 +23,7 @@ const adminDocsPath = "/admin/docs"
 
 // startAdmin serves the admin API, and runs the admin role's loops: the collection of files
 // nothing refers to, and the sweep of signing secrets.
-func (m *Main) startAdmin(ctx context.Context) error {
+func (m *Main) startAdmin(ctx context.Context, signals *events.Signals) error {
 	token, err := m.adminToken()
 	if err != nil {
 		return err
@@ -32,6 +36,9 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Debug: telemetry.Profiles(), Observe: m.metrics.AdminRequests(),
 	}
 	cfg.Projection = m.gens.served
+	if cfg.Changes, err = m.changesFeed(signals); err != nil {
+		return err
+	}
 	api, err := admin.NewAPI(cfg)
 	if err != nil {
 		return err
@@ -78,4 +85,33 @@ func (m *Main) collectFiles(ctx context.Context) error {
 		}
 		m.Logger.Info("file collection", "stored", rep.Stored, "referenced", rep.Referenced, "young", rep.Young, "removed", len(rep.Removed), "took", time.Since(start).Round(time.Millisecond))
 	}
+}
+
+// changesFeed returns the changes feed the admin API serves, its errors given their kinds: a
+// cursor that cannot be read is malformed, one too old is gone.
+func (m *Main) changesFeed(signals *events.Signals) (func(ctx context.Context, after string, limit int, wait time.Duration) (any, error), error) {
+	feed, err := changes.New(changes.Config{
+		Conn: m.Conn, Signals: signals,
+		Generation: func() int { g, _ := m.gens.watch.State(); return g.Served() },
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.loops.Go("changes feed", func(ctx context.Context) error {
+		<-ctx.Done()
+		feed.Close()
+		return nil
+	})
+	retention := m.Config.ChangeRetention
+	return func(ctx context.Context, after string, limit int, wait time.Duration) (any, error) {
+		page, err := feed.Read(ctx, after, limit, wait)
+		switch {
+		case errors.Is(err, events.ErrInvalidCursor):
+			return nil, &app.Refusal{Kind: app.KindMalformed, Err: fmt.Errorf("after: %w", err)}
+		case errors.Is(err, changes.ErrGone):
+			return nil, &app.Refusal{Kind: app.KindGone, Err: fmt.Errorf(
+				"after: the changes after this cursor are no longer kept (changes are kept %s, --change-retention): start over without after, a full sync", retention)}
+		}
+		return page, err
+	}, nil
 }

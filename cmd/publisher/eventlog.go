@@ -38,7 +38,7 @@ func (m *Main) startEventLog(ctx context.Context, js jetstream.JetStream) (share
 		return shared, fmt.Errorf("open snapshots: %w", err)
 	}
 	if shared.signals, err = provision(ctx, m, "the change signals", func(ctx context.Context) (*events.Signals, error) {
-		return events.OpenSignals(ctx, m.Conn, c.Replicas)
+		return events.OpenSignalsFor(ctx, m.Conn, c.Replicas, c.ChangeRetention)
 	}); err != nil {
 		return shared, fmt.Errorf("open change signals: %w", err)
 	}

@@ -139,7 +139,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.gens.served = m.newWaiter(js)
 	if c.has(roleAdmin) {
-		if err := m.startAdmin(ctx); err != nil {
+		if err := m.startAdmin(ctx, shared.signals); err != nil {
 			return err
 		}
 	}

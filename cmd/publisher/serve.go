@@ -22,6 +22,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/heapfloor"
 	"github.com/opencarte/publisher/cmd/publisher/logging"
 	"github.com/opencarte/publisher/cmd/publisher/node"
+	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
 )
@@ -101,6 +102,9 @@ type Config struct {
 	MaxConns          int
 	MaxConnsPerClient int
 
+	// ChangeRetention is how long change signals are kept: how far back the changes feed reaches.
+	ChangeRetention time.Duration
+
 	WebhookWindow       time.Duration
 	WebhookTimeout      time.Duration
 	WebhookAllowPrivate bool
@@ -163,6 +167,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AccessLog, "access-log", false, "log one line per read API request")
 	fs.IntVar(&c.MaxConns, "max-connections", 0, "connections the read API keeps open at most, within what the open file limit leaves once a quarter of it (256 to 4,096) is kept for the process (0: that, at most 16,384)")
 	fs.IntVar(&c.MaxConnsPerClient, "max-connections-per-client", capacity.DefaultConnsPerClient, "connections one client address (an IPv6 /64) may keep open on each listener, at most a quarter of the listener's; a trusted proxy's count only in the total")
+	fs.DurationVar(&c.ChangeRetention, "change-retention", events.SignalMaxAge, "how long change signals are kept: how far back a cursor of the changes feed (GET /admin/v1/changes) or a platform webhook's position may be; an older cursor is answered 410")
 	fs.DurationVar(&c.WebhookWindow, "webhook-window", 30*time.Second, "changes of one establishment within this window make one webhook delivery")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 10*time.Second, "time limit of one webhook delivery attempt")
 	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "allow webhook receivers on loopback and private addresses (local use only)")

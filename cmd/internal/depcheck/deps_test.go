@@ -20,6 +20,8 @@ func TestDependencyDirection(t *testing.T) {
 		// Rendering is pure: no NATS, and nothing of the runner that stores what it renders.
 		{"projections", []string{"readapi", "webhook", "cmd", "github.com/nats-io", "projections/runner"}, nil},
 		{"projections/runner", []string{"readapi", "webhook", "cmd"}, nil},
+		// The changes feed reads the bundles and the signals; it knows no transport.
+		{"projections/changes", []string{"readapi", "webhook", "cmd"}, nil},
 		// The tests' establishments are built from the domain and the log's envelopes alone, so that
 		// the tests inside projections may use them.
 		{"projections/fixture", []string{"projections", "readapi", "webhook", "cmd"}, nil},

@@ -35,6 +35,10 @@ type Config struct {
 	Observe func(route string, status int)
 	// Debug, when set, answers under /admin/debug/, behind the token (profiling).
 	Debug http.Handler
+	// Changes is optional; it serves GET /admin/v1/changes, the changes feed: the page after the
+	// cursor after ("" for a first sync) of at most limit establishments, waiting up to wait
+	// when it would be empty. Its errors carry their kinds (app.Refusal).
+	Changes func(ctx context.Context, after string, limit int, wait time.Duration) (any, error)
 	// Status is optional extra status reported by GET /admin/v1/status.
 	Status func(ctx context.Context) map[string]any
 	// BatchWorkers is how many documents of a batch import are imported at once; 0 is

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -31,7 +33,7 @@ func TestEveryRouteIsDescribed(t *testing.T) {
 			described = append(described, method+" "+path)
 		}
 	}
-	a := &API{cfg: Config{Deliveries: &app.Deliveries{}, Debug: http.NotFoundHandler()}}
+	a := &API{cfg: Config{Deliveries: &app.Deliveries{}, Debug: http.NotFoundHandler(), Changes: func(context.Context, string, int, time.Duration) (any, error) { return nil, nil }}}
 	param := regexp.MustCompile(`[:*]([a-z_]+)`)
 	var routed []string
 	for _, rt := range a.surface() {

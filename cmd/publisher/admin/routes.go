@@ -55,6 +55,9 @@ func (a *API) surface() []route {
 			route{http.MethodPost, "/admin/v1/deliveries/:id/redeliver", a.redeliver},
 		)
 	}
+	if a.cfg.Changes != nil {
+		routes = append(routes, route{http.MethodGet, "/admin/v1/changes", a.listChanges})
+	}
 	if a.cfg.Debug != nil {
 		debug := a.cfg.Debug
 		routes = append(routes, route{http.MethodGet, "/admin/debug/*path", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

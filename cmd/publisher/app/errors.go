@@ -77,6 +77,7 @@ const (
 	KindUnsupported                     // content of a type that is not accepted
 	KindInsufficientStorage             // the stores have too little room left; retrying once room is made works
 	KindDeclined                        // this process cannot do it now, and says why: no file store, a host that does not resolve
+	KindGone                            // a position no longer kept: the client starts over
 
 	// The kinds of a transport's refusals of a request it could not read, before any command.
 

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/opencarte/publisher/events"
+)
+
+// feedPage is a page of GET /admin/v1/changes.
+type feedPage struct {
+	Changes []events.Change `json:"changes"`
+	Next    string          `json:"next"`
+}
+
+// changes reads one page of the changes feed.
+func (m *Main) changes(tb testing.TB, after string, limit int) feedPage {
+	tb.Helper()
+	r := do(tb, http.MethodGet, m.AdminURL+"/admin/v1/changes?limit="+strconv.Itoa(limit)+"&after="+after, nil,
+		"Authorization", "Bearer "+testAdminToken)
+	if r.status != http.StatusOK {
+		tb.Fatalf("changes after %q: %d %s", after, r.status, r.body)
+	}
+	var p feedPage
+	if err := json.Unmarshal(r.body, &p); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// follow applies pages from after until an empty one, checking that no revision goes back, and
+// returns the next cursor.
+func (m *Main) follow(tb testing.TB, after string, limit int, state map[string]events.Change) string {
+	tb.Helper()
+	for {
+		p := m.changes(tb, after, limit)
+		for _, c := range p.Changes {
+			if had, ok := state[c.Establishment]; ok && c.Revision < had.Revision {
+				tb.Errorf("%s went back from %d to %d", c.Establishment, had.Revision, c.Revision)
+			}
+			state[c.Establishment] = c
+		}
+		if after = p.Next; len(p.Changes) == 0 {
+			return after
+		}
+	}
+}
+
+// The feed, through serve: a first sync then the changes, ending in the state the read API serves,
+// an establishment whose API is disabled arriving as not served; its cursor goes on after a
+// restart.
+func TestChangesFeedThroughServe(t *testing.T) {
+	dir := t.TempDir()
+	m := openMain(t, dir, "2026-11-22")
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slugs := []string{"chez-marcel", "chez-marcel-2", "chez-marcel-3"}
+	keys := map[string]string{}
+	for _, slug := range slugs {
+		doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "`+slug+`"`), 1)
+		keys[slug] = keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/"+slug, doc))
+	}
+	state := map[string]events.Change{}
+	cursor := m.follow(t, "", 2, state)
+	served := func() {
+		t.Helper()
+		for _, slug := range slugs {
+			got, ok := state[slug]
+			if !got.Served {
+				continue
+			}
+			r := m.get(t, "/api/v1/establishments/"+slug, keys[slug])
+			if !ok || r.status != http.StatusOK || r.revision(t) != got.Revision {
+				t.Errorf("%s: the feed says %+v, the read API %d at %d", slug, got, r.status, r.revision(t))
+			}
+		}
+	}
+	if len(state) != 3 {
+		t.Fatalf("first sync: %v, want 3 establishments", state)
+	}
+	served()
+
+	if r := m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel-2/api/disable", nil); r.status != http.StatusOK {
+		t.Fatalf("disable: %d %s", r.status, r.body)
+	}
+	eventually(t, "the disabled API in the feed", func() bool {
+		cursor = m.follow(t, cursor, 1000, state)
+		return !state["chez-marcel-2"].Served
+	})
+	if got := m.get(t, "/api/v1/establishments/chez-marcel-2", keys["chez-marcel-2"]); got.status != http.StatusNotFound {
+		t.Errorf("the read API serves an establishment the feed says is not: %d", got.status)
+	}
+	served()
+
+	m.Close()
+	m = openMain(t, dir, "2026-11-22")
+	before := state["chez-marcel"].Revision
+	if r := m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel-3/api/disable", nil); r.status != http.StatusOK {
+		t.Fatalf("disable after restart: %d %s", r.status, r.body)
+	}
+	eventually(t, "a change after the restart, from the cursor of before", func() bool {
+		cursor = m.follow(t, cursor, 1000, state)
+		return !state["chez-marcel-3"].Served
+	})
+	if state["chez-marcel"].Revision != before {
+		t.Errorf("an unchanged establishment moved: %+v", state["chez-marcel"])
+	}
+	served()
+}

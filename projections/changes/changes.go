@@ -1,0 +1,240 @@
+// Package changes serves the changes feed: every establishment's current state (a first sync, read
+// from the bucket of bundles the read API serves), then every change after it (read from the
+// change signals), in pages, each entry an events.Change, from an opaque cursor that survives
+// restarts and works on any node. A cache that applies the pages in order holds every
+// establishment at the revision the read API serves, and never goes back in revision.
+//
+// A first sync reads the bucket's stream with batched direct gets from the cursor's position, so
+// that it streams the bucket rather than loading it, and decodes of each bundle only its access
+// fields, revision and entity tags. It records, before reading, the last signal, from which the
+// changes go on once the whole bucket is read; the signals that follow, up to the last one when
+// the sync ended, whose bundle write the sync read or passed are dropped (events.Cursor.Skips), as
+// the sync gave that state or a newer one. A cursor whose signals the stream no longer keeps, or a
+// sync whose bucket a rebuild replaced, is ErrGone: the client starts over.
+//
+// Long polls share one subscription to the signal subjects per Feed: a page that would be empty
+// waits for the next signal, or for its wait to end. No consumer, goroutine or timer is kept per
+// establishment or per client.
+//
+// It imports the standard library, nats.go, its jetstream package, orbit.go's jetstreamext,
+// events, projections and its runner (the name of a generation's bucket); nothing of the
+// transports.
+package changes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/runner"
+)
+
+// Bounds of a page.
+const (
+	MaxLimit = 1000
+	MaxWait  = 60 * time.Second
+)
+
+// ErrGone reports a cursor the feed can no longer continue from: its signals are older than the
+// retention, or its first sync read a bucket a rebuild has since replaced.
+var ErrGone = errors.New("changes: cursor too old")
+
+// Page is one answer of the feed.
+type Page struct {
+	Changes []events.Change `json:"changes"`
+	// Next is the cursor of the following page.
+	Next string `json:"next"`
+}
+
+// Config wires a Feed.
+type Config struct {
+	// Conn reaches NATS; the caller keeps ownership.
+	Conn *nats.Conn
+	// Signals reads the change signals.
+	Signals *events.Signals
+	// Generation returns the generation of bundles served now.
+	Generation func() int
+}
+
+// Feed reads the changes feed. It is safe for concurrent use.
+type Feed struct {
+	cfg Config
+	js  jetstream.JetStream
+	sub *nats.Subscription
+
+	mu  sync.Mutex
+	new chan struct{} // closed, and replaced, when a signal arrives
+}
+
+// New returns a Feed and subscribes to the signals for its long polls; Close ends the
+// subscription.
+func New(cfg Config) (*Feed, error) {
+	if cfg.Conn == nil || cfg.Signals == nil || cfg.Generation == nil {
+		return nil, errors.New("changes: connection, signals and generation are required")
+	}
+	js, err := jetstream.New(cfg.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("changes: %w", err)
+	}
+	f := &Feed{cfg: cfg, js: js, new: make(chan struct{})}
+	f.sub, err = cfg.Conn.Subscribe(events.SignalSubjects, func(*nats.Msg) { f.signal() })
+	if err != nil {
+		return nil, fmt.Errorf("changes: subscribe to the signals: %w", err)
+	}
+	return f, nil
+}
+
+// Close ends the subscription of the long polls.
+func (f *Feed) Close() { _ = f.sub.Unsubscribe() }
+
+// signal wakes every long poll.
+func (f *Feed) signal() {
+	f.mu.Lock()
+	close(f.new)
+	f.new = make(chan struct{})
+	f.mu.Unlock()
+}
+
+func (f *Feed) next() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.new
+}
+
+// Read returns the page after the cursor after ("" for a first sync) of at most limit
+// establishments (1 to MaxLimit). When a page of changes would be empty, it waits up to wait for
+// a signal and reads again. The errors match events.ErrInvalidCursor or ErrGone for a cursor the
+// client must replace.
+func (f *Feed) Read(ctx context.Context, after string, limit int, wait time.Duration) (Page, error) {
+	cur := events.Cursor{Sync: true}
+	if after != "" {
+		var err error
+		if cur, err = events.ParseCursor(after); err != nil {
+			return Page{}, err
+		}
+	}
+	limit = min(max(limit, 1), MaxLimit)
+	if cur.Sync {
+		return f.sync(ctx, cur, after == "", limit)
+	}
+	woken := f.next()
+	page, err := f.live(ctx, cur, limit)
+	if err != nil || len(page.Changes) > 0 || wait <= 0 {
+		return page, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(wait, MaxWait))
+	defer cancel()
+	select {
+	case <-woken:
+		return f.live(context.WithoutCancel(ctx), cur, limit)
+	case <-ctx.Done():
+		return page, nil
+	}
+}
+
+// live reads a page of changes after cur.
+func (f *Feed) live(ctx context.Context, cur events.Cursor, limit int) (Page, error) {
+	p, err := f.cfg.Signals.Changes(ctx, events.ChangesQuery{After: cur.Signal, Limit: limit, Skip: cur.Skips})
+	if errors.Is(err, events.ErrChangesGone) {
+		return Page{}, fmt.Errorf("%w: %w", ErrGone, err)
+	}
+	if err != nil {
+		return Page{}, err
+	}
+	next := cur
+	next.Signal = p.Next
+	if next.SkipUntil <= next.Signal {
+		next.SkipStoredUpTo, next.SkipUntil = 0, 0 // past what the sync gave
+	}
+	return Page{Changes: p.Changes, Next: next.String()}, nil
+}
+
+// sync reads a page of the first sync at cur; start says it is the first page.
+func (f *Feed) sync(ctx context.Context, cur events.Cursor, start bool, limit int) (Page, error) {
+	if start {
+		last, err := f.cfg.Signals.LastSequence(ctx)
+		if err != nil {
+			return Page{}, err
+		}
+		cur.Signal, cur.Generation = last, f.cfg.Generation()
+	} else if cur.Generation != f.cfg.Generation() {
+		return Page{}, fmt.Errorf("%w: generation %d of the documents was replaced", ErrGone, cur.Generation)
+	}
+	bucket, _ := runner.GenerationBuckets(cur.Generation)
+	stream := "KV_" + bucket
+	info, err := f.js.Stream(ctx, stream)
+	if err != nil {
+		return Page{}, fmt.Errorf("changes: bucket %s: %w", bucket, err)
+	}
+	end := info.CachedInfo().State.LastSeq
+	page := Page{Changes: []events.Change{}}
+	if cur.Bundle < end {
+		if cur.Bundle, err = f.bundles(ctx, stream, bucket, cur.Bundle, end, limit, &page); err != nil {
+			return Page{}, err
+		}
+	}
+	if cur.Bundle < end {
+		page.Next = cur.String()
+		return page, nil
+	}
+	// The whole bucket is read: the changes go on from the last signal before the sync.
+	signals, err := f.cfg.Signals.LastSequence(ctx)
+	if err != nil {
+		return Page{}, err
+	}
+	live := events.Cursor{Signal: cur.Signal, Generation: cur.Generation, SkipStoredUpTo: end, SkipUntil: signals}
+	page.Next = live.String()
+	return page, nil
+}
+
+// bundles adds to page an entry for each bundle of the bucket's stream after sequence from, up to
+// end, until limit entries; it returns the sequence of the last message read.
+func (f *Feed) bundles(ctx context.Context, stream, bucket string, from, end uint64, limit int, page *Page) (uint64, error) {
+	msgs, err := jetstreamext.GetBatch(ctx, f.js, stream, limit, jetstreamext.GetBatchSeq(from+1),
+		jetstreamext.GetBatchSubject("$KV."+bucket+"."+dockey.Watch), jetstreamext.GetBatchMaxBytes(readBytes))
+	if err != nil {
+		return from, fmt.Errorf("changes: read bucket %s: %w", bucket, err)
+	}
+	read := from
+	for msg, err := range msgs {
+		if errors.Is(err, jetstreamext.ErrNoMessages) {
+			return end, nil // nothing left on the bundles' subjects
+		}
+		if err != nil {
+			return from, fmt.Errorf("changes: read bucket %s: %w", bucket, err)
+		}
+		read = msg.Sequence
+		if len(msg.Data) == 0 || msg.Sequence > end {
+			continue // a deletion marker, or a write after the page began
+		}
+		s, err := projections.SummarizeStored(msg.Data)
+		if err != nil {
+			continue // a bundle the read API refuses too
+		}
+		slug, ok := dockey.SlugOf(strings.TrimPrefix(msg.Subject, "$KV."+bucket+"."))
+		if !ok {
+			continue
+		}
+		page.Changes = append(page.Changes, events.Change{
+			Establishment: slug, Revision: s.Revision(),
+			Resources: events.MergeResources(s.Resources()), Served: s.Served(),
+		})
+	}
+	if read == from {
+		return from, fmt.Errorf("changes: read bucket %s after %d: no answer", bucket, from)
+	}
+	return min(read, end), nil
+}
+
+// readBytes bounds the bytes of one batch of bundles: the replies of a batch arrive in one burst.
+const readBytes = 4 << 20
