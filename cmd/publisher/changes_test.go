@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/opencarte/publisher/events"
@@ -112,4 +115,41 @@ func TestChangesFeedThroughServe(t *testing.T) {
 		t.Errorf("an unchanged establishment moved: %+v", state["chez-marcel"])
 	}
 	served()
+}
+
+// publisher changes prints the feed, then follows it until interrupted, exiting 0.
+func TestChangesCommand(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22")
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo)
+	flags := []string{"--admin-url", m.AdminURL, "--admin-token", testAdminToken}
+	var out, errs bytes.Buffer
+	if code := cli(t.Context(), append([]string{"changes"}, flags...), &out, &errs, noEnv); code != exitOK {
+		t.Fatalf("changes: exit %d: %s", code, errs.String())
+	}
+	line := regexp.MustCompile(`^chez-marcel [1-9][0-9]* served establishment,hours,menus,menus/la-carte,menus/menu-du-jour,menus/vins\n$`)
+	if !line.MatchString(out.String()) {
+		t.Errorf("changes printed %q, want one line matching %s", out.String(), line)
+	}
+	cursor := strings.TrimPrefix(strings.Split(strings.TrimSpace(errs.String()), "\n")[1], "cursor: ")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var followed, followErrs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli(ctx, append([]string{"changes", "--follow", "--json", "--after", cursor}, flags...), &followed, &followErrs, noEnv)
+	}()
+	m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/api/disable", nil)
+	eventually(t, "the change followed", func() bool { return strings.Contains(followed.String(), `"served":false`) })
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("changes --follow interrupted: exit %d: %s", code, followErrs.String())
+	}
+	if code := cli(t.Context(), append([]string{"changes", "--limit", "0"}, flags...), &out, &errs, noEnv); code != exitUsage {
+		t.Errorf("changes --limit 0: exit %d, want %d", code, exitUsage)
+	}
 }

@@ -39,6 +39,8 @@ commands:
             through the admin API; prints each API key issued
   admin     drive the admin API: get, list, activate, enable-api, ping, ... ('publisher admin
             --help' lists them all)
+  changes   print the changes of every establishment: a full sync, then each change;
+            --follow waits for more
   verify    replay the event log in memory and compare it with the live documents, byte for byte
   rebuild   render the log into a new generation of the documents while the current one is
             served, verify it, switch every process to it at once and announce what changed;
@@ -66,6 +68,7 @@ func commands() map[string]command {
 			return client.Import(ctx, args, os.Stdin, stdout, stderr, getenv)
 		},
 		"admin":   client.Admin,
+		"changes": client.Changes,
 		"verify":  verify,
 		"rebuild": rebuildCommand,
 		"version": versionCommand,
