@@ -84,6 +84,11 @@ type Config struct {
 	// Concurrency is how many deliveries one dispatcher attempts at a time. Zero means
 	// DefaultConcurrency.
 	Concurrency int
+	// PlatformBatch and PlatformBatchBytes bound a platform delivery: its establishments and,
+	// roughly, the bytes of its entries. Zero means DefaultPlatformBatch and
+	// DefaultPlatformBatchBytes.
+	PlatformBatch      int
+	PlatformBatchBytes int
 	// LogRetention is how long delivery records are kept. Zero means DefaultLogRetention; at
 	// least one hour.
 	LogRetention time.Duration
@@ -178,6 +183,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRetryAfter == 0 {
 		c.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if c.PlatformBatch <= 0 {
+		c.PlatformBatch = DefaultPlatformBatch
+	}
+	if c.PlatformBatchBytes <= 0 {
+		c.PlatformBatchBytes = DefaultPlatformBatchBytes
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency

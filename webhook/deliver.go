@@ -30,6 +30,8 @@ type task struct {
 	CreatedAt     time.Time       `json:"created_at"`
 	Series        int             `json:"series,omitempty"`     // 0 for the original delivery, n for the n-th redelivery
 	MissedGen     uint64          `json:"missed_gen,omitempty"` // generation of the endpoint's missed resources merged in
+	From          uint64          `json:"from,omitempty"`       // a platform batch: the signals after From,
+	Through       uint64          `json:"through,omitempty"`    // through Through
 	Payload       json.RawMessage `json:"payload"`
 }
 
@@ -241,6 +243,12 @@ func (d *Dispatcher) settle(k *taken, a Attempt, status Status, delay time.Durat
 // noteOutcome keeps the endpoint's delivery state: failing while a retry is pending, the
 // resources of a given-up delivery, disabled after 410 Gone.
 func (d *Dispatcher) noteOutcome(ctx context.Context, ep *endpointRecord, t task, status Status, a Attempt) {
+	if t.Establishment == PlatformScope {
+		if t.Type == EventEstablishmentsUpdated {
+			d.notePlatformOutcome(ctx, ep, t, status, a)
+		}
+		return
+	}
 	key := endpointKey(ep.Establishment, ep.ID)
 	var change func(*endpointRecord) error
 	switch status {

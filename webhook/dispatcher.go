@@ -91,6 +91,8 @@ type Dispatcher struct {
 
 	vault      *vault
 	mirror     *mirror
+	sigs       *events.Signals
+	platform   platformWindow
 	stopMirror context.CancelFunc
 	running    atomic.Bool
 }
@@ -150,7 +152,7 @@ func (d *Dispatcher) open(ctx context.Context, nc *nats.Conn) error {
 // openStreams creates or updates the SIGNALS, WEBHOOK and WEBHOOK_QUEUE streams; it returns
 // SIGNALS.
 func (d *Dispatcher) openStreams(ctx context.Context, nc *nats.Conn) (signals jetstream.Stream, err error) {
-	if _, err := events.OpenSignals(ctx, nc, d.cfg.Replicas); err != nil {
+	if d.sigs, err = events.OpenSignals(ctx, nc, d.cfg.Replicas); err != nil {
 		return nil, err
 	}
 	signals, err = d.js.Stream(ctx, events.SignalStreamName)

@@ -1,7 +1,8 @@
 // Package webhook delivers the establishment.content_updated webhook: it consumes the change
 // signals the projector publishes (events.Signal), merges each establishment's changes within a
 // debounce window, and POSTs one signed delivery per window to every enabled endpoint of the
-// establishment, with retries, a delivery log and an endpoint registry. The invariants it keeps
+// establishment, with retries, a delivery log and an endpoint registry. Platform endpoints
+// receive the changes of many establishments in batches (see Platform endpoints). The invariants it keeps
 // with the other packages are listed under "Architecture and invariants" in the repository's
 // README.
 //
@@ -68,6 +69,25 @@
 //     hide the address.
 //   - Delivery is at least once. A dispatcher that stops between a 2xx and recording it sends
 //     the delivery again, with the same id: receivers drop duplicates by webhook-id.
+//
+// # Platform endpoints
+//
+// A platform endpoint (CreatePlatform) receives the changes of every establishment, or of a
+// list, in batches (PlatformPayload, event EventEstablishmentsUpdated). Its record, under the
+// scope PlatformScope where an establishment's slug stands for the others, holds its position
+// in the signal stream: the last signal it acknowledged (a cursor), and the last signal of the
+// last platform window closed (its target). There is one platform window for the whole service,
+// a scheduled message like an establishment's, opened by the first signal after it closed (a
+// dispatcher remembers it open, so most signals cost no request). At its close each enabled
+// platform endpoint with nothing queued queues its next batch: events.Signals.Changes from its
+// cursor up to the target, merged per establishment, at most Config.PlatformBatch
+// establishments and about Config.PlatformBatchBytes. One batch is queued at a time per
+// endpoint; a 2xx moves the cursor to the batch's end and queues the next at once, so a large
+// change goes out as back-to-back batches; giving up, or a 410, leaves the cursor, and the next
+// batch carries those changes again with newer ones: revisions never go back. A cursor older
+// than the signals kept jumps to the last signal, and that delivery says so (gap). Redeliver
+// takes only the endpoint's latest batch (ErrNotLatest). The queue, the delivery log, the
+// secrets, the address policy and the retries are the establishments' endpoints' own.
 //
 // # The request
 //

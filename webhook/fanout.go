@@ -24,6 +24,10 @@ func (d *Dispatcher) handleDue(parent context.Context, msg jetstream.Msg) {
 		d.term(msg, "undecodable window", err)
 		return
 	}
+	if w.Establishment == PlatformScope {
+		d.handlePlatformDue(ctx, msg)
+		return
+	}
 	meta, err := msg.Metadata()
 	if err != nil {
 		d.term(msg, "window without metadata", err)
@@ -90,7 +94,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, w window, ep *endpointRecord, 
 		missedGen = ep.Missed.Gen
 	}
 	id := newDeliveryID(now)
-	body, err := encodePayload(Payload{
+	body, err := encodeBody(Payload{
 		ID:        id,
 		Type:      EventContentUpdated,
 		Timestamp: now,

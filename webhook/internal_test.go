@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opencarte/publisher/events"
 )
 
 // The Standard Webhooks specification's published test vector.
@@ -302,7 +304,7 @@ func TestDeliveryIDsSortByCreation(t *testing.T) {
 
 func TestPayloadEncoding(t *testing.T) {
 	t.Parallel()
-	body, err := encodePayload(Payload{
+	body, err := encodeBody(Payload{
 		ID:        "msg_0123",
 		Type:      EventContentUpdated,
 		Timestamp: time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC),
@@ -392,15 +394,21 @@ func TestPayloadMatchesSchema(t *testing.T) {
 	}
 	now := time.Date(2026, 3, 14, 9, 30, 30, 0, time.UTC)
 	for _, tt := range []struct {
-		def string
-		p   Payload
+		def      string
+		p        any
+		optional []string // data keys present here, and not required
 	}{
 		{"contentUpdated", Payload{ID: newDeliveryID(now), Type: EventContentUpdated, Timestamp: now,
-			Data: PayloadData{Establishment: "chez-marcel", Revision: 42, Resources: []string{"hours", "menus/plat-du-jour"}}}},
+			Data: PayloadData{Establishment: "chez-marcel", Revision: 42, Resources: []string{"hours", "menus/plat-du-jour"}}}, nil},
 		{"ping", Payload{ID: newDeliveryID(now), Type: EventPing, Timestamp: now,
-			Data: PayloadData{Establishment: "chez-marcel", EndpointID: "wh_0123"}}},
+			Data: PayloadData{Establishment: "chez-marcel", EndpointID: "wh_0123"}}, []string{"establishment"}},
+		{"ping", Payload{ID: newDeliveryID(now), Type: EventPing, Timestamp: now,
+			Data: PayloadData{EndpointID: "wh_0123"}}, nil},
+		{"establishmentsUpdated", PlatformPayload{ID: newDeliveryID(now), Type: EventEstablishmentsUpdated, Timestamp: now,
+			Data: PlatformData{Changes: []events.Change{{Establishment: "a", Revision: 1, Resources: []string{"hours"}, Served: true}}, Cursor: "x", Gap: true}},
+			[]string{"gap"}},
 	} {
-		body, err := encodePayload(tt.p)
+		body, err := encodeBody(tt.p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,8 +418,13 @@ func TestPayloadMatchesSchema(t *testing.T) {
 		if got, want := keys(body), slices.Sorted(slices.Values(top.Required)); !slices.Equal(got, want) {
 			t.Errorf("%s: payload keys %v, schema requires %v", tt.def, got, want)
 		}
-		if got, want := keys(decoded.Data), slices.Sorted(slices.Values(data.Required)); !slices.Equal(got, want) {
-			t.Errorf("%s: data keys %v, schema requires %v", tt.def, got, want)
+		if got, want := keys(decoded.Data), slices.Sorted(slices.Values(slices.Concat(data.Required, tt.optional))); !slices.Equal(got, want) {
+			t.Errorf("%s: data keys %v, schema requires %v and has %v", tt.def, got, data.Required, tt.optional)
+		}
+		for _, k := range tt.optional {
+			if _, ok := data.Properties[k]; !ok {
+				t.Errorf("%s: data key %s is not in the schema", tt.def, k)
+			}
 		}
 	}
 	var id struct{ Pattern string }

@@ -211,6 +211,13 @@ func (m *mirror) endpoints(slug string) []*endpointRecord {
 	return out
 }
 
+// has reports whether slug has endpoints.
+func (m *mirror) has(slug string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.bySlug[slug]) > 0
+}
+
 // counts returns how many endpoints there are, how many are disabled, failing, and waiting to
 // be told about given-up changes.
 func (m *mirror) counts() (total, disabled, failing, missed int) {

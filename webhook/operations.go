@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,6 +27,9 @@ func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID string) error {
 	}
 	if ep.Disabled {
 		return fmt.Errorf("redeliver %s: %w", deliveryID, ErrEndpointDisabled)
+	}
+	if err := d.checkPlatformRedelivery(ctx, rec); err != nil {
+		return fmt.Errorf("redeliver %s: %w", deliveryID, err)
 	}
 	t := task{
 		ID: rec.ID, Type: rec.Type, Endpoint: rec.EndpointID, Establishment: rec.Establishment,
@@ -62,9 +66,9 @@ func (d *Dispatcher) Ping(ctx context.Context, establishment, endpointID string)
 	}
 	now := d.cfg.Now().UTC()
 	id := newDeliveryID(now)
-	body, err := encodePayload(Payload{
+	body, err := encodeBody(Payload{
 		ID: id, Type: EventPing, Timestamp: now,
-		Data: PayloadData{Establishment: establishment, EndpointID: endpointID},
+		Data: PayloadData{Establishment: strings.TrimPrefix(establishment, PlatformScope), EndpointID: endpointID},
 	})
 	if err != nil {
 		return Attempt{}, fmt.Errorf("ping %s: %w", key, err)

@@ -33,8 +33,8 @@ type Payload struct {
 
 // PayloadData is the event of a Payload.
 type PayloadData struct {
-	// Establishment is the establishment's slug.
-	Establishment string `json:"establishment"`
+	// Establishment is the establishment's slug; absent in a ping of a platform endpoint.
+	Establishment string `json:"establishment,omitempty"`
 	// Revision is the establishment's newest content_revision; absent in a ping.
 	Revision int64 `json:"content_revision,omitempty"`
 	// Resources lists what changed since the last delivery this endpoint accepted, in the order
@@ -44,13 +44,13 @@ type PayloadData struct {
 	EndpointID string `json:"endpoint_id,omitempty"`
 }
 
-// encodePayload returns the compact JSON body of p.
-func encodePayload(p Payload) ([]byte, error) {
+// encodeBody returns the compact JSON body of a delivery, p a Payload or a PlatformPayload.
+func encodeBody(p any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(p); err != nil {
-		return nil, fmt.Errorf("encode payload %s: %w", p.ID, err)
+		return nil, fmt.Errorf("encode payload: %w", err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }

@@ -25,11 +25,14 @@ const casAttempts = 32
 
 // Endpoint is a registered receiver as operators see it. It never holds a secret.
 type Endpoint struct {
-	ID            string    `json:"id"`
-	Establishment string    `json:"establishment"`
-	URL           string    `json:"url"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	ID string `json:"id"`
+	// Establishment is the endpoint's establishment; empty for a platform endpoint.
+	Establishment string `json:"establishment,omitempty"`
+	// Establishments are those a platform endpoint receives the changes of; none: every one.
+	Establishments []string  `json:"establishments,omitempty"`
+	URL            string    `json:"url"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
 	// Disabled endpoints get no delivery. A receiver answering 410 Gone disables its endpoint;
 	// Enable, or registering the same id again, enables it.
 	Disabled       bool      `json:"disabled"`
@@ -111,6 +114,14 @@ type endpointRecord struct {
 	FailingSince   time.Time       `json:"failing_since,omitzero"`
 	LastError      string          `json:"last_error,omitempty"`
 	Missed         *missed         `json:"missed,omitempty"`
+	// A platform endpoint's filter (none: every establishment), its position in the signals (the
+	// last delivered with a 2xx, or passed over), the last signal of the last window closed, the
+	// batch it has queued and how many it queued.
+	Establishments []string       `json:"establishments,omitempty"`
+	Cursor         uint64         `json:"cursor,omitempty"`
+	Target         uint64         `json:"target,omitempty"`
+	Batch          *platformBatch `json:"batch,omitempty"`
+	Formed         uint64         `json:"formed,omitempty"`
 	// Removed marks the record an endpoint leaves when it is removed: its id and URL, no secret.
 	// It is absent to every reader but a creation, so that a registration retried under the id
 	// after the removal finds it removed instead of registering the endpoint again.
@@ -122,7 +133,7 @@ func endpointKey(establishment, id string) string { return establishment + "." +
 // public returns what operators may see of r at time now.
 func (r *endpointRecord) public(now time.Time) Endpoint {
 	e := Endpoint{
-		ID: r.ID, Establishment: r.Establishment, URL: r.URL,
+		ID: r.ID, Establishment: r.Establishment, Establishments: slices.Clone(r.Establishments), URL: r.URL,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Disabled: r.Disabled, DisabledReason: r.DisabledReason, DisabledAt: r.DisabledAt,
 		Failing: r.Failing != "", FailingSince: r.FailingSince, LastError: r.LastError,
@@ -134,6 +145,9 @@ func (r *endpointRecord) public(now time.Time) Endpoint {
 	}
 	if r.Missed != nil {
 		e.MissedResources = slices.Clone(r.Missed.Resources)
+	}
+	if r.Establishment == PlatformScope {
+		e.Establishment = ""
 	}
 	return e
 }
@@ -185,7 +199,7 @@ func checkEndpointKey(establishment, id string) error {
 // stays listed for its next delivery. Errors match ErrInvalidEndpoint, ErrRefusedAddress or
 // ErrInvalidSecret for bad input.
 func (r *Registry) Register(ctx context.Context, establishment, id, rawURL, secret string) error {
-	_, err := r.register(ctx, establishment, id, rawURL, secret, true)
+	_, err := r.register(ctx, establishment, id, rawURL, secret, true, nil)
 	return err
 }
 
@@ -193,7 +207,7 @@ func (r *Registry) Register(ctx context.Context, establishment, id, rawURL, secr
 // registered for the establishment, as by a registration retried with the same id, it stores
 // nothing and returns the URL registered, read from the bucket.
 func (r *Registry) Create(ctx context.Context, establishment, id, rawURL, secret string) (existing string, err error) {
-	return r.register(ctx, establishment, id, rawURL, secret, false)
+	return r.register(ctx, establishment, id, rawURL, secret, false, nil)
 }
 
 // endpointExists stops the creation of an endpoint that exists, naming its URL.
@@ -201,7 +215,8 @@ type endpointExists struct{ url string }
 
 func (e endpointExists) Error() string { return "endpoint exists" }
 
-func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secret string, replace bool) (existing string, err error) {
+// register stores the endpoint; fresh, unless nil, sets up a record made anew.
+func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secret string, replace bool, fresh func(*endpointRecord)) (existing string, err error) {
 	if err := checkEndpointKey(establishment, id); err != nil {
 		return "", fmt.Errorf("register endpoint: %w", err)
 	}
@@ -238,6 +253,9 @@ func (r *Registry) register(ctx context.Context, establishment, id, rawURL, secr
 		}
 		if rec.ID == "" || !rec.Removed.IsZero() {
 			*rec = endpointRecord{ID: id, Establishment: establishment, CreatedAt: now}
+			if fresh != nil {
+				fresh(rec)
+			}
 		}
 		rec.URL = rawURL
 		dropped = dataKeys(rec.Secrets)
@@ -374,6 +392,12 @@ func (r *Registry) Enable(ctx context.Context, establishment, id string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("enable endpoint %s: %w", key, err)
+	}
+	if establishment == PlatformScope {
+		if err := r.d.enablePlatform(ctx, id); err != nil {
+			return fmt.Errorf("enable endpoint %s: deliver the changes missed: %w", key, err)
+		}
+		return nil
 	}
 	// Changes made while it was disabled are told at once, not at the next change.
 	rec, _, err := r.d.getEndpoint(ctx, key)

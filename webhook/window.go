@@ -48,6 +48,10 @@ func (d *Dispatcher) handleSignal(parent context.Context, msg jetstream.Msg) {
 		d.term(msg, "undecodable signal", err)
 		return
 	}
+	if err := d.touchPlatform(ctx); err != nil {
+		d.nakLater(msg, "open the platform window", err)
+		return
+	}
 	if sig.Transition != "" {
 		// An establishment that started or stopped being served without a new revision: the
 		// establishment's webhook announces revisions only.
@@ -75,17 +79,18 @@ func (d *Dispatcher) addToWindow(ctx context.Context, sig events.Signal, data []
 	if _, err := d.js.PublishMsg(ctx, m); err != nil {
 		return fmt.Errorf("append signal to %s: %w", m.Subject, err)
 	}
-	return d.openWindow(ctx, sig.Establishment)
+	_, err := d.openWindow(ctx, sig.Establishment)
+	return err
 }
 
 // openWindow creates the window of slug, closing after the configured duration, unless one is
 // open already.
-func (d *Dispatcher) openWindow(ctx context.Context, slug string) error {
+func (d *Dispatcher) openWindow(ctx context.Context, slug string) (opened bool, err error) {
 	now := d.cfg.Now().UTC()
 	w := window{Establishment: slug, Opened: now, Due: now.Add(d.cfg.Window)}
 	data, err := json.Marshal(w)
 	if err != nil {
-		return err
+		return false, err
 	}
 	m := nats.NewMsg(subjWindow + slug)
 	m.Data = data
@@ -93,10 +98,13 @@ func (d *Dispatcher) openWindow(ctx context.Context, slug string) error {
 	m.Header.Set(jetstream.ScheduleTargetHeader, subjDue+slug)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	_, err = d.js.PublishMsg(ctx, m)
-	if err != nil && !isConflict(err) { // a conflict: a window is open and will read the signal
-		return fmt.Errorf("open window %s: %w", m.Subject, err)
+	switch {
+	case isConflict(err): // a window is open and will read the signal
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("open window %s: %w", m.Subject, err)
 	}
-	return nil
+	return true, nil
 }
 
 // maxWindowSignals bounds the signals one closing window reads, and so the time it takes (a
@@ -150,7 +158,8 @@ func (d *Dispatcher) purgeSignals(ctx context.Context, slug string, upTo uint64)
 	case err != nil:
 		return fmt.Errorf("read signals %s: %w", subject, err)
 	}
-	return d.openWindow(ctx, slug)
+	_, err = d.openWindow(ctx, slug)
+	return err
 }
 
 // merge returns w with sig added: the newest revision and the union of resources. The due time

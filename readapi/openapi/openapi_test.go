@@ -377,7 +377,7 @@ func TestErrorBodies(t *testing.T) {
 func TestWebhookPayloads(t *testing.T) {
 	t.Parallel()
 	doc := load(t)
-	for _, event := range []string{"establishment.content_updated", "webhook.ping"} {
+	for _, event := range []string{"establishment.content_updated", "establishments.content_updated", "webhook.ping"} {
 		hook := doc.Webhooks[event]
 		if hook == nil || hook.Post == nil {
 			t.Errorf("no POST webhook %s", event)

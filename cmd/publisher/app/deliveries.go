@@ -104,11 +104,14 @@ func (d *Deliveries) Redeliver(ctx context.Context, id string) error {
 // EndpointState is a registered webhook receiver as operators see it, with its delivery state.
 // It never holds a secret.
 type EndpointState struct {
-	ID            string    `json:"id"`
-	Establishment string    `json:"establishment"`
-	URL           string    `json:"url"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	ID string `json:"id"`
+	// Establishment is the endpoint's establishment; empty for a platform endpoint.
+	Establishment string `json:"establishment,omitempty"`
+	// Establishments are those a platform endpoint receives the changes of; none: every one.
+	Establishments []string  `json:"establishments,omitempty"`
+	URL            string    `json:"url"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
 	// Disabled endpoints get no delivery: a receiver answering 410 Gone disables its endpoint.
 	Disabled       bool      `json:"disabled"`
 	DisabledReason string    `json:"disabled_reason,omitempty"`
