@@ -36,6 +36,9 @@ func (m *Main) startAdmin(ctx context.Context, signals *events.Signals) error {
 		Debug: telemetry.Profiles(), Observe: m.metrics.AdminRequests(),
 	}
 	cfg.Projection = m.gens.served
+	if m.Webhooks != nil {
+		cfg.Platform = app.NewPlatform(webhookapp.NewPlatform(m.Webhooks))
+	}
 	if cfg.Changes, err = m.changesFeed(signals); err != nil {
 		return err
 	}

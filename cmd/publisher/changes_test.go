@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/webhook"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // feedPage is a page of GET /admin/v1/changes.
@@ -151,5 +157,86 @@ func TestChangesCommand(t *testing.T) {
 	}
 	if code := cli(t.Context(), append([]string{"changes", "--limit", "0"}, flags...), &out, &errs, noEnv); code != exitUsage {
 		t.Errorf("changes --limit 0: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// A platform endpoint, through serve: registered once, it receives every establishment's
+// changes in signed batches, an API disabled as not served, and ends holding what the read API
+// serves.
+func TestPlatformWebhookThroughServe(t *testing.T) {
+	var mu sync.Mutex
+	var bodies [][]byte
+	var headers []http.Header
+	receiver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies, headers = append(bodies, body), append(headers, r.Header.Clone())
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	roots := receiver.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) {
+		c.WebhookWindow, c.WebhookAllowPrivate, c.WebhookRootCAs = time.Second, true, roots
+	})
+	flags := []string{"--admin-url", m.AdminURL, "--admin-token", testAdminToken}
+	var out, errs bytes.Buffer
+	if code := cli(t.Context(), append([]string{"admin", "add-platform-webhook", receiver.URL + "/all"}, flags...), &out, &errs, noEnv); code != exitOK {
+		t.Fatalf("admin add-platform-webhook: exit %d: %s", code, errs.String())
+	}
+	var reg struct {
+		Endpoint struct{ ID string }
+		Secret   string
+	}
+	if err := json.Unmarshal(out.Bytes(), &reg); err != nil || reg.Secret == "" {
+		t.Fatalf("admin add-platform-webhook printed %s: %v", out.String(), err)
+	}
+	secret := reg.Secret
+	out.Reset()
+	if code := cli(t.Context(), append([]string{"admin", "platform-webhooks"}, flags...), &out, &errs, noEnv); code != exitOK || !strings.Contains(out.String(), reg.Endpoint.ID) {
+		t.Errorf("admin platform-webhooks: exit %d, printed %s", code, out.String())
+	}
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slugs := []string{"chez-marcel", "chez-marcel-2", "chez-marcel-3"}
+	keys := map[string]string{}
+	for _, slug := range slugs {
+		doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "`+slug+`"`), 1)
+		keys[slug] = keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/"+slug, doc))
+	}
+	m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel-3/api/disable", nil)
+	verifier, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]events.Change{}
+	eventually(t, "every establishment delivered, chez-marcel-3 as not served", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		clear(state)
+		for i, body := range bodies {
+			if err := verifier.Verify(body, headers[i]); err != nil {
+				t.Fatalf("signature: %v", err)
+			}
+			var p webhook.PlatformPayload
+			if err := json.Unmarshal(body, &p); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range p.Data.Changes {
+				if c.Revision < state[c.Establishment].Revision {
+					t.Errorf("%s went back", c.Establishment)
+				}
+				state[c.Establishment] = c
+			}
+		}
+		return len(state) == 3 && !state["chez-marcel-3"].Served
+	})
+	for _, slug := range slugs[:2] {
+		r := m.get(t, "/api/v1/establishments/"+slug, keys[slug])
+		if !state[slug].Served || r.revision(t) != state[slug].Revision {
+			t.Errorf("%s: delivered %+v, served at %d", slug, state[slug], r.revision(t))
+		}
 	}
 }

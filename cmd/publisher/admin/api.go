@@ -35,6 +35,8 @@ type Config struct {
 	Observe func(route string, status int)
 	// Debug, when set, answers under /admin/debug/, behind the token (profiling).
 	Debug http.Handler
+	// Platform is optional; it serves the platform webhook endpoints under /admin/v1/webhooks.
+	Platform *app.Platform
 	// Changes is optional; it serves GET /admin/v1/changes, the changes feed: the page after the
 	// cursor after ("" for a first sync) of at most limit establishments, waiting up to wait
 	// when it would be empty. Its errors carry their kinds (app.Refusal).

@@ -55,6 +55,19 @@ func (a *API) surface() []route {
 			route{http.MethodPost, "/admin/v1/deliveries/:id/redeliver", a.redeliver},
 		)
 	}
+	if a.cfg.Platform != nil {
+		const hook = "/admin/v1/webhooks/:id"
+		routes = append(routes,
+			route{http.MethodPost, "/admin/v1/webhooks", a.registerPlatformWebhook},
+			route{http.MethodGet, "/admin/v1/webhooks", a.listPlatformWebhooks},
+			route{http.MethodGet, hook, a.getPlatformWebhook},
+			route{http.MethodDelete, hook, a.removePlatformWebhook},
+			route{http.MethodPost, hook + "/rotate-secret", a.rotatePlatformSecret},
+			route{http.MethodPost, hook + "/enable", a.enablePlatformWebhook},
+			route{http.MethodPost, hook + "/ping", a.pingPlatformWebhook},
+			route{http.MethodGet, hook + "/deliveries", a.listPlatformDeliveries},
+		)
+	}
 	if a.cfg.Changes != nil {
 		routes = append(routes, route{http.MethodGet, "/admin/v1/changes", a.listChanges})
 	}

@@ -61,20 +61,9 @@ func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request, ps httprouter
 	if !ok {
 		return
 	}
-	var in struct {
-		Grace string `json:"grace"`
-	}
-	if r.ContentLength != 0 && !a.decode(w, r, &in) {
+	grace, ok := a.grace(w, r)
+	if !ok {
 		return
-	}
-	grace := 24 * time.Hour
-	if in.Grace != "" {
-		d, err := time.ParseDuration(in.Grace)
-		if err != nil || d < 0 || d > app.MaxRotationGrace {
-			a.fail(w, r, &domain.FieldError{Field: "grace", Reason: "want a duration from 0s to 720h, such as 24h"})
-			return
-		}
-		grace = d
 	}
 	secret, err := a.cfg.Commands.RotateWebhookSecret(r.Context(), slug, ps.ByName("id"), grace)
 	if err != nil {
@@ -117,11 +106,7 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request, ps httprout
 	if !ok {
 		return
 	}
-	limit := app.DefaultDeliveryLog
-	if v := r.URL.Query().Get("limit"); v != "" {
-		limit, _ = strconv.Atoi(v) // not a number: 0, which the query refuses as out of range
-	}
-	log, err := a.cfg.Deliveries.Log(r.Context(), slug, ps.ByName("id"), limit)
+	log, err := a.cfg.Deliveries.Log(r.Context(), slug, ps.ByName("id"), deliveryLimit(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -136,4 +121,34 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request, ps httprouter.Pa
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"delivery": id, "status": "queued"})
+}
+
+// grace reads the grace period of a secret rotation from the optional body {"grace": "24h"}:
+// 24 hours unless given, at most app.MaxRotationGrace.
+func (a *API) grace(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
+	var in struct {
+		Grace string `json:"grace"`
+	}
+	if r.ContentLength != 0 && !a.decode(w, r, &in) {
+		return 0, false
+	}
+	if in.Grace == "" {
+		return 24 * time.Hour, true
+	}
+	d, err := time.ParseDuration(in.Grace)
+	if err != nil || d < 0 || d > app.MaxRotationGrace {
+		a.fail(w, r, &domain.FieldError{Field: "grace", Reason: "want a duration from 0s to 720h, such as 24h"})
+		return 0, false
+	}
+	return d, true
+}
+
+// deliveryLimit reads ?limit= of a delivery log: app.DefaultDeliveryLog unless given; a value
+// that is not a number is 0, which the log refuses as out of range.
+func deliveryLimit(r *http.Request) int {
+	limit := app.DefaultDeliveryLog
+	if v := r.URL.Query().Get("limit"); v != "" {
+		limit, _ = strconv.Atoi(v)
+	}
+	return limit
 }

@@ -60,6 +60,13 @@ func adminCommands() []subcommand {
 		{"redeliver", "DELIVERY", "send a delivery again (queued: deliveries shows the outcome)", redeliver, nil},
 		{"rotate-secret", "SLUG ID [GRACE]", "new signing secret, printed once; the old one signs for\nGRACE (24h)", rotateSecret, nil},
 		{"enable-webhook", "SLUG ID", "re-enable an endpoint disabled by a 410 Gone", onWebhook(http.MethodPost, "/enable"), nil},
+		{"add-platform-webhook", "URL [SLUG...]", "a receiver of every establishment's changes in batches, or\nof the SLUGs'; prints the signing secret once", addPlatformWebhook, nil},
+		{"platform-webhooks", "", "platform endpoints with their delivery state", call(http.MethodGet, "/admin/v1/webhooks"), nil},
+		{"remove-platform-webhook", "ID", "remove a platform endpoint", onPlatform(http.MethodDelete, ""), nil},
+		{"platform-deliveries", "ID", "delivery log of a platform endpoint", onPlatform(http.MethodGet, "/deliveries"), nil},
+		{"ping-platform-webhook", "ID", "send a platform endpoint a test delivery now", onPlatform(http.MethodPost, "/ping"), pingRefused},
+		{"rotate-platform-secret", "ID [GRACE]", "new signing secret of a platform endpoint, printed once", rotatePlatformSecret, nil},
+		{"enable-platform-webhook", "ID", "re-enable a platform endpoint; delivers what it missed", onPlatform(http.MethodPost, "/enable"), nil},
 		{"status", "", "the process's roles, log positions, storage and webhooks", call(http.MethodGet, "/admin/v1/status"), nil},
 	}
 }
@@ -145,6 +152,30 @@ func onWebhook(method, suffix string) func([]string) (request, error) {
 	return func(a []string) (request, error) {
 		return request{method: method, path: webhookPath(a[0], a[1]) + suffix}, nil
 	}
+}
+
+// onPlatform is the request of a subcommand of ID, at suffix under the platform endpoint.
+func onPlatform(method, suffix string) func([]string) (request, error) {
+	return func(a []string) (request, error) {
+		return request{method: method, path: "/admin/v1/webhooks/" + url.PathEscape(a[0]) + suffix}, nil
+	}
+}
+
+func addPlatformWebhook(a []string) (request, error) {
+	in := map[string]any{"url": a[0]}
+	if len(a) > 1 {
+		in["establishments"] = a[1:]
+	}
+	body, _ := json.Marshal(in)
+	return request{method: http.MethodPost, path: "/admin/v1/webhooks", body: body}, nil
+}
+
+func rotatePlatformSecret(a []string) (request, error) {
+	r := request{method: http.MethodPost, path: "/admin/v1/webhooks/" + url.PathEscape(a[0]) + "/rotate-secret"}
+	if len(a) == 2 {
+		r.body, _ = json.Marshal(map[string]string{"grace": a[1]})
+	}
+	return r, nil
 }
 
 func redeliver(a []string) (request, error) {

@@ -20,6 +20,7 @@ var kinds = []app.KindRule{
 	{Target: webhook.ErrDeliveryNotFound, Kind: app.KindNotFound},
 	{Target: webhook.ErrDeliveryInProgress, Kind: app.KindConflict},
 	{Target: webhook.ErrEndpointDisabled, Kind: app.KindConflict},
+	{Target: webhook.ErrNotLatest, Kind: app.KindConflict},
 }
 
 // Registry is the webhook registry as the write side's commands use it: endpoints named as the
