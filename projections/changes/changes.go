@@ -178,8 +178,9 @@ func (f *Feed) sync(ctx context.Context, cur events.Cursor, start bool, limit in
 	}
 	end := info.CachedInfo().State.LastSeq
 	page := Page{Changes: []events.Change{}}
-	if cur.Bundle < end {
-		if cur.Bundle, err = f.bundles(ctx, stream, bucket, cur.Bundle, end, limit, &page); err != nil {
+	// A batch brings up to readBytes of bundles: as many as the limit takes.
+	for cur.Bundle < end && len(page.Changes) < limit {
+		if cur.Bundle, err = f.bundles(ctx, stream, bucket, cur.Bundle, end, limit-len(page.Changes), &page); err != nil {
 			return Page{}, err
 		}
 	}
