@@ -13,6 +13,11 @@
 //     establishment has started its new local day, and until its documents are served;
 //   - webhooks: endpoints on a tenth of the establishments, all of them moved by the day change,
 //     on an HTTPS receiver on loopback, and how many deliveries each receives after it, and when;
+//   - a platform: one platform webhook endpoint, registered before the import, and a follower of
+//     the changes feed (a first sync after the import, timed against the raw replay rate, then
+//     long polls); after the import and after the day change, both must hold every
+//     establishment at the revision the read API serves (each read back with its key), and the
+//     endpoint's deliveries are counted, sized and timed against the projection;
 //   - the documents the mirror holds, and the memory of a process running the api role alone;
 //   - `publisher verify` duration and outcome;
 //   - publisher rebuild while the service serves: its rendering rate against the replay's, the
@@ -32,12 +37,13 @@
 //
 // run calls the phases in turn (phases.go), each a method of bench that prints its figures as it
 // goes; the service under test is started and stopped by service.go, measured through its admin
-// API and CLI by measures.go and roles.go, and its webhooks received by hooks.go; raw.go
+// API and CLI by measures.go and roles.go, and its webhooks received by hooks.go (the platform's
+// by follow.go, which also follows the changes feed, both checked by channels.go); raw.go
 // measures the ceilings. Its output lines and flags are what the README and scripts read: their
 // wording stays as it is.
 //
 // It runs the binary built from this tree, and links none of its roles nor readapi: it imports
 // the standard library, nats-server and nats.go (for the raw ceilings), cmd/internal/sample (the
-// generator), and domain, projections, projections/dockey and webhook for their types and
+// generator), and domain, events, projections, projections/dockey and webhook for their types and
 // defaults (renderOnly renders as the projector does).
 package main

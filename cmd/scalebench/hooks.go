@@ -35,6 +35,9 @@ type receiver struct {
 	caFile string // the certificate, PEM, for the service's SSL_CERT_FILE
 	srv    *http.Server
 
+	// platform receives the deliveries of the platform endpoint, on /platform.
+	platform http.Handler
+
 	mu         sync.Mutex
 	deliveries map[string]int // by slug
 	first      time.Time
@@ -86,6 +89,10 @@ func newReceiver(dir string) (*receiver, error) {
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.URL.Path == "/platform" && r.platform != nil {
+		r.platform.ServeHTTP(w, req)
+		return
+	}
 	_, _ = io.Copy(io.Discard, req.Body)
 	slug := strings.TrimPrefix(req.URL.Path, "/hook/")
 	now := time.Now()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/opencarte/publisher/domain"
@@ -29,11 +31,20 @@ type bench struct {
 	next       domain.LocalDate // the day after o.today, which the service restarts on
 	hooked     []string         // the establishments with a webhook endpoint
 	verr       error            // verify's outcome, returned after the summary
-	replayRate float64          // the projector's second replay alone, establishments per second
+	platform   *follower        // what the platform webhook endpoint received
+	feed       *follower        // what the changes feed's follower read
+	polls      atomic.Int64     // the follower's long polls answered
+	stopFollow context.CancelFunc
+	projected  time.Time // when the day change was projected
+	imported   time.Time // when the import was projected
+	replayRate float64   // the projector's second replay alone, establishments per second
 }
 
 // close stops what the run started that is still running.
 func (b *bench) close() {
+	if b.stopFollow != nil {
+		b.stopFollow()
+	}
 	if b.svc != nil {
 		b.svc.stop()
 	}
@@ -99,7 +110,9 @@ func (b *bench) startService(ctx context.Context) error {
 		return err
 	}
 	b.r.add("service: ready in %s (empty)", time.Since(start).Round(time.Millisecond))
-	return nil
+	b.platform, b.feed = newFollower(), newFollower()
+	hooks.platform = b.platform
+	return svc.registerPlatform(ctx, strings.TrimSuffix(hooks.url, "/hook")+"/platform")
 }
 
 // importAll imports the establishments and measures the import, the projection that follows and
@@ -118,6 +131,7 @@ func (b *bench) importAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.imported = caught
 	lag := caught.Sub(imp.end)
 	projRate := float64(o.n) / caught.Sub(imp.start).Seconds()
 	r.add("projection: caught up %s after the last acknowledgement; %.0f establishments/s from the first import (%.3f of raw replay)",
@@ -224,6 +238,7 @@ func (b *bench) dayChange(ctx context.Context) error {
 		return err
 	}
 	served := projected.Sub(start)
+	b.projected = projected
 	due := projected.Add(window + 10*time.Second)
 	hc := hooks.waitHooks(ctx, hooked, due, window+10*time.Second)
 	webhooks, _ := svc.status(ctx)

@@ -64,6 +64,7 @@ func (s *service) start(ctx context.Context, today domain.LocalDate, name string
 		"--data-dir", s.dir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", s.natsPort),
 		"--http", fmt.Sprintf("127.0.0.1:%d", s.http), "--admin", fmt.Sprintf("127.0.0.1:%d", s.admin),
 		"--admin-token", s.token, "--today", today.String(), "--clock-interval", "1s",
+		"--quota-key", "-1", "--quota-ip", "-1", // every establishment is read back through the read API
 		"--webhook-allow-private") // the webhook receiver is on loopback
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	// As a deployment should: a soft memory limit, so that the garbage collector works harder
