@@ -20,6 +20,21 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
+// importDemoAs imports the demo establishment under each slug, and returns their API keys.
+func importDemoAs(t *testing.T, m *Main, slugs ...string) map[string]string {
+	t.Helper()
+	demo, err := os.ReadFile("demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{}
+	for _, slug := range slugs {
+		doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "`+slug+`"`), 1)
+		keys[slug] = keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/"+slug, doc))
+	}
+	return keys
+}
+
 // feedPage is a page of GET /admin/v1/changes.
 type feedPage struct {
 	Changes []events.Change `json:"changes"`
@@ -65,16 +80,8 @@ func (m *Main) follow(tb testing.TB, after string, limit int, state map[string]e
 func TestChangesFeedThroughServe(t *testing.T) {
 	dir := t.TempDir()
 	m := openMain(t, dir, "2026-11-22")
-	demo, err := os.ReadFile("demo.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	slugs := []string{"chez-marcel", "chez-marcel-2", "chez-marcel-3"}
-	keys := map[string]string{}
-	for _, slug := range slugs {
-		doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "`+slug+`"`), 1)
-		keys[slug] = keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/"+slug, doc))
-	}
+	keys := importDemoAs(t, m, slugs...)
 	state := map[string]events.Change{}
 	cursor := m.follow(t, "", 2, state)
 	served := func() {
@@ -196,16 +203,8 @@ func TestPlatformWebhookThroughServe(t *testing.T) {
 	if code := cli(t.Context(), append([]string{"admin", "platform-webhooks"}, flags...), &out, &errs, noEnv); code != exitOK || !strings.Contains(out.String(), reg.Endpoint.ID) {
 		t.Errorf("admin platform-webhooks: exit %d, printed %s", code, out.String())
 	}
-	demo, err := os.ReadFile("demo.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	slugs := []string{"chez-marcel", "chez-marcel-2", "chez-marcel-3"}
-	keys := map[string]string{}
-	for _, slug := range slugs {
-		doc := bytes.Replace(demo, []byte(`"slug": "chez-marcel"`), []byte(`"slug": "`+slug+`"`), 1)
-		keys[slug] = keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/"+slug, doc))
-	}
+	keys := importDemoAs(t, m, slugs...)
 	m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel-3/api/disable", nil)
 	verifier, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
