@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -238,6 +239,40 @@ func TestPlatformBatchesOnceWithTwoDispatchers(t *testing.T) {
 		state, batches := changesOf(t, rcv.requests(), secretA)
 		if len(batches) != 2 || len(batches[0]) != 7 || state["e1"].Revision != 30 {
 			t.Errorf("batches %v, want 7 establishments then e1 at 30", batches)
+		}
+	})
+}
+
+// Only a platform endpoint's latest batch can be redelivered: an older one would send revisions
+// older than those delivered since.
+func TestPlatformRedeliversOnlyTheLatestBatch(t *testing.T) {
+	rcv := newReceiver(t, nil)
+	dir := t.TempDir()
+	inBubble(t, func(t *testing.T) {
+		nc := connect(t, startNATS(t, dir))
+		d := openDispatcher(t, nc, testConfig(t, rcv))
+		sigs := openSignals(t, nc)
+		registerPlatform(t, d, "pf_all", rcv.url("/all"), secretA)
+		run(t, d)
+		start := time.Now()
+		publish(t, sigs, "a", 1, "hours")
+		sleepUntil(start, time.Minute)
+		publish(t, sigs, "a", 2, "menus")
+		sleepUntil(start, 2*time.Minute)
+		log, err := d.DeliveryLog(t.Context(), "pf_all", 10)
+		if err != nil || len(log) != 2 {
+			t.Fatalf("delivery log: %+v, %v; want 2 deliveries", log, err)
+		}
+		if err := d.Redeliver(t.Context(), log[1].ID); !errors.Is(err, webhook.ErrNotLatest) {
+			t.Errorf("redeliver the older batch: %v, want ErrNotLatest", err)
+		}
+		if err := d.Redeliver(t.Context(), log[0].ID); err != nil {
+			t.Errorf("redeliver the latest batch: %v", err)
+		}
+		sleepUntil(start, 3*time.Minute)
+		state, _ := changesOf(t, rcv.requests(), secretA)
+		if n := rcv.count(); n != 3 || state["a"].Revision != 2 {
+			t.Errorf("%d deliveries, a at %d; want 3, a at 2", n, state["a"].Revision)
 		}
 	})
 }
