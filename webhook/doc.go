@@ -85,7 +85,7 @@
 // endpoint; a 2xx moves the cursor to the batch's end and queues the next at once, so a large
 // change goes out as back-to-back batches; giving up, or a 410, leaves the cursor, and the next
 // batch carries those changes again with newer ones: revisions never go back. A cursor older
-// than the signals kept jumps to the last signal, and that delivery says so (gap). Redeliver
+// than the signals kept jumps to the first signal kept, and that delivery says so (gap). Redeliver
 // takes only the endpoint's latest batch (ErrNotLatest). The queue, the delivery log, the
 // secrets, the address policy and the retries are the establishments' endpoints' own.
 //

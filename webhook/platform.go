@@ -213,22 +213,27 @@ func (d *Dispatcher) formBatch(ctx context.Context, id string) error {
 }
 
 // platformPage reads the changes of rec's establishments after its cursor. When they are no
-// longer kept, it returns an empty page ending at the last signal, and gap.
+// longer kept (the endpoint was behind for longer than the signals' retention, or the stream was
+// made anew), it reads from the first signal kept instead, and reports gap.
 func (d *Dispatcher) platformPage(ctx context.Context, rec *endpointRecord) (events.ChangesPage, bool, error) {
 	q := events.ChangesQuery{After: rec.Cursor, Until: rec.Target, Limit: d.cfg.PlatformBatch, MaxBytes: d.cfg.PlatformBatchBytes}
 	if filter := rec.Establishments; len(filter) > 0 {
 		q.Keep = func(slug string) bool { _, ok := slices.BinarySearch(filter, slug); return ok }
 	}
 	page, err := d.sigs.Changes(ctx, q)
-	if errors.Is(err, events.ErrChangesGone) {
-		last, err := d.sigs.LastSequence(ctx)
-		if err != nil {
-			return events.ChangesPage{}, false, err
-		}
-		d.logger.Warn("webhook: a platform endpoint was behind what the signals keep: its next delivery says so", "endpoint", rec.ID)
-		return events.ChangesPage{Changes: []events.Change{}, Next: last}, true, nil
+	if !errors.Is(err, events.ErrChangesGone) {
+		return page, false, err
 	}
-	return page, false, err
+	st, err := d.js.Stream(ctx, events.SignalStreamName)
+	if err != nil {
+		return events.ChangesPage{}, false, fmt.Errorf("stream %s: %w", events.SignalStreamName, err)
+	}
+	first := st.CachedInfo().State.FirstSeq
+	d.logger.Warn("webhook: a platform endpoint was behind the signals kept: its next delivery starts at the first one and says so",
+		"endpoint", rec.ID, "cursor", rec.Cursor, "first_kept", first)
+	q.After = max(first, 1) - 1
+	page, err = d.sigs.Changes(ctx, q)
+	return page, true, err
 }
 
 // queueBatch queues the delivery of page to platform endpoint rec, then records it as queued.

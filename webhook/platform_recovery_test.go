@@ -2,12 +2,17 @@ package webhook_test
 
 import (
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/webhook"
 )
 
@@ -115,4 +120,80 @@ func TestPlatformBatchSurvivesRestart(t *testing.T) {
 			t.Errorf("establishments delivered (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// A platform endpoint behind the signals kept (here purged, as retention would) goes on from
+// the first signal kept: that delivery is marked gap, and none after it.
+func TestPlatformGapWhenSignalsAreGone(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	rcv := newReceiver(t, func(n int, w http.ResponseWriter) {
+		if refuse.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	dir := t.TempDir()
+	inBubble(t, func(t *testing.T) {
+		cfg := testConfig(t, rcv)
+		cfg.MaxAttempts = 1
+		nc := connect(t, startNATS(t, dir))
+		d := openDispatcher(t, nc, cfg)
+		sigs := openSignals(t, nc)
+		registerPlatform(t, d, "pf_all", rcv.url("/all"), secretA)
+		run(t, d)
+		start := time.Now()
+		publish(t, sigs, "a", 1, "hours")
+		publish(t, sigs, "b", 2, "hours")
+		sleepUntil(start, time.Minute) // given up: its cursor stays before a
+		purgeSignals(t, nc, sigs)
+		refuse.Store(false)
+		publish(t, sigs, "c", 3, "menus")
+		sleepUntil(start, 2*time.Minute)
+		publish(t, sigs, "d", 4, "menus")
+		sleepUntil(start, 3*time.Minute)
+
+		reqs := rcv.requests()
+		if len(reqs) != 3 {
+			t.Fatalf("%d requests, want 3: the one given up, then c with the gap, then d", len(reqs))
+		}
+		for i, want := range []struct {
+			slug string
+			gap  bool
+		}{{"c", true}, {"d", false}} {
+			got := platformOf(t, reqs[i+1], secretA).Data
+			if got.Gap != want.gap || len(got.Changes) != 1 || got.Changes[0].Establishment != want.slug {
+				t.Errorf("delivery %d: %+v, want %s alone, gap %v", i+2, got, want.slug, want.gap)
+			}
+		}
+		if !strings.Contains(string(reqs[1].Body), `"gap":true`) {
+			t.Errorf("the gap's body %s lacks \"gap\":true", reqs[1].Body)
+		}
+		last, err := sigs.LastSequence(t.Context())
+		cur, perr := events.ParseCursor(platformOf(t, reqs[2], secretA).Data.Cursor)
+		if err != nil || perr != nil || cur.Signal != last {
+			t.Errorf("the last delivery's cursor %+v (%v), want signal %d (%v)", cur, perr, last, err)
+		}
+	})
+}
+
+// purgeSignals drops every signal stored so far, as the stream's retention would.
+func purgeSignals(tb testing.TB, nc *nats.Conn, sigs *events.Signals) {
+	tb.Helper()
+	last, err := sigs.LastSequence(tb.Context())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := js.Stream(tb.Context(), events.SignalStreamName)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := st.Purge(tb.Context(), jetstream.WithPurgeSequence(last+1)); err != nil {
+		tb.Fatalf("purge the signals: %v", err)
+	}
 }
