@@ -200,6 +200,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"version", "now"}, `publisher: version: takes no arguments, got ["now"]`},
 		{[]string{"serve", "now"}, `publisher: serve: takes no arguments, got ["now"]`},
 		{[]string{"serve", "--heap-floor-bytes", "-1"}, "publisher: serve: --heap-floor-bytes -1: want 0 to "},
+		{[]string{"serve", "--change-retention", "30m"}, "publisher: serve: --change-retention 30m0s: want at least 1h0m0s"},
 		{[]string{"verify", "--max-differences", "0"}, "publisher: verify: --max-differences 0: want a positive number\n"},
 		{[]string{"verify", "--progress", "loud"}, `publisher: verify: --progress "loud": want auto, bar, plain or none`},
 		{[]string{"rebuild", "--workers", "-1"}, "publisher: rebuild: --workers and --cache: want 0 or more"},

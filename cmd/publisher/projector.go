@@ -44,6 +44,8 @@ func (m *Main) startProjector(ctx context.Context, js jetstream.JetStream, signa
 				SpillDir:     c.DataDir,
 				FilesURL:     m.PublicURL(),
 				Now:          c.Now, // the clock that dates the records
+				// A start asks only about the announcements the signals still keep.
+				SignalRetention: c.ChangeRetention,
 			})
 		},
 		Provision: m.node.Provision, Health: m.loops, Logger: m.Logger,

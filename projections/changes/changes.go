@@ -14,7 +14,9 @@
 //
 // Long polls share one subscription to the signal subjects per Feed: a page that would be empty
 // waits for the next signal, or for its wait to end. No consumer, goroutine or timer is kept per
-// establishment or per client.
+// establishment or per client beyond the request's own. A Feed bounds the pages it reads at once
+// and the reads it lets wait, so that it bounds its own cost: its callers need not count long
+// polls against their other requests.
 //
 // It imports the standard library, nats.go, its jetstream package, orbit.go's jetstreamext,
 // events, projections and its runner (the name of a generation's bucket); nothing of the
@@ -22,11 +24,13 @@
 package changes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -43,6 +47,12 @@ import (
 const (
 	MaxLimit = 1000
 	MaxWait  = 60 * time.Second
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxReads   = 16
+	DefaultMaxWaiters = 4096
 )
 
 // ErrGone reports a cursor the feed can no longer continue from: its signals are older than the
@@ -64,16 +74,23 @@ type Config struct {
 	Signals *events.Signals
 	// Generation returns the generation of bundles served now.
 	Generation func() int
+	// MaxReads bounds the pages read at once; the others wait their turn. 0 is DefaultMaxReads.
+	MaxReads int
+	// MaxWaiters bounds the reads waiting for a change at once; past it, a read answers its empty
+	// page without waiting. 0 is DefaultMaxWaiters.
+	MaxWaiters int
 }
 
 // Feed reads the changes feed. It is safe for concurrent use.
 type Feed struct {
-	cfg Config
-	js  jetstream.JetStream
-	sub *nats.Subscription
+	cfg   Config
+	js    jetstream.JetStream
+	sub   *nats.Subscription
+	reads chan struct{} // a token per page being read
 
-	mu  sync.Mutex
-	new chan struct{} // closed, and replaced, when a signal arrives
+	waiters atomic.Int64
+	mu      sync.Mutex
+	new     chan struct{} // closed, and replaced, when a signal arrives
 }
 
 // New returns a Feed and subscribes to the signals for its long polls; Close ends the
@@ -82,17 +99,22 @@ func New(cfg Config) (*Feed, error) {
 	if cfg.Conn == nil || cfg.Signals == nil || cfg.Generation == nil {
 		return nil, errors.New("changes: connection, signals and generation are required")
 	}
+	cfg.MaxReads = cmp.Or(max(cfg.MaxReads, 0), DefaultMaxReads)
+	cfg.MaxWaiters = cmp.Or(max(cfg.MaxWaiters, 0), DefaultMaxWaiters)
 	js, err := jetstream.New(cfg.Conn)
 	if err != nil {
 		return nil, fmt.Errorf("changes: %w", err)
 	}
-	f := &Feed{cfg: cfg, js: js, new: make(chan struct{})}
+	f := &Feed{cfg: cfg, js: js, reads: make(chan struct{}, cfg.MaxReads), new: make(chan struct{})}
 	f.sub, err = cfg.Conn.Subscribe(events.SignalSubjects, func(*nats.Msg) { f.signal() })
 	if err != nil {
 		return nil, fmt.Errorf("changes: subscribe to the signals: %w", err)
 	}
 	return f, nil
 }
+
+// Waiting returns how many reads wait for a change now.
+func (f *Feed) Waiting() int { return int(f.waiters.Load()) }
 
 // Close ends the subscription of the long polls.
 func (f *Feed) Close() { _ = f.sub.Unsubscribe() }
@@ -112,9 +134,9 @@ func (f *Feed) next() <-chan struct{} {
 }
 
 // Read returns the page after the cursor after ("" for a first sync) of at most limit
-// establishments (1 to MaxLimit). When a page of changes would be empty, it waits up to wait for
-// a signal and reads again. The errors match events.ErrInvalidCursor or ErrGone for a cursor the
-// client must replace.
+// establishments (1 to MaxLimit). When a page of changes would be empty, it waits up to wait
+// (at most MaxWait) for a signal and reads again. The errors match events.ErrInvalidCursor or
+// ErrGone for a cursor the client must replace.
 func (f *Feed) Read(ctx context.Context, after string, limit int, wait time.Duration) (Page, error) {
 	cur := events.Cursor{Sync: true}
 	if after != "" {
@@ -128,39 +150,95 @@ func (f *Feed) Read(ctx context.Context, after string, limit int, wait time.Dura
 		return f.sync(ctx, cur, after == "", limit)
 	}
 	woken := f.next()
-	page, err := f.live(ctx, cur, limit)
+	page, cur, err := f.live(ctx, cur, limit)
 	if err != nil || len(page.Changes) > 0 || wait <= 0 {
 		return page, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, min(wait, MaxWait))
-	defer cancel()
-	select {
-	case <-woken:
-		return f.live(context.WithoutCancel(ctx), cur, limit)
-	case <-ctx.Done():
-		return page, nil
+	if f.waiters.Add(1) > int64(f.cfg.MaxWaiters) {
+		f.waiters.Add(-1)
+		return page, nil // as many wait as may: this one answers at once
+	}
+	defer f.waiters.Add(-1)
+	return f.await(ctx, page, cur, woken, limit, min(wait, MaxWait))
+}
+
+// Signals the subscription sees can come before the stream stores them: a read woken by one that
+// finds nothing tries again this often, up to wakeRetries times, before it waits for the next.
+const (
+	wakeRetry   = 20 * time.Millisecond
+	wakeRetries = 5
+)
+
+// await waits up to wait for a change after cur, whose page is empty, woken by the signals
+// announced on woken and those after; it answers the first page that is not empty, or the
+// last one read once wait ends.
+func (f *Feed) await(ctx context.Context, page Page, cur events.Cursor, woken <-chan struct{}, limit int, wait time.Duration) (Page, error) {
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	var retry <-chan time.Time
+	retries := 0
+	for {
+		select {
+		case <-woken:
+			retries = 0
+		case <-retry:
+			retries++
+		case <-timeout.C:
+			return page, nil
+		case <-ctx.Done():
+			return page, nil // the client left: nobody reads the page
+		}
+		woken = f.next()
+		next, at, err := f.live(ctx, cur, limit)
+		if err != nil || len(next.Changes) > 0 {
+			return next, err
+		}
+		page, cur, retry = next, at, nil
+		if retries < wakeRetries {
+			retry = time.After(wakeRetry)
+		}
 	}
 }
 
-// live reads a page of changes after cur.
-func (f *Feed) live(ctx context.Context, cur events.Cursor, limit int) (Page, error) {
+// turn waits for a token to read a page; done gives it back.
+func (f *Feed) turn(ctx context.Context) (done func(), err error) {
+	select {
+	case f.reads <- struct{}{}:
+		return func() { <-f.reads }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// live reads a page of changes after cur; it returns the page and the cursor of the next.
+func (f *Feed) live(ctx context.Context, cur events.Cursor, limit int) (Page, events.Cursor, error) {
+	done, err := f.turn(ctx)
+	if err != nil {
+		return Page{}, cur, err
+	}
+	defer done()
 	p, err := f.cfg.Signals.Changes(ctx, events.ChangesQuery{After: cur.Signal, Limit: limit, Skip: cur.Skips})
 	if errors.Is(err, events.ErrChangesGone) {
-		return Page{}, fmt.Errorf("%w: %w", ErrGone, err)
+		return Page{}, cur, fmt.Errorf("%w: %w", ErrGone, err)
 	}
 	if err != nil {
-		return Page{}, err
+		return Page{}, cur, err
 	}
 	next := cur
 	next.Signal = p.Next
 	if next.SkipUntil <= next.Signal {
 		next.SkipStoredUpTo, next.SkipUntil = 0, 0 // past what the sync gave
 	}
-	return Page{Changes: p.Changes, Next: next.String()}, nil
+	return Page{Changes: p.Changes, Next: next.String()}, next, nil
 }
 
 // sync reads a page of the first sync at cur; start says it is the first page.
 func (f *Feed) sync(ctx context.Context, cur events.Cursor, start bool, limit int) (Page, error) {
+	done, err := f.turn(ctx)
+	if err != nil {
+		return Page{}, err
+	}
+	defer done()
 	if start {
 		last, err := f.cfg.Signals.LastSequence(ctx)
 		if err != nil {

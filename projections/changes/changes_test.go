@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/events"
@@ -20,6 +21,7 @@ import (
 // projector writes them: a bundle, then its signal.
 type env struct {
 	t       *testing.T
+	nc      *nats.Conn
 	signals *events.Signals
 	kv      *runner.Bundles
 	js      jetstream.JetStream
@@ -41,7 +43,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, signals: signals, kv: kv, js: js, gen: 1}
+	e := &env{t: t, nc: nc, signals: signals, kv: kv, js: js, gen: 1}
 	e.feed, err = changes.New(changes.Config{Conn: nc, Signals: signals, Generation: func() int { return e.gen }})
 	if err != nil {
 		t.Fatal(err)
@@ -261,5 +263,49 @@ func TestSyncSkipsWhatItGave(t *testing.T) {
 	c.apply(live)
 	if len(live.Changes) != 0 || c.state["a"].Revision != 2 {
 		t.Errorf("after the sync: %+v; state %+v", live.Changes, c.state)
+	}
+}
+
+// Past MaxWaiters, a read whose page is empty answers at once instead of waiting; the one
+// waiting still answers with the next change.
+func TestWaitersAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	feed, err := changes.New(changes.Config{Conn: e.nc, Signals: e.signals, Generation: func() int { return 1 }, MaxWaiters: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(feed.Close)
+	e.store("a", 1, true, false, "hours")
+	live := e.read(e.read("", 1000).Next, 1000)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	got := make(chan changes.Page, 1)
+	go func() {
+		p, err := feed.Read(ctx, live.Next, 1000, changes.MaxWait)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- p
+	}()
+	for feed.Waiting() != 1 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the first read never waited")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	p, err := feed.Read(ctx, live.Next, 1000, changes.MaxWait)
+	if err != nil || len(p.Changes) != 0 || p.Next != live.Next || ctx.Err() != nil {
+		t.Fatalf("a read past the bound: %+v, %v (deadline: %v); want its empty page at once", p, err, ctx.Err())
+	}
+	e.store("a", 2, true, false, "menus")
+	select {
+	case p := <-got:
+		if len(p.Changes) != 1 || p.Changes[0].Revision != 2 {
+			t.Errorf("the waiting read: %+v, want a@2", p)
+		}
+	case <-ctx.Done():
+		t.Fatal("the waiting read never answered")
 	}
 }

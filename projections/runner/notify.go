@@ -43,8 +43,21 @@ type AnnouncedNotifier interface {
 // ReannounceWithin bounds how old a change may be for the projector to check at start that it
 // was announced: a notifier forgets older announcements (the change signals stream keeps them
 // for events.SignalMaxAge), and an establishment unchanged for that long must not be announced
-// again at every start.
+// again at every start. Config.SignalRetention sets another retention; see reannounceWindow.
 const ReannounceWithin = events.SignalMaxAge - 24*time.Hour
+
+// reannounceWindow is ReannounceWithin for a notifier that keeps announcements for retention (0:
+// events.SignalMaxAge): a day less, or half of it when it is under two days, so that a start
+// never asks about an announcement the notifier may have dropped already.
+func reannounceWindow(retention time.Duration) time.Duration {
+	switch {
+	case retention <= 0:
+		return ReannounceWithin
+	case retention < 48*time.Hour:
+		return retention / 2
+	}
+	return retention - 24*time.Hour
+}
 
 // Change is a rise of one establishment's content_revision, or a transition: the establishment
 // started or stopped being served without one.
@@ -85,13 +98,13 @@ func (p *Projector) notify(ctx context.Context, c Change) error {
 	})
 }
 
-// reannounce announces the stored bundle of t again when it changed within ReannounceWithin and
+// reannounce announces the stored bundle of t again when it changed within its window and
 // the notifier's last announcement for it, last (unknownAnnouncement asks the notifier), is
 // older: a public bundle of a higher revision with every resource; a bundle served, or not, at
 // the announced revision while the announcement said otherwise, as a transition.
 func (p *Projector) reannounce(ctx context.Context, t *tracked, last Announcement) error {
 	n := p.cfg.Announcements
-	if n == nil || t.stored == nil || p.cfg.Now().Sub(t.changed) > ReannounceWithin {
+	if n == nil || t.stored == nil || p.cfg.Now().Sub(t.changed) > reannounceWindow(p.cfg.SignalRetention) {
 		return nil // nothing to announce
 	}
 	s := t.stored

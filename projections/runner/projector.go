@@ -43,6 +43,10 @@ type Config struct {
 	// Now is the clock against which the age of a change is measured for ReannounceWithin; nil
 	// is time.Now.
 	Now func() time.Time
+	// SignalRetention is how long Announcements remembers an announcement (the change signals'
+	// retention); zero means events.SignalMaxAge. A start checks the announcements of changes a
+	// day younger than that (half as old under two days).
+	SignalRetention time.Duration
 	// Notifier, optional, is called after each stored rise of a revision, by several workers
 	// at once: it must be safe for concurrent use, as KV must.
 	Notifier Notifier

@@ -409,7 +409,7 @@ func TestOldChangesAreNotAnnouncedAgain(t *testing.T) {
 	const cave = "cave-a-vins"
 	// afterLoss stores cave's import with the notifier down, then starts again on the clock now
 	// and returns what that start announced and the revision stored.
-	afterLoss := func(now func() time.Time) ([]Change, int64) {
+	afterLoss := func(now func() time.Time, retention time.Duration) ([]Change, int64) {
 		n := newNATSEnv(t)
 		state := n.freshState(t)
 		down := &announcer{}
@@ -426,16 +426,20 @@ func TestOldChangesAreNotAnnouncedAgain(t *testing.T) {
 		_ = p.stop(t)
 		stored, _, _ := entry(t, n.kv, cave)
 		a := &announcer{}
-		p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, Announcements: a, Now: now})
+		p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state, Notifier: a, Announcements: a, Now: now, SignalRetention: retention})
 		p.waitFor(t, stored.Sequence)
 		_ = p.stop(t)
 		return a.take(), stored.Revision
 	}
-	if got, _ := afterLoss(func() time.Time { return fixture.EventTime.Add(ReannounceWithin + time.Hour) }); len(got) != 0 {
+	if got, _ := afterLoss(func() time.Time { return fixture.EventTime.Add(ReannounceWithin + time.Hour) }, 0); len(got) != 0 {
 		t.Errorf("a change older than ReannounceWithin was announced again: %+v", got)
 	}
-	if got, rev := afterLoss(testNow); len(got) != 1 || got[0].Revision != rev {
+	if got, rev := afterLoss(testNow, 0); len(got) != 1 || got[0].Revision != rev {
 		t.Errorf("within ReannounceWithin: announcements %+v, want the lost one of revision %d", got, rev)
+	}
+	// Signals kept two days: a change of a day and an hour ago may have lost its signal already.
+	if got, _ := afterLoss(func() time.Time { return fixture.EventTime.Add(25 * time.Hour) }, 48*time.Hour); len(got) != 0 {
+		t.Errorf("a change older than a shorter retention's window was announced again: %+v", got)
 	}
 }
 
