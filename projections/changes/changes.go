@@ -279,8 +279,10 @@ func (f *Feed) sync(ctx context.Context, cur events.Cursor, start bool, limit in
 // bundles adds to page an entry for each bundle of the bucket's stream after sequence from, up to
 // end, until limit entries; it returns the sequence of the last message read.
 func (f *Feed) bundles(ctx context.Context, stream, bucket string, from, end uint64, limit int, page *Page) (uint64, error) {
+	// Every message of the stream, without a subject filter: a wildcard filter makes the server
+	// look for each next message anew. Keys that are not bundles are passed over below.
 	msgs, err := jetstreamext.GetBatch(ctx, f.js, stream, limit, jetstreamext.GetBatchSeq(from+1),
-		jetstreamext.GetBatchSubject("$KV."+bucket+"."+dockey.Watch), jetstreamext.GetBatchMaxBytes(readBytes))
+		jetstreamext.GetBatchMaxBytes(readBytes))
 	if err != nil {
 		return from, fmt.Errorf("changes: read bucket %s: %w", bucket, err)
 	}
