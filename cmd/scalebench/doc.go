@@ -13,11 +13,13 @@
 //     establishment has started its new local day, and until its documents are served;
 //   - webhooks: endpoints on a tenth of the establishments, all of them moved by the day change,
 //     on an HTTPS receiver on loopback, and how many deliveries each receives after it, and when;
-//   - a platform: one platform webhook endpoint, registered before the import, and a follower of
-//     the changes feed (a first sync after the import, timed against the raw replay rate, then
-//     long polls); after the import and after the day change, both must hold every
-//     establishment at the revision the read API serves (each read back with its key), and the
-//     endpoint's deliveries are counted, sized and timed against the projection;
+//   - a platform: one platform webhook endpoint, registered before the import, whose deliveries
+//     have their signatures checked, and a follower of the changes feed (a first sync after the
+//     import, timed against the raw replay rate, then long polls that go on across the
+//     restarts); after the import and after the day change, both must hold every establishment
+//     at the revision the read API serves (each read back with its key); the endpoint's
+//     deliveries are counted, sized and timed against the last change signal stored, and so is
+//     the feed's catch-up after the day change;
 //   - the documents the mirror holds, and the memory of a process running the api role alone;
 //   - `publisher verify` duration and outcome;
 //   - publisher rebuild while the service serves: its rendering rate against the replay's, the
@@ -38,12 +40,14 @@
 // run calls the phases in turn (phases.go), each a method of bench that prints its figures as it
 // goes; the service under test is started and stopped by service.go, measured through its admin
 // API and CLI by measures.go and roles.go, and its webhooks received by hooks.go (the platform's
-// by follow.go, which also follows the changes feed, both checked by channels.go); raw.go
+// by follower in follow.go, which also keeps what the changes feed gives; platform.go reads the
+// feed, the read API and the last change signal, and channels.go checks and times both); raw.go
 // measures the ceilings. Its output lines and flags are what the README and scripts read: their
 // wording stays as it is.
 //
 // It runs the binary built from this tree, and links none of its roles nor readapi: it imports
-// the standard library, nats-server and nats.go (for the raw ceilings), cmd/internal/sample (the
+// the standard library, nats-server and nats.go (for the raw ceilings and the last change
+// signal), the Standard Webhooks library (to check signatures), cmd/internal/sample (the
 // generator), and domain, events, projections, projections/dockey and webhook for their types and
 // defaults (renderOnly renders as the projector does).
 package main

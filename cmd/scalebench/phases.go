@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -34,7 +33,9 @@ type bench struct {
 	platform   *follower        // what the platform webhook endpoint received
 	feed       *follower        // what the changes feed's follower read
 	polls      atomic.Int64     // the follower's long polls answered
+	failed     atomic.Int64     // the follower's requests that failed
 	stopFollow context.CancelFunc
+	restarted  time.Time // when the service was restarted on the next day
 	projected  time.Time // when the day change was projected
 	imported   time.Time // when the import was projected
 	replayRate float64   // the projector's second replay alone, establishments per second
@@ -110,9 +111,7 @@ func (b *bench) startService(ctx context.Context) error {
 		return err
 	}
 	b.r.add("service: ready in %s (empty)", time.Since(start).Round(time.Millisecond))
-	b.platform, b.feed = newFollower(), newFollower()
-	hooks.platform = b.platform
-	return svc.registerPlatform(ctx, strings.TrimSuffix(hooks.url, "/hook")+"/platform")
+	return nil
 }
 
 // importAll imports the establishments and measures the import, the projection that follows and
@@ -224,8 +223,12 @@ func (b *bench) dayChange(ctx context.Context) error {
 	step("restart across a day change")
 	svc, hooks, hooked, next, r := b.svc, b.hooks, b.hooked, b.next, &b.r
 	svc.stop()
-	hooks.reset() // only the deliveries the day change causes are counted
+	hooks.reset() // only the deliveries and pages the day change causes are counted
+	b.platform.take()
+	b.feed.take()
+	b.failed.Store(0)
 	start := time.Now()
+	b.restarted = start
 	if err := svc.start(ctx, next, "next-day"); err != nil {
 		return err
 	}
