@@ -60,7 +60,7 @@ func (b *bench) followDay(ctx context.Context) error {
 		return err
 	}
 	got := b.feed.take()
-	b.r.add("changes feed over the day change: %d entries in %d pages, bytes %s, establishments %s (min/median/max); %d requests failed while the service was down; its cursor reached the last change signal (%d at %d) %s after it was stored, %s after the restart",
+	b.r.add("changes feed over the day change: %d entries in %d pages, bytes %s, establishments %s (min/median/max); %d requests failed while the service restarted; its cursor reached the last change signal (%d of %d) %s after it was stored, %s after the restart",
 		total(got.entries), len(got.sizes), spread(got.sizes), spread(got.entries), b.failed.Load(), got.position, seq,
 		sinceText(got.reached, at), sinceText(got.reached, b.restarted))
 	b.platformFigures("the day change", b.projected, seq, at)
@@ -71,9 +71,8 @@ func (b *bench) followDay(ctx context.Context) error {
 // the last change signal, seq stored at at.
 func (b *bench) platformFigures(what string, projected time.Time, seq uint64, at time.Time) {
 	got := b.platform.take()
-	_, refused := b.platform.faults()
 	b.r.add("platform webhook over %s: %d deliveries (%d refused: signature or type), bytes %s, establishments %s (min/median/max), %d entries in all; the last %s after the last change signal was stored, %s after %s was projected (window %s); its cursor at %d of %d",
-		what, len(got.sizes), refused, spread(got.sizes), spread(got.entries), total(got.entries),
+		what, len(got.sizes), got.refused, spread(got.sizes), spread(got.entries), total(got.entries),
 		sinceText(got.last, at), sinceText(got.last, projected), what, window, got.position, seq)
 }
 
@@ -98,9 +97,15 @@ func (b *bench) checkChannels(ctx context.Context, when string, feedAll bool) er
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	feedBack, _ := b.feed.faults()
-	platformBack, _ := b.platform.faults()
 	b.r.add("channels %s: %d establishments read through the read API; the changes feed holds %d otherwise (%d entries that would have gone back, %d long polls answered), the platform endpoint %d otherwise (%d that would have gone back)",
-		when, len(served), feedOff, feedBack, b.polls.Load(), platformOff, platformBack)
+		when, len(served), feedOff, b.feed.backs(), b.polls.Load(), platformOff, b.platform.backs())
 	return nil
+}
+
+// rebuildFigures prints what the platform endpoint and the changes feed received since the
+// rebuild started.
+func (b *bench) rebuildFigures() {
+	platform, feed := b.platform.take(), b.feed.take()
+	b.r.add("platform channels over the rebuild: %d platform deliveries (%d entries), %d entries of the changes feed (the documents unchanged: none expected)",
+		len(platform.sizes), total(platform.entries), total(feed.entries))
 }

@@ -21,21 +21,21 @@ type follower struct {
 	mu    sync.Mutex
 	state map[string]events.Change
 	back  int // entries that would have taken an establishment back in revision
-	// verifier checks a platform delivery's signature; refused counts those it refused (or whose
-	// body was not a platform payload), answered 400 as a receiver would.
+	// verifier checks a platform delivery's signature.
 	verifier *standardwebhooks.Webhook
-	refused  int
 	got      batches // since the last take
 }
 
 // batches is what a follower received since a point: each delivery's (or page's) bytes and
 // entries, when the last came, and its position in the change signals (the signal its cursor
-// names) with when that position last rose.
+// names) with when that position last rose; and the deliveries refused, whose signature did not
+// verify or whose body was not a platform payload, answered 400 as a receiver would.
 type batches struct {
 	sizes, entries []int
 	last           time.Time
 	position       uint64
 	reached        time.Time
+	refused        int
 }
 
 func newFollower() *follower { return &follower{state: make(map[string]events.Change)} }
@@ -77,7 +77,7 @@ func (f *follower) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if err != nil {
 		f.mu.Lock()
-		f.refused++
+		f.got.refused++
 		f.mu.Unlock()
 		w.WriteHeader(http.StatusBadRequest)
 		return
@@ -86,12 +86,11 @@ func (f *follower) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// faults returns how many entries would have taken an establishment back in revision, and how
-// many deliveries were refused.
-func (f *follower) faults() (back, refused int) {
+// backs returns how many entries would have taken an establishment back in revision.
+func (f *follower) backs() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.back, f.refused
+	return f.back
 }
 
 // take returns what the follower received since the last call, and forgets it but its position.

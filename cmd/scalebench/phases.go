@@ -309,6 +309,8 @@ func (b *bench) rebuild(ctx context.Context) error {
 		return err
 	}
 	b.hooks.reset()
+	b.platform.take()
+	b.feed.take()
 	rb, err := svc.rebuild(ctx)
 	if err != nil {
 		return err
@@ -318,6 +320,7 @@ func (b *bench) rebuild(ctx context.Context) error {
 	b.r.add("rebuild while serving: %d establishments rendered into the next generation in %s: %.0f/s, %.2f of the projector's second replay alone above; verified in %s; switched with projection paused %s; %d establishments announced and %d webhook deliveries (the documents unchanged: none expected); %s in all; peak RSS of the rebuild %s, of the service since its restart (holding both generations while the rebuild ran) %s",
 		rb.rendered, rb.rendering.Round(time.Millisecond), rebuildRate, rebuildRate/b.replayRate, rb.verification.Round(time.Millisecond),
 		rb.paused, rb.announced, quiet.total, rb.took.Round(time.Millisecond), bytesText(rb.peak), bytesText(readHWM(svc.cmd.Process.Pid)))
+	b.rebuildFigures()
 	svc.stop()
 	b.r.add("log: longest line of the service %d bytes", svc.longestLogLine())
 	return nil
