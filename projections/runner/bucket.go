@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -76,4 +77,17 @@ func (b *Bundles) identity(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("describe bucket of bundles: %w", err)
 	}
 	return b.Bucket() + "@" + stream.CachedInfo().Created.UTC().Format(time.RFC3339Nano), nil
+}
+
+// sequence returns the sequence, in the bucket's stream, of the write of the bundle it holds under
+// key, as putPrinted returned it: 0 when it holds none.
+func (b *Bundles) sequence(ctx context.Context, key string) (uint64, error) {
+	e, err := b.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return e.Revision(), nil
 }

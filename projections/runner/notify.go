@@ -11,22 +11,24 @@ import (
 	"github.com/opencarte/publisher/projections/dockey"
 )
 
-// Notifier is told about every rise of an establishment's content_revision, after the bundle
-// is stored. A failed Changed is retried until it succeeds or the projector stops, so Changed
-// must tolerate being called again with the same change.
+// Notifier is told about every rise of an establishment's content_revision, and every time it
+// starts or stops being served without one (a transition), after the bundle is stored. A failed
+// Changed is retried until it succeeds or the projector stops, so Changed must tolerate being
+// called again with the same change.
 type Notifier interface {
 	Changed(ctx context.Context, c Change) error
 }
 
-// Announcements tells the last revision a Notifier announced of an establishment (0 for none it
-// still knows of). With Config.Announcements, the projector announces at start a stored revision
-// whose announcement was lost, in a crash between storing its bundle and telling the notifier:
-// the receivers of changes never miss the latest revision.
+// Announcements tells the last announcement a Notifier made of an establishment: its revision (0
+// for none it still knows of) and whether it said unserved. With Config.Announcements, the
+// projector announces at start a stored revision, or transition, whose announcement was lost in
+// a crash between storing its bundle and telling the notifier: the receivers of changes never
+// miss the latest revision, nor whether it is served.
 type Announcements interface {
 	Announced(ctx context.Context, slug string) (Announcement, error)
 }
 
-// AllAnnouncements tells, in one read, the last revision a Notifier announced of every
+// AllAnnouncements tells, in one read, the last announcement a Notifier made of every
 // establishment it still knows of (those it does not are at 0): with Config.AllAnnouncements, a
 // replay of the whole log checks the announcements of them all, which one question each would
 // make last.
@@ -98,16 +100,16 @@ func (p *Projector) notify(ctx context.Context, c Change) error {
 	})
 }
 
-// reannounce announces the stored bundle of t again when it changed within its window and
-// the notifier's last announcement for it, last (unknownAnnouncement asks the notifier), is
-// older: a public bundle of a higher revision with every resource; a bundle served, or not, at
-// the announced revision while the announcement said otherwise, as a transition.
+// reannounce announces the stored bundle of t again when it changed within its window and the
+// notifier's last announcement for it, last (unknownAnnouncement asks the notifier), does not say
+// it (see lost). The change carries the bucket's sequence of the bundle's write, as the
+// announcement that was lost would have: a reader of the changes feed tells by it that a first
+// sync already gave this state.
 func (p *Projector) reannounce(ctx context.Context, t *tracked, last Announcement) error {
 	n := p.cfg.Announcements
 	if n == nil || t.stored == nil || p.cfg.Now().Sub(t.changed) > reannounceWindow(p.cfg.SignalRetention) {
 		return nil // nothing to announce
 	}
-	s := t.stored
 	slug := string(t.agg.Slug)
 	if last.Revision < 0 {
 		err := p.retry(ctx, "read the last announcement of "+slug, func() (err error) {
@@ -122,11 +124,36 @@ func (p *Projector) reannounce(ctx context.Context, t *tracked, last Announcemen
 			return err
 		}
 	}
+	c, ok := lost(slug, t.stored, last)
+	if !ok {
+		return nil
+	}
+	err := p.retry(ctx, "read the bucket's sequence of the bundle of "+slug, func() (err error) {
+		c.Stored, err = p.cfg.KV.sequence(ctx, dockey.Key(slug))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	p.logger.Info("announcing a stored revision whose announcement was lost", "slug", slug, "revision", c.Revision,
+		"announced", last.Revision, "transition", c.Transition)
+	return p.notify(ctx, c)
+}
+
+// lost returns the change that announces s, the summary of the stored bundle of slug, when last,
+// the notifier's last announcement of it, does not say what s is, and reports whether there is
+// one: an active bundle of a higher revision is a change of content with every resource; a bundle
+// served, or not, while the last announcement of a revision not above its own said otherwise is a
+// transition. A draft's transition lists the resources its bundle keeps (establishment, hours,
+// menus): the menus it had are no longer known. Nothing is announced of a bundle never announced
+// that is not active: no one could read it.
+func lost(slug string, s *projections.BundleSummary, last Announcement) (Change, bool) {
 	c := Change{Slug: slug, Revision: s.Revision(), Resources: s.Resources(), Unserved: !s.Served()}
 	switch {
 	case s.Status() == dockey.StatusActive && last.Revision < s.Revision():
+		return c, true
 	case last.Revision == 0 || last.Revision > s.Revision() || last.Unserved == c.Unserved:
-		return nil
+		return Change{}, false
 	case c.Unserved:
 		c.Transition = projections.TransitionUnserved
 		if len(c.Resources) == 0 {
@@ -135,7 +162,5 @@ func (p *Projector) reannounce(ctx context.Context, t *tracked, last Announcemen
 	default:
 		c.Transition = projections.TransitionServed
 	}
-	p.logger.Info("announcing a stored revision whose announcement was lost", "slug", slug, "revision", s.Revision(),
-		"announced", last.Revision, "transition", c.Transition)
-	return p.notify(ctx, c)
+	return c, true
 }

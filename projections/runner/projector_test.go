@@ -614,6 +614,7 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 		notifier interface {
 			AnnouncedNotifier
 			take() []Change
+			lastStored(slug string) uint64
 			set([]Change)
 		}
 		all AllAnnouncements
@@ -629,6 +630,9 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 		if diff := cmp.Diff(want, notifier.take()); diff != "" {
 			t.Errorf("%T: announcements over two starts (-want +got):\n%s", notifier, diff)
 		}
+		if _, _, kvRev := entry(t, n.kv, "cave-a-vins"); notifier.lastStored("cave-a-vins") != kvRev {
+			t.Errorf("%T: the revision announced again says it was stored at %d, the bucket holds it at %d", notifier, notifier.lastStored("cave-a-vins"), kvRev)
+		}
 	}
 	if asked := all.asked.Load(); asked != 0 {
 		t.Errorf("the replays asked the last announcement of one establishment %d times, want none", asked)
@@ -636,7 +640,7 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 }
 
 // A transition lost in a stop between storing the bundle and announcing it is announced at the
-// next start, once, though the revision did not rise.
+// next start, once, though the revision did not rise, with the bucket's sequence of the write.
 func TestProjectorAnnouncesALostTransition(t *testing.T) {
 	n := newNATSEnv(t)
 	const demo = "chez-marcel"
@@ -673,6 +677,9 @@ func TestProjectorAnnouncesALostTransition(t *testing.T) {
 	want := append(first, Change{Slug: demo, Revision: last.Revision, Resources: allDemoResources(), Unserved: true, Transition: projections.TransitionUnserved})
 	if diff := cmp.Diff(want, up.take()); diff != "" {
 		t.Errorf("announcements over two starts (-want +got):\n%s", diff)
+	}
+	if _, _, kvRev := entry(t, n.kv, demo); up.lastStored(demo) != kvRev {
+		t.Errorf("the transition announced again says it was stored at %d, the bucket holds it at %d", up.lastStored(demo), kvRev)
 	}
 }
 

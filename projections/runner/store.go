@@ -12,8 +12,9 @@ import (
 )
 
 // store writes the bundle of u, retrying until it is stored or ctx ends, then tells the
-// notifier what u announces: a rise of the revision, or a transition. It reports false, without error, for a bundle larger than
-// Config.MaxValueSize: the establishment keeps its previous bundle until a later change fits.
+// notifier what u announces, a rise of the revision or a transition, with the bucket's sequence
+// of the write. It reports false, without error, for a bundle larger than Config.MaxValueSize:
+// the establishment keeps its previous bundle until a later change fits.
 func (p *Projector) store(ctx context.Context, u projections.Update) (bool, error) {
 	b := &u.Bundle
 	if name, ok := allJSON(b); !ok {
@@ -42,7 +43,8 @@ func (p *Projector) store(ctx context.Context, u projections.Update) (bool, erro
 		return false, err
 	}
 	if len(u.Resources) > 0 {
-		c := Change{Slug: b.Slug, Revision: b.Revision, Resources: u.Resources, Unserved: !projections.Served(b), Transition: u.Transition, Stored: stored}
+		c := Change{Slug: b.Slug, Revision: b.Revision, Resources: u.Resources, Unserved: !projections.Served(b),
+			Transition: u.Transition, Stored: stored}
 		if err := p.notify(ctx, c); err != nil {
 			return false, err
 		}
