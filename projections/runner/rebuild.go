@@ -287,9 +287,11 @@ type AnnounceConfig struct {
 // AnnounceSwitch tells cfg.Notifier of every establishment whose documents the switch from Old to
 // New changed: one public in New at a revision above Old's, or absent from Old, and not yet
 // announced at that revision, with every resource it has (each document's bytes changed, its
-// revision among them); and of every one stored in New by a record after cfg.Since whose revision
-// was not announced. It can be run again after an interruption: what was announced is not
-// announced again. It returns how many it announced.
+// revision among them); and of every one stored in New by a record after cfg.Since whose
+// revision, or whether it is served, was not announced (a transition, as a start of the projector
+// announces one that was lost). Its changes carry no Stored: a sequence of New's stream means
+// nothing to whoever read Old. It can be run again after an interruption: what was announced is
+// not announced again. It returns how many it announced.
 func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 	if cfg.Old == nil || cfg.New == nil || cfg.Notifier == nil {
 		return 0, errors.New("projections: announce: old and new buckets and a notifier are required")
@@ -309,7 +311,7 @@ func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 	var announced atomic.Int64
 	err = eachSlug(ctx, slugs, workers, cfg.Progress, func(ctx context.Context, slug string) error {
 		cur, err := readSummary(ctx, cfg.New, slug, logger)
-		if err != nil || cur == nil || cur.Status() != dockey.StatusActive {
+		if err != nil || cur == nil {
 			return err
 		}
 		prev, err := readSummary(ctx, cfg.Old, slug, logger)
@@ -323,10 +325,10 @@ func AnnounceSwitch(ctx context.Context, cfg AnnounceConfig) (int, error) {
 		if err != nil && !errors.Is(err, events.ErrInvalidSignal) {
 			return err
 		}
-		if last.Revision >= cur.Revision() {
+		c, ok := lost(slug, cur, last)
+		if !ok {
 			return nil
 		}
-		c := Change{Slug: slug, Revision: cur.Revision(), Resources: cur.Resources(), Unserved: !cur.Served()}
 		if err := cfg.Notifier.Changed(ctx, c); err != nil {
 			return err
 		}

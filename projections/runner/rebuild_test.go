@@ -3,8 +3,11 @@ package runner
 import (
 	"bytes"
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
@@ -108,4 +111,79 @@ func documentsOf(t *testing.T, value []byte) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// AnnounceSwitch announces what a start of the projector would of each establishment the switch
+// changed: a rise of its revision, and a transition whose announcement the replaced generation's
+// projector lost; all without a Stored, which would be of the new generation's stream. What was
+// announced, a draft never announced, and what the switch left as it was announce nothing.
+func TestAnnounceSwitchTellsLostTransitions(t *testing.T) {
+	n := newNATSEnv(t)
+	ctx := testContext(t)
+	next, _, err := OpenGeneration(ctx, n.js, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const since = 6
+	served := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
+	put := func(kv jetstream.KeyValue, slug string, revision int64, seq uint64, change func(*domain.Establishment)) {
+		e := *served
+		e.Slug = domain.Slug(slug)
+		if change != nil {
+			change(&e)
+		}
+		b := projections.Render(&e, revision)
+		b.Sequence = seq
+		projections.Compress(&b)
+		v, err := dockey.EncodeBundle(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kv.Put(ctx, dockey.Key(slug), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	disabled := func(e *domain.Establishment) { e.PublicAPIEnabled, e.APIKeyHash = false, "" }
+	draft := func(e *domain.Establishment) { e.Status = domain.StatusDraft }
+	for _, slug := range []string{"api-coupee", "brouillon", "inchange", "deja-annonce", "nouveau-contenu"} {
+		put(n.kv, slug, 10, 5, nil)
+	}
+	put(next, "api-coupee", 10, 8, disabled)
+	put(next, "brouillon", 12, 9, draft)
+	put(next, "inchange", 10, 5, nil)
+	put(next, "deja-annonce", 10, 8, disabled)
+	put(next, "nouveau-contenu", 15, 8, nil)
+	put(next, "brouillon-jamais-vu", 3, 7, draft)
+	notifier := &announcer{}
+	var announced []Change
+	for _, slug := range []string{"api-coupee", "brouillon", "inchange", "deja-annonce", "nouveau-contenu"} {
+		announced = append(announced, Change{Slug: slug, Revision: 10, Resources: allDemoResources()})
+	}
+	announced = append(announced, Change{Slug: "deja-annonce", Revision: 10, Resources: allDemoResources(), Unserved: true, Transition: projections.TransitionUnserved})
+	notifier.set(announced)
+
+	count, err := AnnounceSwitch(ctx, AnnounceConfig{Old: n.kv, New: next, Notifier: notifier, Since: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := notifier.take()
+	notifier.set(all) // what a signal stream keeps, for the second run
+	got := slices.Clone(all[len(announced):])
+	slices.SortFunc(got, func(a, b Change) int { return strings.Compare(a.Slug, b.Slug) })
+	want := []Change{
+		{Slug: "api-coupee", Revision: 10, Resources: allDemoResources(), Unserved: true, Transition: projections.TransitionUnserved},
+		{Slug: "brouillon", Revision: 12, Resources: []string{"establishment", "hours", "menus"}, Unserved: true, Transition: projections.TransitionUnserved},
+		{Slug: "nouveau-contenu", Revision: 15, Resources: allDemoResources()},
+	}
+	if diff := cmp.Diff(want, got); diff != "" || count != len(want) {
+		t.Errorf("announced %d (-want +got):\n%s", count, diff)
+	}
+	for _, c := range want {
+		if stored := notifier.lastStored(c.Slug); stored != 0 {
+			t.Errorf("%s: announced with Stored %d, want none", c.Slug, stored)
+		}
+	}
+	if count, err := AnnounceSwitch(ctx, AnnounceConfig{Old: n.kv, New: next, Notifier: notifier, Since: since}); err != nil || count != 0 {
+		t.Errorf("announcing the switch again: %d announced, %v; want none", count, err)
+	}
 }
