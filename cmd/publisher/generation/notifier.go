@@ -8,8 +8,9 @@ import (
 	"github.com/opencarte/publisher/projections/runner"
 )
 
-// SignalNotifier publishes the projector's revision rises as change signals, which the webhooks
-// deliver: a projector's and a rebuild's announcements alike.
+// SignalNotifier publishes the projector's revision rises and served transitions as change
+// signals, which the webhooks deliver and the changes feed reads: a projector's and a rebuild's
+// announcements alike.
 type SignalNotifier struct {
 	Signals *events.Signals
 	// Count, unless nil, is called for each change announced (a metric).
@@ -21,7 +22,7 @@ var _ interface {
 	runner.AllAnnouncements
 } = SignalNotifier{}
 
-// Changed publishes the change signal of c.
+// Changed publishes the change signal of c, stamped with the time now.
 func (n SignalNotifier) Changed(ctx context.Context, c runner.Change) error {
 	if n.Count != nil {
 		n.Count()
