@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections"
@@ -120,46 +121,62 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 }
 
 // A transition lost in a stop between storing the bundle and announcing it is announced at the
-// next start, once, though the revision did not rise, with the bucket's sequence of the write.
+// next start, once, though the revision did not rise, with the bucket's sequence of the write:
+// whether the start replays the whole log or resumes from its checkpoint.
 func TestProjectorAnnouncesALostTransition(t *testing.T) {
-	n := newNATSEnv(t)
-	const demo = "chez-marcel"
-	seq := n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22")
-	rec := &announcer{}
-	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: rec, Announcements: rec})
-	p.waitFor(t, seq)
-	_ = p.stop(t)
-	first := rec.take()
+	for _, resume := range []bool{false, true} {
+		t.Run(map[bool]string{false: "replayed", true: "resumed"}[resume], func(t *testing.T) {
+			n := newNATSEnv(t)
+			const demo = "chez-marcel"
+			kept := n.freshState(t)
+			state := func() jetstream.KeyValue {
+				if resume {
+					return kept
+				}
+				return n.freshState(t)
+			}
+			seq := n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22")
+			rec := &announcer{}
+			p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state(), Notifier: rec, Announcements: rec})
+			p.waitFor(t, seq)
+			_ = p.stop(t)
+			first := rec.take()
 
-	down := &announcer{}
-	down.set(first)
-	down.down.Store(true)
-	p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: down, Announcements: down})
-	p.waitFor(t, seq)
-	disabled := n.append(t, demo, domain.PublicAPIDisabled{})
-	deadline := time.Now().Add(testTimeout)
-	for b, _, _ := entry(t, n.kv, demo); b.APIEnabled; b, _, _ = entry(t, n.kv, demo) {
-		if time.Now().After(deadline) {
-			t.Fatal("the disabled API was never stored")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	_ = p.stop(t)
+			down := &announcer{}
+			down.set(first)
+			down.down.Store(true)
+			p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: state(), Notifier: down, Announcements: down})
+			p.waitFor(t, seq)
+			disabled := n.append(t, demo, domain.PublicAPIDisabled{})
+			deadline := time.Now().Add(testTimeout)
+			for b, _, _ := entry(t, n.kv, demo); b.APIEnabled; b, _, _ = entry(t, n.kv, demo) {
+				if time.Now().After(deadline) {
+					t.Fatal("the disabled API was never stored")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			_ = p.stop(t)
 
-	up := &announcer{}
-	up.set(first)
-	for range 2 {
-		p = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: up, Announcements: up})
-		p.waitFor(t, disabled)
-		_ = p.stop(t)
-	}
-	last := first[len(first)-1]
-	want := append(first, Change{Slug: demo, Revision: last.Revision, Resources: allDemoResources(), Unserved: true, Transition: projections.TransitionUnserved})
-	if diff := cmp.Diff(want, up.take()); diff != "" {
-		t.Errorf("announcements over two starts (-want +got):\n%s", diff)
-	}
-	if _, _, kvRev := entry(t, n.kv, demo); up.lastStored(demo) != kvRev {
-		t.Errorf("the transition announced again says it was stored at %d, the bucket holds it at %d", up.lastStored(demo), kvRev)
+			up := &announcer{}
+			up.set(first)
+			log := &countingLog{Store: n.store}
+			for range 2 {
+				p = startProjectorWith(t, Config{Store: log, KV: n.kv, State: state(), Notifier: up, Announcements: up})
+				p.waitFor(t, disabled)
+				_ = p.stop(t)
+			}
+			if replays := log.replays.Load(); resume != (replays == 0) {
+				t.Errorf("%d replays of the whole log, want them only when not resuming", replays)
+			}
+			last := first[len(first)-1]
+			want := append(first, Change{Slug: demo, Revision: last.Revision, Resources: allDemoResources(), Unserved: true, Transition: projections.TransitionUnserved})
+			if diff := cmp.Diff(want, up.take()); diff != "" {
+				t.Errorf("announcements over two starts (-want +got):\n%s", diff)
+			}
+			if _, _, kvRev := entry(t, n.kv, demo); up.lastStored(demo) != kvRev {
+				t.Errorf("the transition announced again says it was stored at %d, the bucket holds it at %d", up.lastStored(demo), kvRev)
+			}
+		})
 	}
 }
 
