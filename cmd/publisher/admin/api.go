@@ -39,7 +39,8 @@ type Config struct {
 	Platform *app.Platform
 	// Changes is optional; it serves GET /admin/v1/changes, the changes feed: the page after the
 	// cursor after ("" for a first sync) of at most limit establishments, waiting up to wait
-	// when it would be empty. Its errors carry their kinds (app.Refusal).
+	// when it would be empty. Its errors carry their kinds (app.Refusal). MaxInFlight does not
+	// count its requests: it bounds the pages it reads at once and the reads that wait.
 	Changes func(ctx context.Context, after string, limit int, wait time.Duration) (any, error)
 	// Status is optional extra status reported by GET /admin/v1/status.
 	Status func(ctx context.Context) map[string]any

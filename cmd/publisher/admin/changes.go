@@ -9,6 +9,9 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
+// changesPath is the changes feed's path.
+const changesPath = "/admin/v1/changes"
+
 // Bounds of the changes feed's parameters.
 const (
 	maxChangesLimit = 1000

@@ -78,3 +78,53 @@ func TestChangesParameters(t *testing.T) {
 		}
 	}
 }
+
+// A long poll of the feed does not hold a turn among the requests in flight: with one turn, the
+// other routes are served while it waits.
+func TestChangesWaitOutsideTheBound(t *testing.T) {
+	t.Parallel()
+	waiting, release := make(chan struct{}), make(chan struct{})
+	api, err := NewAPI(Config{
+		Commands: &app.Commands{}, Token: testToken, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxInFlight: 1,
+		Changes: func(ctx context.Context, _ string, _ int, _ time.Duration) (any, error) {
+			close(waiting)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return map[string]any{"changes": []any{}, "next": "n"}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	defer srv.Close()
+	get := func(path string) int {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a request kept waiting fails
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	polled := make(chan int, 1)
+	go func() { polled <- get("/admin/v1/changes?wait=60s") }()
+	<-waiting
+	if got := get("/admin/v1/status"); got != http.StatusOK {
+		t.Errorf("status while a long poll waits: %d, want 200", got)
+	}
+	close(release)
+	if got := <-polled; got != http.StatusOK {
+		t.Errorf("long poll: %d, want 200", got)
+	}
+}

@@ -17,10 +17,16 @@ const DefaultMaxInFlight = 64
 
 // bounded lets at most Config.MaxInFlight requests be handled at once; the others wait for a
 // turn, or for their client to give up. Thousands of clients at once then cost their
-// connections, not thousands of states decoded and encoded side by side.
+// connections, not thousands of states decoded and encoded side by side. The changes feed is
+// not counted: its long polls would hold every turn for a minute, and Config.Changes bounds the
+// pages it reads and the reads that wait.
 func (a *API) bounded(next http.Handler) http.Handler {
 	slots := make(chan struct{}, a.cfg.MaxInFlight)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == changesPath {
+			next.ServeHTTP(w, r)
+			return
+		}
 		select {
 		case slots <- struct{}{}:
 		case <-r.Context().Done():

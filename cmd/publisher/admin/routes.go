@@ -69,7 +69,7 @@ func (a *API) surface() []route {
 		)
 	}
 	if a.cfg.Changes != nil {
-		routes = append(routes, route{http.MethodGet, "/admin/v1/changes", a.listChanges})
+		routes = append(routes, route{http.MethodGet, changesPath, a.listChanges})
 	}
 	if a.cfg.Debug != nil {
 		debug := a.cfg.Debug
