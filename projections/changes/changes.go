@@ -250,11 +250,14 @@ func (f *Feed) sync(ctx context.Context, cur events.Cursor, start bool, limit in
 	}
 	bucket, _ := runner.GenerationBuckets(cur.Generation)
 	stream := "KV_" + bucket
+	var end uint64 // a bucket no projector made yet holds nothing
 	info, err := f.js.Stream(ctx, stream)
-	if err != nil {
+	switch {
+	case err == nil:
+		end = info.CachedInfo().State.LastSeq
+	case !errors.Is(err, jetstream.ErrStreamNotFound):
 		return Page{}, fmt.Errorf("changes: bucket %s: %w", bucket, err)
 	}
-	end := info.CachedInfo().State.LastSeq
 	page := Page{Changes: []events.Change{}}
 	// A batch brings up to readBytes of bundles: as many as the limit takes.
 	for cur.Bundle < end && len(page.Changes) < limit {

@@ -309,3 +309,20 @@ func TestWaitersAreBounded(t *testing.T) {
 		t.Fatal("the waiting read never answered")
 	}
 }
+
+// Before a projector made the bucket of bundles (an admin node started first), a first sync is
+// empty, and the changes go on from there.
+func TestFirstSyncBeforeTheBucket(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.gen = 3 // a generation whose bucket nobody made
+	sync := e.read("", 1000)
+	if len(sync.Changes) != 0 {
+		t.Fatalf("first sync without a bucket: %+v, want none", sync.Changes)
+	}
+	e.store("a", 1, true, false, "hours")
+	live := e.read(sync.Next, 1000)
+	if len(live.Changes) != 1 || live.Changes[0].Establishment != "a" {
+		t.Errorf("after the empty sync: %+v, want the change of a", live.Changes)
+	}
+}
