@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/webhook"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -84,6 +86,7 @@ func TestChangesFeedThroughServe(t *testing.T) {
 	keys := importDemoAs(t, m, slugs...)
 	state := map[string]events.Change{}
 	cursor := m.follow(t, "", 2, state)
+	synced := cursor
 	served := func() {
 		t.Helper()
 		for _, slug := range slugs {
@@ -128,6 +131,26 @@ func TestChangesFeedThroughServe(t *testing.T) {
 		t.Errorf("an unchanged establishment moved: %+v", state["chez-marcel"])
 	}
 	served()
+
+	// Signals no longer kept: the cursor of the first sync is gone, the newest one goes on.
+	js, err := jetstream.New(m.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(t.Context(), events.SignalStreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := do(t, http.MethodGet, m.AdminURL+"/admin/v1/changes?after="+synced, nil, "Authorization", "Bearer "+testAdminToken)
+	if r.status != http.StatusGone || !strings.Contains(string(r.body), "--change-retention") || !strings.Contains(string(r.body), "start over without after") {
+		t.Errorf("a cursor older than the signals kept: %d %s, want 410 naming the retention and how to start over", r.status, r.body)
+	}
+	if p := m.changes(t, cursor, 1000); len(p.Changes) != 0 {
+		t.Errorf("the newest cursor after the purge: %+v, want no change", p.Changes)
+	}
 }
 
 // publisher changes prints the feed, then follows it until interrupted, exiting 0.
