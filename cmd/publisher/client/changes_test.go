@@ -67,3 +67,30 @@ func TestChangesFollowAsksAgain(t *testing.T) {
 		t.Errorf("without --follow, a 503: %v, want the error", err)
 	}
 }
+
+// Without --follow, a page without a change that moves the cursor is not the end: the command
+// stops once a page neither lists a change nor moves the cursor.
+func TestChangesStopsWhenCaughtUp(t *testing.T) {
+	pages := map[string]string{
+		"":   `{"changes":[],"next":"c1"}`,
+		"c1": `{"changes":[{"establishment":"b","content_revision":2,"resources":[],"served":false}],"next":"c2"}`,
+		"c2": `{"changes":[],"next":"c2"}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, pages[r.URL.Query().Get("after")])
+	}))
+	t.Cleanup(srv.Close)
+	env := func(k string) string {
+		return map[string]string{"PUBLISHER_ADMIN_URL": srv.URL, "PUBLISHER_ADMIN_TOKEN": "secret"}[k]
+	}
+	var out, errs bytes.Buffer
+	if err := Changes(t.Context(), nil, &out, &errs, env); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "b 2 unserved \n"; got != want {
+		t.Errorf("printed %q, want %q", got, want)
+	}
+	if got, want := errs.String(), "cursor: c1\ncursor: c2\ncursor: c2\n"; got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+}
