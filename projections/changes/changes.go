@@ -13,10 +13,10 @@
 // sync whose bucket a rebuild replaced, is ErrGone: the client starts over.
 //
 // Long polls share one subscription to the signal subjects per Feed: a page that would be empty
-// waits for the next signal, or for its wait to end. No consumer, goroutine or timer is kept per
-// establishment or per client beyond the request's own. A Feed bounds the pages it reads at once
-// and the reads it lets wait, so that it bounds its own cost: its callers need not count long
-// polls against their other requests.
+// waits for the signals' stream to grow, or for its wait to end. No consumer, goroutine or timer
+// is kept per establishment or per client beyond the request's own; a Feed has one goroutine. A
+// Feed bounds the pages it reads at once and the reads it lets wait, so that it bounds its own
+// cost: its callers need not count long polls against their other requests.
 //
 // It imports the standard library, nats.go, its jetstream package, orbit.go's jetstreamext,
 // events, projections and its runner (the name of a generation's bucket); nothing of the
@@ -88,9 +88,13 @@ type Feed struct {
 	sub   *nats.Subscription
 	reads chan struct{} // a token per page being read
 
+	nudge  chan struct{} // a signal was published: see watch
+	stop   context.CancelFunc
+	closed chan struct{} // closed when watch returns
+
 	waiters atomic.Int64
 	mu      sync.Mutex
-	new     chan struct{} // closed, and replaced, when a signal arrives
+	new     chan struct{} // closed, and replaced, when the signals' stream grows
 }
 
 // New returns a Feed and subscribes to the signals for its long polls; Close ends the
@@ -105,37 +109,36 @@ func New(cfg Config) (*Feed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("changes: %w", err)
 	}
-	f := &Feed{cfg: cfg, js: js, reads: make(chan struct{}, cfg.MaxReads), new: make(chan struct{})}
-	f.sub, err = cfg.Conn.Subscribe(events.SignalSubjects, func(*nats.Msg) { f.signal() })
+	f := &Feed{cfg: cfg, js: js, reads: make(chan struct{}, cfg.MaxReads), new: make(chan struct{}),
+		nudge: make(chan struct{}, 1), closed: make(chan struct{})}
+	f.sub, err = cfg.Conn.Subscribe(events.SignalSubjects, func(*nats.Msg) {
+		select {
+		case f.nudge <- struct{}{}:
+		default: // a look is due already
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("changes: subscribe to the signals: %w", err)
 	}
+	ctx, stop := context.WithCancel(context.Background())
+	f.stop = stop
+	go f.watch(ctx)
 	return f, nil
 }
 
 // Waiting returns how many reads wait for a change now.
 func (f *Feed) Waiting() int { return int(f.waiters.Load()) }
 
-// Close ends the subscription of the long polls.
-func (f *Feed) Close() { _ = f.sub.Unsubscribe() }
-
-// signal wakes every long poll.
-func (f *Feed) signal() {
-	f.mu.Lock()
-	close(f.new)
-	f.new = make(chan struct{})
-	f.mu.Unlock()
-}
-
-func (f *Feed) next() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.new
+// Close ends the subscription of the long polls and the goroutine that wakes them.
+func (f *Feed) Close() {
+	_ = f.sub.Unsubscribe()
+	f.stop()
+	<-f.closed
 }
 
 // Read returns the page after the cursor after ("" for a first sync) of at most limit
 // establishments (1 to MaxLimit). When a page of changes would be empty, it waits up to wait
-// (at most MaxWait) for a signal and reads again. The errors match events.ErrInvalidCursor or
+// (at most MaxWait) for the signals' stream to grow and reads again. The errors match events.ErrInvalidCursor or
 // ErrGone for a cursor the client must replace.
 func (f *Feed) Read(ctx context.Context, after string, limit int, wait time.Duration) (Page, error) {
 	cur := events.Cursor{Sync: true}
@@ -162,27 +165,15 @@ func (f *Feed) Read(ctx context.Context, after string, limit int, wait time.Dura
 	return f.await(ctx, page, cur, woken, limit, min(wait, MaxWait))
 }
 
-// Signals the subscription sees can come before the stream stores them: a read woken by one that
-// finds nothing tries again this often, up to wakeRetries times, before it waits for the next.
-const (
-	wakeRetry   = 20 * time.Millisecond
-	wakeRetries = 5
-)
-
-// await waits up to wait for a change after cur, whose page is empty, woken by the signals
-// announced on woken and those after; it answers the first page that is not empty, or the
-// last one read once wait ends.
+// await waits up to wait for a change after cur, whose page is empty, reading again each time the
+// signals' stream grows (woken, then the next); it answers the first page that is not empty, or
+// the last one read once wait ends: a page whose signals were all dropped moves the cursor only.
 func (f *Feed) await(ctx context.Context, page Page, cur events.Cursor, woken <-chan struct{}, limit int, wait time.Duration) (Page, error) {
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
-	var retry <-chan time.Time
-	retries := 0
 	for {
 		select {
 		case <-woken:
-			retries = 0
-		case <-retry:
-			retries++
 		case <-timeout.C:
 			return page, nil
 		case <-ctx.Done():
@@ -193,10 +184,7 @@ func (f *Feed) await(ctx context.Context, page Page, cur events.Cursor, woken <-
 		if err != nil || len(next.Changes) > 0 {
 			return next, err
 		}
-		page, cur, retry = next, at, nil
-		if retries < wakeRetries {
-			retry = time.After(wakeRetry)
-		}
+		page, cur = next, at
 	}
 }
 
