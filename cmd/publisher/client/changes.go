@@ -22,9 +22,9 @@ const changesSynopsis = `publisher changes [--after CURSOR] [--limit N] [--follo
 Prints the changes feed of every establishment (GET /admin/v1/changes), one line per change:
 "<slug> <content_revision> served|unserved <resources, comma-separated>", or with --json the
 entry as the admin API gives it. Without --after it starts with a full sync, every
-establishment's current state, then goes on with the changes. It stops at the first empty
-page, or with --follow waits for changes (60 s long polls) until interrupted, asking again
-when the admin API does not answer. The cursor to resume from is printed on stderr after each
+establishment's current state, then goes on with the changes. It stops once caught up (a
+page with no change that does not move the cursor), or with --follow waits for changes (60 s
+long polls) until interrupted, asking again when the admin API does not answer. The cursor to resume from is printed on stderr after each
 page: pass it as --after.`
 
 // followWait is how long one request of --follow waits for a change.
