@@ -64,5 +64,6 @@
 //     read API answers 404 for it. A bundle that stops or starts being served without a rise of a
 //     public bundle's revision (its API disabled or enabled, a move back to draft) announces a
 //     transition (Update.Transition), listing every resource it had or has, so that a platform
-//     following every establishment learns it; a new key or redirect setting announces nothing.
+//     following every establishment learns it; a change of content that also starts or stops
+//     serving it lists them all too. A new key or redirect setting announces nothing.
 package projections

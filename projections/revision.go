@@ -13,8 +13,10 @@ type Update struct {
 	// Write says the bundle differs from the stored one and must be stored.
 	Write bool
 	// Resources lists what to announce: the resources whose bytes changed (establishment, hours,
-	// menus, then menus/<slug> by slug) when the revision of a public bundle rose; every resource
-	// the bundle had, or has, for a Transition. It is empty when there is nothing to announce.
+	// menus, then menus/<slug> by slug) when the revision of a public bundle rose, with every
+	// resource the bundle had, or has, when it also stopped or started being served; every
+	// resource the bundle had, or has, for a Transition. It is empty when there is nothing to
+	// announce.
 	Resources []string
 	// Transition is "" for a change of content, or TransitionUnserved or TransitionServed when the
 	// establishment stopped or started being served (see Served) without a rise of a public
@@ -40,15 +42,20 @@ const (
 //
 // A bundle that is not public announces no change of content, whatever changed in it: no one can
 // read it. A bundle that stops or starts being served without such a change announces a
-// transition, listing every resource it had or has.
+// transition, listing every resource it had or has; with such a change, the change lists them
+// too, since every one of them became readable or unreadable.
 func Next(prev *BundleSummary, c Rendering, floor int64) Update {
 	u := nextBundle(prev, c, floor)
-	if c.public && len(u.Resources) > 0 {
-		return u
+	rose := c.public && len(u.Resources) > 0
+	if !rose {
+		u.Resources = nil
 	}
-	u.Resources = nil
 	switch was, is := prev != nil && prev.Served(), Served(&u.Bundle); {
-	case !u.Write || was == is:
+	case !u.Write || was == is || prev == nil: // a first bundle lists every resource it has
+	case rose && was:
+		u.Resources = mergeResources(u.Resources, prev.Resources())
+	case rose:
+		u.Resources = mergeResources(u.Resources, Summarize(&u.Bundle).Resources())
 	case was:
 		u.Transition, u.Resources = TransitionUnserved, prev.Resources()
 	default:

@@ -191,6 +191,23 @@ func (s *BundleSummary) Resources() []string {
 	for name := range s.docs {
 		names[resourceOf(name)] = true
 	}
+	return inOrder(names)
+}
+
+// mergeResources returns every resource of lists once, in Change.Resources order.
+func mergeResources(lists ...[]string) []string {
+	names := map[string]bool{}
+	for _, l := range lists {
+		for _, r := range l {
+			names[r] = true
+		}
+	}
+	return inOrder(names)
+}
+
+// inOrder lists the resources of names in Change.Resources order: establishment, hours, menus,
+// then the menu details by slug. It empties names.
+func inOrder(names map[string]bool) []string {
 	var out []string
 	for _, r := range []string{ResourceEstablishment, ResourceHours, ResourceMenus} {
 		if names[r] {

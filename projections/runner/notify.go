@@ -68,7 +68,8 @@ type Change struct {
 	Revision int64
 	// Resources lists the resources whose bytes changed: "establishment", "hours", "menus", then
 	// "menus/<menu_type_slug>" by slug for each menu detail that changed, appeared or disappeared;
-	// for a transition, every resource the bundle had or has.
+	// for a transition, every resource the bundle had or has, and so for a rise that also started or
+	// stopped serving the establishment.
 	Resources []string
 	// Unserved is true when the read API does not serve the establishment at this revision.
 	Unserved bool

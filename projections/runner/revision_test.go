@@ -322,9 +322,13 @@ func TestDraftEditsAreNotPublished(t *testing.T) {
 
 // An establishment that stops or starts being served without a new revision is announced as a
 // transition, listing every resource; a change of content while it is not served is announced as
-// any change, marked unserved; a new key or redirect setting announces nothing.
+// any change, marked unserved, and one that also starts or stops serving it lists every resource;
+// a new key or redirect setting announces nothing.
 func TestServedTransitions(t *testing.T) {
 	s := newSim(t)
+	rename := func(name string) domain.Event {
+		return domain.IdentityChanged{Identity: domain.Identity{Name: name, BusinessType: "restaurant"}}
+	}
 	snap := fixture.ReadSnapshot(t, "../../cmd/publisher/demo.json")
 	const slug = "chez-marcel"
 	all := []string{"establishment", "hours", "menus", "menus/la-carte", "menus/vins"}
@@ -341,6 +345,8 @@ func TestServedTransitions(t *testing.T) {
 		{"api enabled", []domain.Event{domain.PublicAPIEnabled{KeyHash: domain.NewAPIKey([32]byte{7}).Hash()}}, projections.TransitionServed, all, true},
 		{"new key", []domain.Event{domain.APIKeyRegenerated{KeyHash: domain.NewAPIKey([32]byte{8}).Hash()}}, "", nil, true},
 		{"redirect setting", []domain.Event{domain.MenuRedirectChanged{Enabled: false}}, "", nil, true},
+		{"api disabled with a new name", []domain.Event{domain.PublicAPIDisabled{}, rename("Chez Marcel")}, "", all, false},
+		{"api enabled with a new name", []domain.Event{domain.PublicAPIEnabled{KeyHash: domain.NewAPIKey([32]byte{9}).Hash()}, rename("Chez Marcel et Fille")}, "", all, true},
 	}
 	for _, step := range steps {
 		u := s.record(slug, step.events...)
