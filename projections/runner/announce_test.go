@@ -122,7 +122,7 @@ func TestProjectorAnnouncesEveryStoredRevision(t *testing.T) {
 
 // A transition lost in a stop between storing the bundle and announcing it is announced at the
 // next start, once, though the revision did not rise, with the bucket's sequence of the write:
-// whether the start replays the whole log or resumes from its checkpoint.
+// whether the start replays the whole log (reading no bundle) or resumes from its checkpoint.
 func TestProjectorAnnouncesALostTransition(t *testing.T) {
 	for _, resume := range []bool{false, true} {
 		t.Run(map[bool]string{false: "replayed", true: "resumed"}[resume], func(t *testing.T) {
@@ -160,13 +160,17 @@ func TestProjectorAnnouncesALostTransition(t *testing.T) {
 			up := &announcer{}
 			up.set(first)
 			log := &countingLog{Store: n.store}
+			counted := &countingBucket{KeyValue: n.kv.KeyValue}
 			for range 2 {
-				p = startProjectorWith(t, Config{Store: log, KV: n.kv, State: state(), Notifier: up, Announcements: up})
+				p = startProjectorWith(t, Config{Store: log, KV: NewBundles(n.js, counted), State: state(), Notifier: up, Announcements: up})
 				p.waitFor(t, disabled)
 				_ = p.stop(t)
 			}
 			if replays := log.replays.Load(); resume != (replays == 0) {
 				t.Errorf("%d replays of the whole log, want them only when not resuming", replays)
+			}
+			if gets := counted.gets.Load(); !resume && gets != 0 {
+				t.Errorf("the replays read %d bundles, want none: the sequence of the write comes with its fingerprint", gets)
 			}
 			last := first[len(first)-1]
 			want := append(first, Change{Slug: demo, Revision: last.Revision, Resources: allDemoResources(), Unserved: true, Transition: projections.TransitionUnserved})

@@ -56,15 +56,18 @@ func TestBundlesThroughADomainOrPrefixStoreNoPrints(t *testing.T) {
 			if got := msg.Header.Get(printHeader); got != "" {
 				t.Errorf("stored with header %s %q, want none", printHeader, got)
 			}
-			if _, err := headerPrints(ctx, kv, []string{b.Slug}, &reconciled{}); !errors.Is(err, errNoPrints) {
+			if _, _, err := headerPrints(ctx, kv, []string{b.Slug}, &reconciled{}); !errors.Is(err, errNoPrints) {
 				t.Errorf("headers read: %v, want errNoPrints", err)
 			}
-			got, err := storedPrints(ctx, kv, []string{b.Slug}, nil)
+			got, seqs, err := storedPrints(ctx, kv, []string{b.Slug}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if want := []uint64{s.Fingerprint()}; !slices.Equal(got, want) {
 				t.Errorf("fingerprints read from the bundles: %x, want %x", got, want)
+			}
+			if want := []uint64{msg.Sequence}; !slices.Equal(seqs, want) {
+				t.Errorf("sequences of the writes read from the bundles: %d, want %d", seqs, want)
 			}
 		})
 	}

@@ -135,7 +135,7 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 		if len(rec.Events) > 0 {
 			t.changed = rec.Events[0].Time
 		}
-		return p.reannounce(ctx, t, unknownAnnouncement)
+		return p.reannounce(ctx, t, unknownAnnouncement, 0)
 	}
 	u, ok := t.project(rec.Sequence, p.cfg.FilesURL)
 	if !ok || !u.Write {

@@ -105,8 +105,10 @@ func (p *Projector) notify(ctx context.Context, c Change) error {
 // notifier's last announcement for it, last (unknownAnnouncement asks the notifier), does not say
 // it (see lost). The change carries the bucket's sequence of the bundle's write, as the
 // announcement that was lost would have: a reader of the changes feed tells by it that a first
-// sync already gave this state.
-func (p *Projector) reannounce(ctx context.Context, t *tracked, last Announcement) error {
+// sync already gave this state. stored is that sequence when known; 0 reads it from the bucket,
+// which the replay of a whole log, announcing again what a lost stream of signals forgot, does
+// not need to.
+func (p *Projector) reannounce(ctx context.Context, t *tracked, last Announcement, stored uint64) error {
 	n := p.cfg.Announcements
 	if n == nil || t.stored == nil || p.cfg.Now().Sub(t.changed) > reannounceWindow(p.cfg.SignalRetention) {
 		return nil // nothing to announce
@@ -129,12 +131,15 @@ func (p *Projector) reannounce(ctx context.Context, t *tracked, last Announcemen
 	if !ok {
 		return nil
 	}
-	err := p.retry(ctx, "read the bucket's sequence of the bundle of "+slug, func() (err error) {
-		c.Stored, err = p.cfg.KV.sequence(ctx, dockey.Key(slug))
-		return err
-	})
-	if err != nil {
-		return err
+	c.Stored = stored
+	if c.Stored == 0 {
+		err := p.retry(ctx, "read the bucket's sequence of the bundle of "+slug, func() (err error) {
+			c.Stored, err = p.cfg.KV.sequence(ctx, dockey.Key(slug))
+			return err
+		})
+		if err != nil {
+			return err
+		}
 	}
 	p.logger.Info("announcing a stored revision whose announcement was lost", "slug", slug, "revision", c.Revision,
 		"announced", last.Revision, "transition", c.Transition)

@@ -45,10 +45,11 @@ func (b *Bundles) putPrinted(ctx context.Context, key string, value []byte, prin
 }
 
 // prints calls fn with the key of every bundle the bucket holds as it reads, in the bucket's
-// order, and the fingerprint in its header: known is false for a bundle stored without one, and
-// a deleted bundle comes with 0, known. It reads the headers alone, and stops at the first error
+// order, the fingerprint in its header and the sequence of its write in the bucket's stream:
+// known is false for a bundle stored without a fingerprint, and a deleted bundle comes with 0,
+// known. It reads the headers alone, and stops at the first error
 // of fn. It returns errNoPrints for a bucket whose headers it cannot read.
-func (b *Bundles) prints(ctx context.Context, fn func(key string, print uint64, known bool) error) error {
+func (b *Bundles) prints(ctx context.Context, fn func(key string, print, seq uint64, known bool) error) error {
 	if !b.printing {
 		return errNoPrints
 	}
@@ -64,20 +65,20 @@ func (b *Bundles) prints(ctx context.Context, fn func(key string, print uint64, 
 		FilterSubjects: []string{prefix + dockey.Watch},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 		HeadersOnly:    true,
-	}, func(msg jetstream.Msg, _ *jetstream.MsgMetadata) error {
+	}, func(msg jetstream.Msg, meta *jetstream.MsgMetadata) error {
 		h := msg.Headers()
-		key := strings.TrimPrefix(msg.Subject(), prefix)
+		key, seq := strings.TrimPrefix(msg.Subject(), prefix), meta.Sequence.Stream
 		if op := h.Get("KV-Operation"); op != "" {
-			return fn(key, 0, true) // deleted or purged
+			return fn(key, 0, seq, true) // deleted or purged
 		}
 		print, err := strconv.ParseUint(h.Get(printHeader), 16, 64)
 		if err != nil {
-			return fn(key, 0, false)
+			return fn(key, 0, seq, false)
 		}
 		if print == 0 {
 			print = unknownPrint // a summary without a fingerprint: the bundle is to be read
 		}
-		return fn(key, print, true)
+		return fn(key, print, seq, true)
 	})
 	if errors.Is(err, errNoPrints) {
 		return err

@@ -553,7 +553,7 @@ func TestStoredBundlesCarryTheirPrint(t *testing.T) {
 		t.Fatal(err)
 	}
 	slugs := []string{cave, demo} // sorted, as a replay lists them
-	want := make([]uint64, len(slugs))
+	want, wantSeqs := make([]uint64, len(slugs)), make([]uint64, len(slugs))
 	for i, slug := range slugs {
 		msg, err := stream.GetLastMsgForSubject(ctx, "$KV."+n.kv.Bucket()+"."+dockey.Key(slug))
 		if err != nil {
@@ -563,22 +563,27 @@ func TestStoredBundlesCarryTheirPrint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want[i] = s.Fingerprint()
+		want[i], wantSeqs[i] = s.Fingerprint(), msg.Sequence
 		if got := msg.Header.Get(printHeader); got != strconv.FormatUint(want[i], 16) {
 			t.Errorf("%s: header %s %q, want the fingerprint of its summary, %x", slug, printHeader, got, want[i])
 		}
 	}
+	var seqs []uint64 // of the last read
 	read := func() ([]uint64, bool, int) {
 		t.Helper()
 		var absent reconciled
-		got, err := headerPrints(ctx, pb, slugs, &absent)
+		got, gotSeqs, err := headerPrints(ctx, pb, slugs, &absent)
 		if err != nil && !errors.Is(err, errNoPrints) {
 			t.Fatal(err)
 		}
+		seqs = gotSeqs
 		return got, err == nil, absent.absent
 	}
 	if got, complete, absent := read(); !slices.Equal(got, want) || !complete || absent != 0 {
 		t.Errorf("fingerprints read: %x, complete %v, %d absent; want %x, complete, none absent", got, complete, absent, want)
+	}
+	if !slices.Equal(seqs, wantSeqs) {
+		t.Errorf("sequences of the writes read: %d, want %d", seqs, wantSeqs)
 	}
 
 	// A bundle deleted is left out; one of an establishment absent from the list is counted.
@@ -648,7 +653,7 @@ func testBundlesAbsentFromTheLog(t *testing.T, printed bool) {
 		if _, err := n.kv.Put(testContext(t), dockey.Key("chez-marcel"), value); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := headerPrints(testContext(t), n.kv, []string{"chez-marcel"}, &reconciled{}); !errors.Is(err, errNoPrints) {
+		if _, _, err := headerPrints(testContext(t), n.kv, []string{"chez-marcel"}, &reconciled{}); !errors.Is(err, errNoPrints) {
 			t.Fatalf("a bundle without a fingerprint: the headers read gives %v, want errNoPrints", err)
 		}
 	}

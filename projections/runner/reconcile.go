@@ -79,10 +79,11 @@ func (p *Projector) reconcile(ctx context.Context, lanes []*lane, share []stored
 
 // storedPrint is an establishment of the log and the fingerprint of the summary of its stored
 // bundle, 0 when none was stored, unknownPrint when its summary has none; floor is that of its
-// bundle in Config.Replaces.
+// bundle in Config.Replaces; seq is the sequence of its stored bundle's write in the bucket's
+// stream, 0 when not known.
 type storedPrint struct {
-	slug         string
-	print, floor uint64
+	slug              string
+	print, floor, seq uint64
 	// announced is the last announcement of the establishment when the replay began, when
 	// knownAnnounced says the notifier told it; else the notifier is asked.
 	announced      Announcement
@@ -91,19 +92,20 @@ type storedPrint struct {
 
 // storedPrints returns the fingerprint of the summary of every bundle of kv at the index of its
 // establishment in slugs (sorted): 0 where none is stored, unknownPrint where its summary has no
-// fingerprint. It counts in tally, unless nil, the bundles of establishments absent from slugs.
+// fingerprint; and at the same index the sequence of the bundle's write in the bucket's stream,
+// which an announcement made again carries. It counts in tally, unless nil, the bundles of establishments absent from slugs.
 // It reads the fingerprints from the bundles' headers (headerPrints), or, where a bundle has
 // none, every bundle once, in the bucket's order. One read of the bucket in its order costs far
 // less than a read per establishment, each of which loads a block of the store's files: the
 // reconciliation of an establishment whose stored bundle is the replayed one reads nothing more.
-func storedPrints(ctx context.Context, kv *Bundles, slugs []string, tally *reconciled) ([]uint64, error) {
+func storedPrints(ctx context.Context, kv *Bundles, slugs []string, tally *reconciled) (prints, seqs []uint64, err error) {
 	var absent reconciled
-	prints, err := headerPrints(ctx, kv, slugs, &absent)
+	prints, seqs, err = headerPrints(ctx, kv, slugs, &absent)
 	if !errors.Is(err, errNoPrints) {
 		if err == nil && tally != nil {
 			tally.addAbsent(&absent)
 		}
-		return prints, err
+		return prints, seqs, err
 	}
 	// Bundles stored without their fingerprint, by an earlier version, or a bucket whose headers
 	// cannot be read: the bundles are read.
@@ -112,10 +114,10 @@ func storedPrints(ctx context.Context, kv *Bundles, slugs []string, tally *recon
 
 // bundlePrints returns what storedPrints does from the bundles themselves, read once each in the
 // bucket's order.
-func bundlePrints(ctx context.Context, kv *Bundles, slugs []string, tally *reconciled) ([]uint64, error) {
+func bundlePrints(ctx context.Context, kv *Bundles, slugs []string, tally *reconciled) (prints, seqs []uint64, err error) {
 	w, err := kv.Watch(ctx, dockey.Watch, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, fmt.Errorf("read stored bundles: %w", err)
+		return nil, nil, fmt.Errorf("read stored bundles: %w", err)
 	}
 	defer func() {
 		_ = w.Stop()
@@ -126,7 +128,7 @@ func bundlePrints(ctx context.Context, kv *Bundles, slugs []string, tally *recon
 			}
 		}()
 	}()
-	prints := make([]uint64, len(slugs))
+	prints, seqs = make([]uint64, len(slugs)), make([]uint64, len(slugs))
 	for {
 		var (
 			e  jetstream.KeyValueEntry
@@ -134,14 +136,14 @@ func bundlePrints(ctx context.Context, kv *Bundles, slugs []string, tally *recon
 		)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case e, ok = <-w.Updates():
 		}
 		switch {
 		case !ok:
-			return nil, errors.New("read stored bundles: the watch ended before the last one")
+			return nil, nil, errors.New("read stored bundles: the watch ended before the last one")
 		case e == nil:
-			return prints, nil // every bundle stored when the watch started
+			return prints, seqs, nil // every bundle stored when the watch started
 		}
 		slug, valid := dockey.SlugOf(e.Key())
 		if !valid {
@@ -154,7 +156,7 @@ func bundlePrints(ctx context.Context, kv *Bundles, slugs []string, tally *recon
 			}
 			continue
 		}
-		prints[i] = unknownPrint
+		prints[i], seqs[i] = unknownPrint, e.Revision()
 		if s, err := projections.SummarizeStored(e.Value()); err == nil && s.Fingerprint() != 0 {
 			prints[i] = s.Fingerprint()
 		}
@@ -164,9 +166,9 @@ func bundlePrints(ctx context.Context, kv *Bundles, slugs []string, tally *recon
 // headerPrints returns what storedPrints does from the fingerprints in the bundles' headers, or
 // errNoPrints at the first bundle of an establishment of slugs stored without one. It notes in
 // absent the bundles of establishments absent from slugs.
-func headerPrints(ctx context.Context, kv *Bundles, slugs []string, absent *reconciled) ([]uint64, error) {
-	prints := make([]uint64, len(slugs))
-	err := kv.prints(ctx, func(key string, print uint64, known bool) error {
+func headerPrints(ctx context.Context, kv *Bundles, slugs []string, absent *reconciled) (prints, seqs []uint64, err error) {
+	prints, seqs = make([]uint64, len(slugs)), make([]uint64, len(slugs))
+	err = kv.prints(ctx, func(key string, print, seq uint64, known bool) error {
 		slug, valid := dockey.SlugOf(key)
 		if !valid {
 			return nil
@@ -180,14 +182,14 @@ func headerPrints(ctx context.Context, kv *Bundles, slugs []string, absent *reco
 		case !known:
 			return errNoPrints
 		default:
-			prints[i] = print // 0 once deleted
+			prints[i], seqs[i] = print, seq // 0 once deleted
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return prints, nil
+	return prints, seqs, nil
 }
 
 // unknownPrint stands for the fingerprint of a stored bundle whose summary has none, or that cannot
@@ -229,7 +231,7 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (b
 	case t != nil && t.stored != nil && t.stored.Fingerprint() == print:
 		// What the replay would have stored was stored when the bucket was read: nothing to
 		// render, nor to read again.
-		return false, p.reannounce(ctx, t, s.lastAnnounced())
+		return false, p.reannounce(ctx, t, s.lastAnnounced(), s.seq)
 	}
 	var (
 		stored *projections.BundleSummary // none when the bucket held none: only this projector writes to it
@@ -254,12 +256,12 @@ func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (b
 	t.stored = stored
 	if stored.Same(replayed) {
 		// What the replay would have stored is stored: nothing to render.
-		return false, p.reannounce(ctx, t, s.lastAnnounced())
+		return false, p.reannounce(ctx, t, s.lastAnnounced(), 0)
 	}
 	u := projections.Next(stored, t.render(p.cfg.FilesURL, nil), replayed.Revision())
 	u.Bundle.Sequence = replayed.Sequence() // the record a projection one at a time last stored
 	if !u.Write {
-		return false, p.reannounce(ctx, t, s.lastAnnounced())
+		return false, p.reannounce(ctx, t, s.lastAnnounced(), 0)
 	}
 	ok, err = p.store(ctx, u)
 	if ok {

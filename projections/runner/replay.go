@@ -57,6 +57,7 @@ type replay struct {
 	last      uint64         // the log's last sequence when the replay began
 	slugs     []string       // the log's establishments, sorted
 	prints    []uint64       // the fingerprint of the stored bundle of each of slugs
+	seqs      []uint64       // the sequence of the write of each in the bucket's stream
 	announced []Announcement // the last announcement of each of slugs; nil when not known
 	tally     reconciled
 
@@ -102,7 +103,7 @@ func (r *replay) readStored(ctx context.Context) error {
 	p := r.p
 	if err := p.retry(ctx, "read the stored bundles", func() (err error) {
 		r.tally = reconciled{total: len(r.slugs)}
-		r.prints, err = storedPrints(ctx, p.cfg.KV, r.slugs, &r.tally)
+		r.prints, r.seqs, err = storedPrints(ctx, p.cfg.KV, r.slugs, &r.tally)
 		return err
 	}); err != nil {
 		return err
@@ -137,7 +138,7 @@ func (r *replay) readFloors(ctx context.Context) {
 	}
 	go func() {
 		r.floorsRead <- r.p.retry(ctx, "read the bundles of the bucket replaced", func() (err error) {
-			r.floors, err = storedPrints(ctx, r.p.cfg.Replaces, r.slugs, nil)
+			r.floors, _, err = storedPrints(ctx, r.p.cfg.Replaces, r.slugs, nil)
 			return err
 		})
 	}()
@@ -261,7 +262,7 @@ func (r *replay) share(keep func(string) bool) []storedPrint {
 		if !keep(slug) {
 			continue
 		}
-		s := storedPrint{slug: slug, print: r.prints[i]}
+		s := storedPrint{slug: slug, print: r.prints[i], seq: r.seqs[i]}
 		if r.floors != nil {
 			s.floor = r.floors[i]
 		}
