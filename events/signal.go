@@ -17,7 +17,8 @@ import (
 )
 
 // SignalStreamName is the JetStream stream of change signals: one message per rise of an
-// establishment's content_revision, published once every document of that revision is stored.
+// establishment's content_revision, and per time it starts or stops being served without one,
+// published once every document of that revision is stored.
 const SignalStreamName = "SIGNALS"
 
 // signalSubjectPrefix starts every signal subject: "signals.<slug>".
@@ -39,9 +40,10 @@ const (
 // ErrInvalidSignal reports a signal that Publish refuses to send and DecodeSignal refuses to read.
 var ErrInvalidSignal = errors.New("events: invalid signal")
 
-// Signal says that an establishment's public content reached a new content_revision. The projector
-// emits it only after every document of that revision is stored, so a receiver that re-reads the
-// API right away gets that revision or a newer one.
+// Signal says that an establishment's public content reached a new content_revision, or that it
+// started or stopped being served (Transition). The projector emits it only after every document
+// of that revision is stored, so a receiver that re-reads the API right away gets that revision or
+// a newer one.
 type Signal struct {
 	// Establishment is the establishment's slug.
 	Establishment string `json:"establishment"`
