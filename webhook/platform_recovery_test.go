@@ -33,11 +33,7 @@ func TestPlatformRotationSignsWithBothSecrets(t *testing.T) {
 	rcv := newReceiver(t, nil)
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {
-		nc := connect(t, startNATS(t, dir))
-		d := openDispatcher(t, nc, testConfig(t, rcv))
-		sigs := openSignals(t, nc)
-		registerPlatform(t, d, "pf_all", rcv.url("/all"), secretA)
-		run(t, d)
+		d, sigs, _ := runWithPlatform(t, dir, testConfig(t, rcv), rcv)
 		start := time.Now()
 		publish(t, sigs, "a", 1, "hours")
 		sleepUntil(start, time.Minute)
@@ -138,11 +134,7 @@ func TestPlatformGapWhenSignalsAreGone(t *testing.T) {
 	inBubble(t, func(t *testing.T) {
 		cfg := testConfig(t, rcv)
 		cfg.MaxAttempts = 1
-		nc := connect(t, startNATS(t, dir))
-		d := openDispatcher(t, nc, cfg)
-		sigs := openSignals(t, nc)
-		registerPlatform(t, d, "pf_all", rcv.url("/all"), secretA)
-		run(t, d)
+		_, sigs, nc := runWithPlatform(t, dir, cfg, rcv)
 		start := time.Now()
 		publish(t, sigs, "a", 1, "hours")
 		publish(t, sigs, "b", 2, "hours")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/opencarte/publisher/events"
@@ -36,6 +37,18 @@ func platformOf(tb testing.TB, r received, secret string) webhook.PlatformPayloa
 		tb.Errorf("type %q, want %q", p.Type, webhook.EventEstablishmentsUpdated)
 	}
 	return p
+}
+
+// runWithPlatform runs a dispatcher with cfg on a NATS server of its own, with the platform
+// endpoint pf_all on rcv's /all, signed with secretA.
+func runWithPlatform(t *testing.T, dir string, cfg webhook.Config, rcv *receiver) (*webhook.Dispatcher, *events.Signals, *nats.Conn) {
+	t.Helper()
+	nc := connect(t, startNATS(t, dir))
+	d := openDispatcher(t, nc, cfg)
+	sigs := openSignals(t, nc)
+	registerPlatform(t, d, "pf_all", rcv.url("/all"), secretA)
+	run(t, d)
+	return d, sigs, nc
 }
 
 func registerPlatform(tb testing.TB, d *webhook.Dispatcher, id, url, secret string, establishments ...string) {
@@ -156,13 +169,9 @@ func TestPlatformRevisionsNeverGoBack(t *testing.T) {
 	}
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {
-		nc := connect(t, startNATS(t, dir))
 		cfg := testConfig(t, rcv)
 		cfg.MaxAttempts = 2
-		d := openDispatcher(t, nc, cfg)
-		sigs := openSignals(t, nc)
-		registerPlatform(t, d, "pf_all", rcv.url("/all"), secretA)
-		run(t, d)
+		d, sigs, _ := runWithPlatform(t, dir, cfg, rcv)
 		start := time.Now()
 		publish(t, sigs, "a", 1, "hours")
 		publish(t, sigs, "b", 2, "hours")
@@ -249,11 +258,7 @@ func TestPlatformRedeliversOnlyTheLatestBatch(t *testing.T) {
 	rcv := newReceiver(t, nil)
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {
-		nc := connect(t, startNATS(t, dir))
-		d := openDispatcher(t, nc, testConfig(t, rcv))
-		sigs := openSignals(t, nc)
-		registerPlatform(t, d, "pf_all", rcv.url("/all"), secretA)
-		run(t, d)
+		d, sigs, _ := runWithPlatform(t, dir, testConfig(t, rcv), rcv)
 		start := time.Now()
 		publish(t, sigs, "a", 1, "hours")
 		sleepUntil(start, time.Minute)
