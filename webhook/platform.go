@@ -148,20 +148,17 @@ func (d *Dispatcher) handlePlatformDue(ctx context.Context, msg jetstream.Msg) {
 
 // advancePlatform raises the target of platform endpoint id to target, and queues its next batch.
 func (d *Dispatcher) advancePlatform(ctx context.Context, id string, target uint64) error {
-	_, err := d.updateEndpoint(ctx, endpointKey(PlatformScope, id), false, func(r *endpointRecord) error {
+	err := d.updatePlatform(ctx, id, func(r *endpointRecord) error {
 		if r.Target >= target {
 			return errUnchanged
 		}
 		r.Target = target
 		return nil
 	})
-	if errors.Is(err, ErrEndpointNotFound) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}
-	return d.formBatch(ctx, id)
+	return d.formBatch(ctx, id) // a removed endpoint: formBatch finds none
 }
 
 // maxSkippedPages bounds the pages of other establishments a filtered endpoint passes over in
@@ -292,7 +289,7 @@ func (d *Dispatcher) settleBatch(ctx context.Context, rec *endpointRecord) (*end
 		return rec, nil
 	}
 	t := task{ID: rec.Batch.ID, From: rec.Batch.From, Through: rec.Batch.Through}
-	if err := d.updateEndpoint0(ctx, rec.ID, platformOutcome(t, del.Status, Attempt{})); err != nil {
+	if err := d.updatePlatform(ctx, rec.ID, platformOutcome(t, del.Status, Attempt{})); err != nil {
 		return nil, err
 	}
 	rec, _, err = d.getEndpoint(ctx, endpointKey(PlatformScope, rec.ID))
@@ -302,8 +299,8 @@ func (d *Dispatcher) settleBatch(ctx context.Context, rec *endpointRecord) (*end
 	return rec, err
 }
 
-// updateEndpoint0 applies change to platform endpoint id, a removed one being no error.
-func (d *Dispatcher) updateEndpoint0(ctx context.Context, id string, change func(*endpointRecord) error) error {
+// updatePlatform applies change to platform endpoint id; one removed meanwhile is no error.
+func (d *Dispatcher) updatePlatform(ctx context.Context, id string, change func(*endpointRecord) error) error {
 	_, err := d.updateEndpoint(ctx, endpointKey(PlatformScope, id), false, change)
 	if errors.Is(err, ErrEndpointNotFound) {
 		return nil
@@ -315,7 +312,7 @@ func (d *Dispatcher) updateEndpoint0(ctx context.Context, id string, change func
 // success moves its cursor past the batch and queues the next one at once; giving up, or 410,
 // leaves the cursor, so that its next batch carries those changes again, merged with newer ones.
 func (d *Dispatcher) notePlatformOutcome(ctx context.Context, ep *endpointRecord, t task, status Status, a Attempt) {
-	if err := d.updateEndpoint0(ctx, ep.ID, platformOutcome(t, status, a)); err != nil {
+	if err := d.updatePlatform(ctx, ep.ID, platformOutcome(t, status, a)); err != nil {
 		d.logger.Warn("webhook: update platform endpoint", "endpoint", ep.ID, "status", status, "err", err)
 		return
 	}
@@ -394,7 +391,7 @@ func (d *Dispatcher) checkPlatformRedelivery(ctx context.Context, rec *Delivery)
 // enablePlatform clears the batch a platform endpoint had queued when it was disabled and queues
 // its next one: what changed while it was disabled, from its cursor.
 func (d *Dispatcher) enablePlatform(ctx context.Context, id string) error {
-	if err := d.updateEndpoint0(ctx, id, func(r *endpointRecord) error {
+	if err := d.updatePlatform(ctx, id, func(r *endpointRecord) error {
 		if r.Batch == nil {
 			return errUnchanged
 		}
