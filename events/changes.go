@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
@@ -26,6 +27,13 @@ type Change struct {
 	// Served is false when the read API answers 404 for the establishment: in draft, or its API
 	// disabled.
 	Served bool `json:"served"`
+
+	// Where the entry was read, not encoded: the stream sequence of its newest signal, or of its
+	// bundle in a first sync (Synced), and when that message was stored. An entry read again from
+	// the same position has the same ones, which name it in the events published to brokers.
+	Seq    uint64    `json:"-"`
+	Synced bool      `json:"-"`
+	At     time.Time `json:"-"`
 }
 
 // ErrChangesGone reports a position in the change signals older than the stream keeps, or ahead
@@ -100,7 +108,7 @@ func (p *Signals) Changes(ctx context.Context, q ChangesQuery) (ChangesPage, err
 	err = walkStream(ctx, p.js, SignalStreamName, SignalSubjects, start, false, until, func(msg *jetstream.RawStreamMsg) (bool, error) {
 		s, err := DecodeSignal(msg.Data)
 		if err == nil && (q.Keep == nil || q.Keep(s.Establishment)) && (q.Skip == nil || !q.Skip(msg.Sequence, s)) {
-			if !m.add(s) {
+			if !m.add(s, msg.Sequence, msg.Time) {
 				return true, nil // full: this signal starts the next page
 			}
 		}
@@ -121,8 +129,9 @@ type merger struct {
 	index                  map[string]int
 }
 
-// add merges s into the page, and reports false, adding nothing, when the page is full.
-func (m *merger) add(s Signal) bool {
+// add merges s, stored at sequence seq at time at, into the page, and reports false, adding
+// nothing, when the page is full.
+func (m *merger) add(s Signal, seq uint64, at time.Time) bool {
 	i, ok := m.index[s.Establishment]
 	if !ok {
 		size := entrySize(s.Establishment, s.Revision, s.Resources)
@@ -132,7 +141,7 @@ func (m *merger) add(s Signal) bool {
 		m.index[s.Establishment] = len(m.changes)
 		m.changes = append(m.changes, Change{
 			Establishment: s.Establishment, Revision: s.Revision,
-			Resources: MergeResources(s.Resources), Served: !s.Unserved,
+			Resources: MergeResources(s.Resources), Served: !s.Unserved, Seq: seq, At: at,
 		})
 		m.bytes += size
 		return true
@@ -142,6 +151,7 @@ func (m *merger) add(s Signal) bool {
 	if s.Revision >= c.Revision {
 		c.Revision, c.Served = s.Revision, !s.Unserved
 	}
+	c.Seq, c.At = seq, at
 	c.Resources = MergeResources(c.Resources, s.Resources)
 	m.bytes += entrySize(c.Establishment, c.Revision, c.Resources) - before
 	return true

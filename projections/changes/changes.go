@@ -300,6 +300,7 @@ func (f *Feed) bundles(ctx context.Context, stream, bucket string, from, end uin
 		page.Changes = append(page.Changes, events.Change{
 			Establishment: slug, Revision: s.Revision(),
 			Resources: events.MergeResources(s.Resources()), Served: s.Served(),
+			Seq: msg.Sequence, Synced: true, At: msg.Time,
 		})
 	}
 	if read == from {
