@@ -326,3 +326,24 @@ func (p *Signals) Publish(ctx context.Context, s Signal) error {
 		wait *= 2
 	}
 }
+
+// Backlog returns how many signals follow sequence after, and when the first of them was stored
+// (zero when none does or it is no longer kept): how far a reader at after is behind.
+func (p *Signals) Backlog(ctx context.Context, after uint64) (count uint64, oldest time.Time, err error) {
+	info, err := p.stream.Info(ctx)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("stream %s: %w", SignalStreamName, err)
+	}
+	last := info.State.LastSeq
+	if after >= last {
+		return 0, time.Time{}, nil
+	}
+	from := max(after+1, info.State.FirstSeq)
+	m, err := p.stream.GetMsg(ctx, from)
+	if err == nil {
+		oldest = m.Time
+	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, time.Time{}, fmt.Errorf("signal %d: %w", from, err)
+	}
+	return last - after, oldest, nil
+}

@@ -292,3 +292,14 @@ func (v *vault) eraseOrphans(ctx context.Context, used map[string]bool, cutoff t
 	}
 	return erased, nil
 }
+
+// Seal encrypts plain with the current master key, bound to label, for a store that keeps a
+// secret in a record of its own (a broker destination's credentials): "<key id>.<sealed>".
+// Open reverses it.
+func (mk *MasterKeys) Seal(plain []byte, label string) []byte { return mk.wrap(plain, label) }
+
+// Open decrypts what Seal returned for label, and says whether a newer master key than the one
+// it was sealed with exists: the caller seals it again under the newest.
+func (mk *MasterKeys) Open(sealed []byte, label string) (plain []byte, stale bool, err error) {
+	return mk.unwrap(sealed, label)
+}

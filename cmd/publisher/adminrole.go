@@ -39,6 +39,9 @@ func (m *Main) startAdmin(ctx context.Context, signals *events.Signals) error {
 	if m.Webhooks != nil {
 		cfg.Platform = app.NewPlatform(webhookapp.NewPlatform(m.Webhooks))
 	}
+	if m.destinations != nil {
+		cfg.Destinations = webhookapp.Destinations{Store: m.destinations, Signals: signals}
+	}
 	if cfg.Changes, err = m.changesFeed(signals); err != nil {
 		return err
 	}

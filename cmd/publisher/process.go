@@ -29,6 +29,7 @@ import (
 	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
 	"github.com/opencarte/publisher/webhook"
+	"github.com/opencarte/publisher/webhook/destination"
 )
 
 // Main is a running publisher: the wiring of every role, shared by the binary and its
@@ -60,6 +61,9 @@ type Main struct {
 	metrics   *telemetry.Registry // nil without a metrics listener
 	mirrorLag *telemetry.Lag      // nil without the read API
 	gens      generations         // this process's part in the documents' generations
+
+	destinations *destination.Store // the broker destinations, when the webhook or admin role runs
+	signals      *events.Signals    // the change signals the destinations publish
 
 	// wrapAdmin, when set before Open, wraps the admin API's handler: the end-to-end tests check
 	// every admin answer against the admin API's description there.
@@ -115,6 +119,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	if c.has(roleWebhook) || c.has(roleAdmin) {
 		if err := m.openWebhooks(ctx); err != nil {
+			return err
+		}
+		if err := m.openDestinations(ctx, js, shared.signals); err != nil {
 			return err
 		}
 	}
@@ -233,6 +240,7 @@ func (m *Main) startLast() error {
 	// once, and the read API's mirror should not wait behind them.
 	if m.Config.has(roleWebhook) {
 		m.loops.Go(roleWebhook, m.Webhooks.Run)
+		m.loops.Go("destinations", m.runDestinations)
 	}
 	return nil
 }

@@ -257,4 +257,3 @@ func (s *Spec) validatePostgres(sec Secrets) error {
 	}
 	return nil
 }
-

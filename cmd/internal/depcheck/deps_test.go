@@ -28,6 +28,9 @@ func TestDependencyDirection(t *testing.T) {
 		{"projections/dockey", []string{"domain", "events", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
 		{"readapi", []string{"domain", "events", "webhook", "cmd", "projections"}, []string{"projections/dockey"}},
 		{"webhook", []string{"domain", "projections", "readapi", "cmd"}, nil},
+		// The broker destinations publish the changes feed's entries: they know the feed only
+		// through a function their caller gives, and no transport of the service's own.
+		{"webhook/destination", []string{"domain", "projections", "readapi", "cmd"}, nil},
 		// The write side's application layer knows no transport and no role, nor the webhook
 		// dispatcher, which it reaches through interfaces of its own, with results of its own.
 		{"cmd/publisher/app", []string{"projections", "readapi", "webhook", "cmd"}, nil},

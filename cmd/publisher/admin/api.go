@@ -42,6 +42,8 @@ type Config struct {
 	// when it would be empty. Its errors carry their kinds (app.Refusal). MaxInFlight does not
 	// count its requests: it bounds the pages it reads at once and the reads that wait.
 	Changes func(ctx context.Context, after string, limit int, wait time.Duration) (any, error)
+	// Destinations is optional; it serves the broker destinations under /admin/v1/destinations.
+	Destinations Destinations
 	// Status is optional extra status reported by GET /admin/v1/status.
 	Status func(ctx context.Context) map[string]any
 	// BatchWorkers is how many documents of a batch import are imported at once; 0 is

@@ -33,7 +33,7 @@ func TestEveryRouteIsDescribed(t *testing.T) {
 			described = append(described, method+" "+path)
 		}
 	}
-	a := &API{cfg: Config{Deliveries: &app.Deliveries{}, Platform: &app.Platform{}, Debug: http.NotFoundHandler(), Changes: func(context.Context, string, int, time.Duration) (any, error) { return nil, nil }}}
+	a := &API{cfg: Config{Deliveries: &app.Deliveries{}, Platform: &app.Platform{}, Debug: http.NotFoundHandler(), Changes: func(context.Context, string, int, time.Duration) (any, error) { return nil, nil }, Destinations: struct{ Destinations }{}}}
 	param := regexp.MustCompile(`[:*]([a-z_]+)`)
 	var routed []string
 	for _, rt := range a.surface() {

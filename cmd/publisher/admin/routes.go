@@ -71,6 +71,9 @@ func (a *API) surface() []route {
 	if a.cfg.Changes != nil {
 		routes = append(routes, route{http.MethodGet, changesPath, a.listChanges})
 	}
+	if a.cfg.Destinations != nil {
+		routes = append(routes, a.destinationRoutes()...)
+	}
 	if a.cfg.Debug != nil {
 		debug := a.cfg.Debug
 		routes = append(routes, route{http.MethodGet, "/admin/debug/*path", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

@@ -207,3 +207,26 @@ func (h *heldLease) lost() error {
 		return nil
 	}
 }
+
+// Leased runs run while holder holds the lease name in the leases bucket kv, taking the lease
+// again whenever it is lost, until ctx ends: one process at a time runs it. run's context ends
+// when the lease is lost; run returns then.
+func Leased(ctx context.Context, kv jetstream.KeyValue, name, holder string, run func(context.Context) error) error {
+	for {
+		l, err := waitLease(ctx, kv, name, holder, leasePoll, nil)
+		if err != nil {
+			return nil // ctx ended
+		}
+		wctx, stop := context.WithCancel(ctx)
+		held := l.hold(ctx, func(error) { stop() })
+		err = run(wctx)
+		stop()
+		lost := held.release()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && lost == nil {
+			return err
+		}
+	}
+}

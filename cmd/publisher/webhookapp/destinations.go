@@ -1,0 +1,84 @@
+package webhookapp
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/webhook/destination"
+)
+
+// Destinations is the store of broker destinations as the admin API uses it: registrations read
+// from their JSON bodies, statuses with their lag, errors with their kinds.
+type Destinations struct {
+	Store   *destination.Store
+	Signals *events.Signals
+}
+
+var destinationKinds = []app.KindRule{
+	{Target: destination.ErrNotFound, Kind: app.KindNotFound},
+	{Target: destination.ErrTooMany, Kind: app.KindConflict},
+}
+
+// classify gives err its kind: a refused field is invalid, naming the field.
+func classifyDestination(err error) error {
+	if fe, ok := errors.AsType[*destination.FieldError](err); ok {
+		return &app.Refusal{Kind: app.KindInvalid, Err: &domain.FieldError{Field: fe.Field, Reason: fe.Reason}}
+	}
+	return app.Classify(err, destinationKinds...)
+}
+
+func (d Destinations) Create(ctx context.Context, body []byte) (any, error) {
+	spec, sec, err := destination.ParseRegistration(body)
+	if err != nil {
+		return nil, classifyDestination(err)
+	}
+	st, err := d.Store.Create(ctx, spec, sec)
+	if err != nil {
+		return nil, classifyDestination(err)
+	}
+	return d.withLag(ctx, st)
+}
+
+func (d Destinations) List(ctx context.Context) (any, error) {
+	sts, err := d.Store.List(ctx)
+	if err != nil {
+		return nil, classifyDestination(err)
+	}
+	for i := range sts {
+		if err := destination.WithLag(ctx, d.Signals, &sts[i], time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]any{"destinations": sts}, nil
+}
+
+func (d Destinations) Get(ctx context.Context, id string) (any, error) {
+	st, err := d.Store.Get(ctx, id)
+	if err != nil {
+		return nil, classifyDestination(err)
+	}
+	return d.withLag(ctx, st)
+}
+
+func (d Destinations) Remove(ctx context.Context, id string) error {
+	return classifyDestination(d.Store.Delete(ctx, id))
+}
+
+func (d Destinations) Pause(ctx context.Context, id string, paused bool) (any, error) {
+	st, err := d.Store.SetPaused(ctx, id, paused)
+	if err != nil {
+		return nil, classifyDestination(err)
+	}
+	return d.withLag(ctx, st)
+}
+
+func (d Destinations) withLag(ctx context.Context, st destination.Status) (any, error) {
+	if err := destination.WithLag(ctx, d.Signals, &st, time.Now()); err != nil {
+		return nil, err
+	}
+	return st, nil
+}

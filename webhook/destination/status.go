@@ -1,0 +1,83 @@
+package destination
+
+import (
+	"context"
+	"time"
+
+	"github.com/opencarte/publisher/events"
+)
+
+// The states of a destination.
+const (
+	StatePaused  = "paused"  // paused by an operator: nothing is published until it resumes
+	StateActive  = "active"  // its last attempt published, or none failed
+	StateFailing = "failing" // its last attempt failed: it retries with backoff
+)
+
+// Status is a destination as operators see it: its registration without its credentials, where
+// it stands and how it fares.
+type Status struct {
+	ID string `json:"id"`
+	Spec
+	State   string    `json:"state"`
+	Created time.Time `json:"created"`
+	// Published counts the events the broker took; Failures the attempts that failed.
+	Published       uint64    `json:"published"`
+	Failures        uint64    `json:"failures"`
+	LastError       string    `json:"last_error,omitempty"`
+	LastErrorAt     time.Time `json:"last_error_at,omitzero"`
+	LastPublishedAt time.Time `json:"last_published_at,omitzero"`
+	// Syncing is true while the destination publishes every establishment's current state (it
+	// started with "all", or after a gap).
+	Syncing bool `json:"syncing"`
+	// LagRecords counts the change signals not yet published; LagSeconds is the age of the oldest
+	// of them (0 when none waits).
+	LagRecords uint64  `json:"lag_records"`
+	LagSeconds float64 `json:"lag_seconds"`
+	// Gaps counts the times its position was older than the signals kept: it then published every
+	// establishment's state again. LastGapAt is the last time.
+	Gaps      uint64    `json:"gaps"`
+	LastGapAt time.Time `json:"last_gap_at,omitzero"`
+
+	position string
+}
+
+func (r *record) status() Status {
+	st := Status{
+		ID: r.ID, Spec: r.Spec, State: StateActive, Created: r.Created,
+		Published: r.Published, Failures: r.Failures, LastError: r.LastError, LastErrorAt: r.LastErrorAt,
+		LastPublishedAt: r.LastPublishedAt, Gaps: r.Gaps, LastGapAt: r.LastGapAt, position: r.Position,
+	}
+	switch {
+	case r.Paused:
+		st.State = StatePaused
+	case !r.LastErrorAt.IsZero() && r.LastErrorAt.After(r.LastPublishedAt):
+		st.State = StateFailing
+	}
+	st.Syncing = r.Position == ""
+	if c, err := events.ParseCursor(r.Position); err == nil {
+		st.Syncing = c.Sync
+	}
+	return st
+}
+
+// WithLag fills the lag of st from the change signals, at time now.
+func WithLag(ctx context.Context, signals *events.Signals, st *Status, now time.Time) error {
+	after := uint64(0) // a first sync to do: every signal kept is behind
+	if st.position != "" {
+		c, err := events.ParseCursor(st.position)
+		if err != nil {
+			return nil // a position no reader gave: the runner says so
+		}
+		after = c.Signal
+	}
+	n, oldest, err := signals.Backlog(ctx, after)
+	if err != nil {
+		return err
+	}
+	st.LagRecords = n
+	if !oldest.IsZero() {
+		st.LagSeconds = max(now.Sub(oldest).Seconds(), 0)
+	}
+	return nil
+}
