@@ -31,6 +31,9 @@ func (m *Main) openDestinations(ctx context.Context, js jetstream.JetStream, sig
 		return fmt.Errorf("open destinations: %w", err)
 	}
 	m.signals = signals
+	if m.Config.has(roleWebhook) {
+		m.metrics.Destinations(m.destinations.List)
+	}
 	return nil
 }
 

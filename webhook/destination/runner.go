@@ -188,8 +188,15 @@ func (p *publisher) step(ctx context.Context) error {
 	if next == rec.Position && len(evs) == 0 {
 		return nil
 	}
-	return p.advance(ctx, rec.Position, next, len(evs))
+	// A page the broker took is recorded even when the runner is stopping, so that a restart
+	// does not publish it again.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	return p.advance(actx, rec.Position, next, len(evs))
 }
+
+// storeTimeout bounds the write of a position once its page is published.
+const storeTimeout = 5 * time.Second
 
 // events returns the events of the changes the destination's filter keeps.
 func (p *publisher) events(spec Spec, changes []events.Change) []Event {

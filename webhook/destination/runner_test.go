@@ -261,7 +261,7 @@ func TestPausedDestinationPublishesItsBacklogWhenResumed(t *testing.T) {
 	var lag destination.Status
 	eventually(t, "the lag of the paused destination", func() bool {
 		lag, _ = e.store.Get(t.Context(), st.ID)
-		return destination.WithLag(t.Context(), e.signals, &lag, time.Now()) == nil && lag.LagRecords >= 1
+		return lag.LagRecords >= 1
 	})
 	if lag.LagSeconds < 0 {
 		t.Errorf("lag %+v", lag)

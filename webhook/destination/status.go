@@ -2,6 +2,7 @@ package destination
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/opencarte/publisher/events"
@@ -61,23 +62,23 @@ func (r *record) status() Status {
 	return st
 }
 
-// WithLag fills the lag of st from the change signals, at time now.
-func WithLag(ctx context.Context, signals *events.Signals, st *Status, now time.Time) error {
+// withLag returns st with its lag read from the change signals.
+func (s *Store) withLag(ctx context.Context, st Status) (Status, error) {
 	after := uint64(0) // a first sync to do: every signal kept is behind
 	if st.position != "" {
 		c, err := events.ParseCursor(st.position)
 		if err != nil {
-			return nil // a position no reader gave: the runner says so
+			return st, nil // a position no reader gave: the runner says so
 		}
 		after = c.Signal
 	}
-	n, oldest, err := signals.Backlog(ctx, after)
+	n, oldest, err := s.signals.Backlog(ctx, after)
 	if err != nil {
-		return err
+		return Status{}, fmt.Errorf("destination %s: lag: %w", st.ID, err)
 	}
 	st.LagRecords = n
 	if !oldest.IsZero() {
-		st.LagSeconds = max(now.Sub(oldest).Seconds(), 0)
+		st.LagSeconds = max(s.now().Sub(oldest).Seconds(), 0)
 	}
-	return nil
+	return st, nil
 }

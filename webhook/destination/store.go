@@ -128,7 +128,7 @@ func (s *Store) Create(ctx context.Context, spec Spec, sec Secrets) (Status, err
 	if _, err := s.kv.Create(ctx, rec.ID, data); err != nil {
 		return Status{}, fmt.Errorf("destination: store %s: %w", rec.ID, err)
 	}
-	return rec.status(), nil
+	return s.withLag(ctx, rec.status())
 }
 
 // get returns the destination id and the revision it was read at.
@@ -176,13 +176,13 @@ func (s *Store) update(ctx context.Context, id string, change func(*record) erro
 	}
 }
 
-// Get returns the status of the destination id; lag is left for the caller to fill.
+// Get returns the status of the destination id.
 func (s *Store) Get(ctx context.Context, id string) (Status, error) {
 	rec, _, err := s.get(ctx, id)
 	if err != nil {
 		return Status{}, err
 	}
-	return rec.status(), nil
+	return s.withLag(ctx, rec.status())
 }
 
 // List returns every destination's status, by creation time.
@@ -193,7 +193,11 @@ func (s *Store) List(ctx context.Context) ([]Status, error) {
 	}
 	out := make([]Status, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, r.status())
+		st, err := s.withLag(ctx, r.status())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }
@@ -248,7 +252,7 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool) (Status, 
 	if err != nil {
 		return Status{}, err
 	}
-	return rec.status(), nil
+	return s.withLag(ctx, rec.status())
 }
 
 // secrets opens the credentials of rec, sealing them again under the newest master key when an

@@ -3,20 +3,15 @@ package webhookapp
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/domain"
-	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/webhook/destination"
 )
 
 // Destinations is the store of broker destinations as the admin API uses it: registrations read
-// from their JSON bodies, statuses with their lag, errors with their kinds.
-type Destinations struct {
-	Store   *destination.Store
-	Signals *events.Signals
-}
+// from their JSON bodies, errors with their kinds.
+type Destinations struct{ Store *destination.Store }
 
 var destinationKinds = []app.KindRule{
 	{Target: destination.ErrNotFound, Kind: app.KindNotFound},
@@ -40,18 +35,13 @@ func (d Destinations) Create(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, classifyDestination(err)
 	}
-	return d.withLag(ctx, st)
+	return st, nil
 }
 
 func (d Destinations) List(ctx context.Context) (any, error) {
 	sts, err := d.Store.List(ctx)
 	if err != nil {
 		return nil, classifyDestination(err)
-	}
-	for i := range sts {
-		if err := destination.WithLag(ctx, d.Signals, &sts[i], time.Now()); err != nil {
-			return nil, err
-		}
 	}
 	return map[string]any{"destinations": sts}, nil
 }
@@ -61,7 +51,7 @@ func (d Destinations) Get(ctx context.Context, id string) (any, error) {
 	if err != nil {
 		return nil, classifyDestination(err)
 	}
-	return d.withLag(ctx, st)
+	return st, nil
 }
 
 func (d Destinations) Remove(ctx context.Context, id string) error {
@@ -72,13 +62,6 @@ func (d Destinations) Pause(ctx context.Context, id string, paused bool) (any, e
 	st, err := d.Store.SetPaused(ctx, id, paused)
 	if err != nil {
 		return nil, classifyDestination(err)
-	}
-	return d.withLag(ctx, st)
-}
-
-func (d Destinations) withLag(ctx context.Context, st destination.Status) (any, error) {
-	if err := destination.WithLag(ctx, d.Signals, &st, time.Now()); err != nil {
-		return nil, err
 	}
 	return st, nil
 }
