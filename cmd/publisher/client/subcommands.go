@@ -67,6 +67,12 @@ func adminCommands() []subcommand {
 		{"ping-platform-webhook", "ID", "send a platform endpoint a test delivery now", onPlatform(http.MethodPost, "/ping"), pingRefused},
 		{"rotate-platform-secret", "ID [GRACE]", "new signing secret of a platform endpoint, printed once", rotatePlatformSecret, nil},
 		{"enable-platform-webhook", "ID", "re-enable a platform endpoint; delivers what it missed", onPlatform(http.MethodPost, "/enable"), nil},
+		{"add-destination", "FILE", "a broker (kafka, amqp, nats or postgres) that receives every\nchange as a CloudEvent; FILE holds its registration (JSON)", addDestination, nil},
+		{"destinations", "", "broker destinations with their state and lag (never a credential)", call(http.MethodGet, "/admin/v1/destinations"), nil},
+		{"destination", "ID", "one destination: state, published, failures, last error, lag", onDestination(http.MethodGet, ""), nil},
+		{"pause-destination", "ID", "stop publishing to a destination; it keeps its position", onDestination(http.MethodPost, "/pause"), nil},
+		{"resume-destination", "ID", "publish again, from where it stopped", onDestination(http.MethodPost, "/resume"), nil},
+		{"remove-destination", "ID", "remove a destination and its credentials", onDestination(http.MethodDelete, ""), nil},
 		{"status", "", "the process's roles, log positions, storage and webhooks", call(http.MethodGet, "/admin/v1/status"), nil},
 	}
 }
@@ -159,6 +165,22 @@ func onPlatform(method, suffix string) func([]string) (request, error) {
 	return func(a []string) (request, error) {
 		return request{method: method, path: "/admin/v1/webhooks/" + url.PathEscape(a[0]) + suffix}, nil
 	}
+}
+
+func onDestination(method, suffix string) func([]string) (request, error) {
+	return func(a []string) (request, error) {
+		return request{method: method, path: "/admin/v1/destinations/" + url.PathEscape(a[0]) + suffix}, nil
+	}
+}
+
+// addDestination sends the registration in the file a[0]: a file rather than arguments, so that
+// its credentials are not on the command line.
+func addDestination(a []string) (request, error) {
+	body, err := os.ReadFile(a[0])
+	if err != nil {
+		return request{}, err
+	}
+	return request{method: http.MethodPost, path: "/admin/v1/destinations", body: body}, nil
 }
 
 func addPlatformWebhook(a []string) (request, error) {
