@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -133,7 +132,8 @@ type publisher struct {
 	r        *Runner
 	id       string
 	sink     Sink
-	failures int // in a row
+	failures int             // in a row
+	keep     map[string]bool // the establishments of a filtered destination, once read
 	log      *slog.Logger
 }
 
@@ -200,9 +200,15 @@ const storeTimeout = 5 * time.Second
 
 // events returns the events of the changes the destination's filter keeps.
 func (p *publisher) events(spec Spec, changes []events.Change) []Event {
+	if p.keep == nil && len(spec.Establishments) > 0 {
+		p.keep = make(map[string]bool, len(spec.Establishments))
+		for _, slug := range spec.Establishments {
+			p.keep[slug] = true
+		}
+	}
 	evs := make([]Event, 0, len(changes))
 	for _, c := range changes {
-		if len(spec.Establishments) > 0 && !slices.Contains(spec.Establishments, c.Establishment) {
+		if p.keep != nil && !p.keep[c.Establishment] {
 			continue
 		}
 		evs = append(evs, NewEvent(p.r.cfg.Source, c))
