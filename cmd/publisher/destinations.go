@@ -12,6 +12,7 @@ import (
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/changes"
 	"github.com/opencarte/publisher/webhook/destination"
+	"github.com/opencarte/publisher/webhook/destination/natsdest"
 )
 
 // destinationsLease names the lease of the process that publishes to the broker destinations.
@@ -70,4 +71,6 @@ func (m *Main) runDestinations(ctx context.Context) error {
 }
 
 // destinationOpeners connect to the brokers, by destination type.
-var destinationOpeners = map[string]destination.Opener{}
+var destinationOpeners = map[string]destination.Opener{
+	destination.TypeNATS: natsdest.Open,
+}

@@ -40,7 +40,8 @@ type brokerUnderTest struct {
 // broker is down and across a restart of the service, nothing is lost.
 func testDestinationsThroughServe(t *testing.T, b brokerUnderTest) {
 	dir := t.TempDir()
-	m := openMain(t, dir, "2026-11-22")
+	public := func(c *Config) { c.PublicURL = "https://menus.example" }
+	m := openMain(t, dir, "2026-11-22", public)
 	slugs := []string{"dest-a", "dest-b", "dest-c"}
 	importDemoAs(t, m, slugs...)
 	all := m.addDestination(t, b.registration("all", nil, "all"), b.secret)
@@ -75,7 +76,7 @@ func testDestinationsThroughServe(t *testing.T, b brokerUnderTest) {
 	})
 	// The service restarted while the broker is down, and changes meanwhile.
 	m.Close()
-	m = openMain(t, dir, "2026-11-22")
+	m = openMain(t, dir, "2026-11-22", public)
 	rename(m, "dest-a", 4)
 	b.start(t)
 	m.awaitDestination(t, b, "all", slugs)
@@ -83,7 +84,7 @@ func testDestinationsThroughServe(t *testing.T, b brokerUnderTest) {
 	eventually(t, "the destination active again", func() bool { return m.destination(t, all, b.secret).State == "active" })
 
 	for _, name := range []string{"all", "only"} {
-		checkEvents(t, name, b.received(t, name), m.PublicURL())
+		checkEvents(t, name, b.received(t, name), "https://menus.example")
 	}
 	for _, e := range b.received(t, "only") {
 		if e.Subject != "dest-b" {

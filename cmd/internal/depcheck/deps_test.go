@@ -31,6 +31,8 @@ func TestDependencyDirection(t *testing.T) {
 		// The broker destinations publish the changes feed's entries: they know the feed only
 		// through a function their caller gives, and no transport of the service's own.
 		{"webhook/destination", []string{"domain", "projections", "readapi", "cmd"}, nil},
+		// Each broker's publisher knows the destination's events and its own client, nothing else.
+		{"webhook/destination/natsdest", []string{"domain", "projections", "readapi", "cmd"}, nil},
 		// The write side's application layer knows no transport and no role, nor the webhook
 		// dispatcher, which it reaches through interfaces of its own, with results of its own.
 		{"cmd/publisher/app", []string{"projections", "readapi", "webhook", "cmd"}, nil},
