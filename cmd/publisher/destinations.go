@@ -12,6 +12,7 @@ import (
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/changes"
 	"github.com/opencarte/publisher/webhook/destination"
+	"github.com/opencarte/publisher/webhook/destination/kafka"
 	"github.com/opencarte/publisher/webhook/destination/natsdest"
 )
 
@@ -72,5 +73,6 @@ func (m *Main) runDestinations(ctx context.Context) error {
 
 // destinationOpeners connect to the brokers, by destination type.
 var destinationOpeners = map[string]destination.Opener{
-	destination.TypeNATS: natsdest.Open,
+	destination.TypeKafka: kafka.Open,
+	destination.TypeNATS:  natsdest.Open,
 }
