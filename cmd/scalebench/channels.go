@@ -46,6 +46,7 @@ func (b *bench) followImport(ctx context.Context) error {
 		return err
 	}
 	b.platformFigures("the import", b.imported, seq, at)
+	b.destinationFigures(ctx, "the import", at)
 	return nil
 }
 
@@ -64,6 +65,7 @@ func (b *bench) followDay(ctx context.Context) error {
 		total(got.entries), len(got.sizes), spread(got.sizes), spread(got.entries), b.failed.Load(), got.position, seq,
 		sinceText(got.reached, at), sinceText(got.reached, b.restarted))
 	b.platformFigures("the day change", b.projected, seq, at)
+	b.destinationFigures(ctx, "the day change", at)
 	return nil
 }
 
@@ -85,10 +87,10 @@ func (b *bench) checkChannels(ctx context.Context, when string, feedAll bool) er
 		return err
 	}
 	deadline := time.Now().Add(window + 2*time.Minute)
-	var feedOff, platformOff int
+	var feedOff, platformOff, kafkaOff int
 	for {
-		feedOff, platformOff = b.feed.mismatch(served, feedAll), b.platform.mismatch(served, false)
-		if feedOff == 0 && platformOff == 0 || time.Now().After(deadline) {
+		feedOff, platformOff, kafkaOff = b.feed.mismatch(served, feedAll), b.platform.mismatch(served, false), b.dest.state.mismatch(served, false)
+		if feedOff == 0 && platformOff == 0 && kafkaOff == 0 || time.Now().After(deadline) {
 			break
 		}
 		select {
@@ -97,8 +99,8 @@ func (b *bench) checkChannels(ctx context.Context, when string, feedAll bool) er
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	b.r.add("channels %s: %d establishments read through the read API; the changes feed holds %d otherwise (%d entries that would have gone back, %d long polls answered), the platform endpoint %d otherwise (%d that would have gone back)",
-		when, len(served), feedOff, b.feed.backs(), b.polls.Load(), platformOff, b.platform.backs())
+	b.r.add("channels %s: %d establishments read through the read API; the changes feed holds %d otherwise (%d entries that would have gone back, %d long polls answered), the platform endpoint %d otherwise (%d that would have gone back), the kafka destination's consumer %d otherwise (%d that would have gone back)",
+		when, len(served), feedOff, b.feed.backs(), b.polls.Load(), platformOff, b.platform.backs(), kafkaOff, b.dest.state.backs())
 	return nil
 }
 

@@ -138,3 +138,10 @@ func total(v []int) int {
 	}
 	return n
 }
+
+// count returns how many establishments f holds.
+func (f *follower) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.state)
+}

@@ -79,8 +79,8 @@ func run(ctx context.Context, o options) error {
 	b.r.add("scalebench: %d establishments, seed %d, first day %s, in %s", o.n, o.seed, o.today, o.dir)
 	b.r.add("machine: %d CPUs, %s", cpus(), memTotal())
 	for _, phase := range []func(context.Context) error{
-		b.build, b.generate, b.measureRaw, b.startService, b.startPlatform, b.importAll, b.followImport, b.apiAlone, b.adminAlone,
-		b.restartSameDay, b.registerHooks, b.dayChange, b.followDay, b.verify, b.replay, b.rebuild,
+		b.build, b.generate, b.measureRaw, b.startService, b.startPlatform, b.startKafka, b.importAll, b.followImport, b.syncDestination,
+		b.apiAlone, b.adminAlone, b.restartSameDay, b.registerHooks, b.dayChange, b.followDay, b.verify, b.replay, b.rebuild,
 	} {
 		if err := phase(ctx); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/webhook"
+	"github.com/opencarte/publisher/webhook/destination/brokertest"
 )
 
 // window is the service's --webhook-window: the wait before a change's webhooks are sent.
@@ -39,6 +40,8 @@ type bench struct {
 	projected  time.Time // when the day change was projected
 	imported   time.Time // when the import was projected
 	replayRate float64   // the projector's second replay alone, establishments per second
+	kafka      *brokertest.Kafka
+	dest       *destination // the Kafka destination of every change from the start
 }
 
 // close stops what the run started that is still running.
@@ -51,6 +54,12 @@ func (b *bench) close() {
 	}
 	if b.hooks != nil {
 		b.hooks.close()
+	}
+	if b.dest != nil {
+		b.dest.close()
+	}
+	if b.kafka != nil {
+		b.kafka.Stop()
 	}
 }
 
