@@ -10,8 +10,6 @@ package kafka
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"time"
@@ -70,32 +68,11 @@ func saramaConfig(spec destination.Spec, sec destination.Secrets) (*sarama.Confi
 		}
 	}
 	if spec.TLS != nil {
-		t, err := tlsConfig(spec.TLS, sec.TLSKey)
+		t, err := spec.TLS.ClientConfig(sec.TLSKey)
 		if err != nil {
 			return nil, err
 		}
 		cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, t
-	}
-	return cfg, nil
-}
-
-// tlsConfig is the TLS of the connections: the CA to trust instead of the system's, the name to
-// verify, the client certificate.
-func tlsConfig(t *destination.TLS, key string) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
-	if t.CA != "" {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM([]byte(t.CA)) {
-			return nil, errors.New("tls.ca_pem: no certificate in it")
-		}
-		cfg.RootCAs = pool
-	}
-	if t.Cert != "" {
-		cert, err := tls.X509KeyPair([]byte(t.Cert), []byte(key))
-		if err != nil {
-			return nil, errors.New("tls.cert_pem: the certificate and its key do not make a pair")
-		}
-		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
 }

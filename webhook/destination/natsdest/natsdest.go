@@ -15,8 +15,6 @@ package natsdest
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"time"
@@ -93,34 +91,13 @@ func options(spec destination.Spec, sec destination.Secrets) ([]nats.Option, err
 		opts = append(opts, nats.Nkey(pub, kp.Sign))
 	}
 	if spec.TLS != nil {
-		cfg, err := tlsConfig(spec.TLS, sec.TLSKey)
+		cfg, err := spec.TLS.ClientConfig(sec.TLSKey)
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, nats.Secure(cfg))
 	}
 	return opts, nil
-}
-
-// tlsConfig is the TLS of a connection: the CA to trust instead of the system's, the name to
-// verify, the client certificate.
-func tlsConfig(t *destination.TLS, key string) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
-	if t.CA != "" {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM([]byte(t.CA)) {
-			return nil, errors.New("tls.ca_pem: no certificate in it")
-		}
-		cfg.RootCAs = pool
-	}
-	if t.Cert != "" {
-		cert, err := tls.X509KeyPair([]byte(t.Cert), []byte(key))
-		if err != nil {
-			return nil, errors.New("tls.cert_pem: the certificate and its key do not make a pair")
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
 }
 
 // sink turns events into the binding's messages and publishes them, one subject per slug.
