@@ -34,6 +34,7 @@ func TestDependencyDirection(t *testing.T) {
 		// Each broker's publisher knows the destination's events and its own client, nothing else.
 		{"webhook/destination/natsdest", []string{"domain", "projections", "readapi", "cmd"}, nil},
 		{"webhook/destination/kafka", []string{"domain", "projections", "readapi", "cmd"}, nil},
+		{"webhook/destination/amqp", []string{"domain", "projections", "readapi", "cmd"}, nil},
 		// The brokers of the tests and the benchmark.
 		{"webhook/destination/brokertest", []string{"domain", "projections", "readapi", "cmd"}, nil},
 		// The write side's application layer knows no transport and no role, nor the webhook
