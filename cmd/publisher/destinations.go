@@ -12,6 +12,7 @@ import (
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/changes"
 	"github.com/opencarte/publisher/webhook/destination"
+	"github.com/opencarte/publisher/webhook/destination/amqp"
 	"github.com/opencarte/publisher/webhook/destination/kafka"
 	"github.com/opencarte/publisher/webhook/destination/natsdest"
 )
@@ -74,5 +75,6 @@ func (m *Main) runDestinations(ctx context.Context) error {
 // destinationOpeners connect to the brokers, by destination type.
 var destinationOpeners = map[string]destination.Opener{
 	destination.TypeKafka: kafka.Open,
+	destination.TypeAMQP:  amqp.Open,
 	destination.TypeNATS:  natsdest.Open,
 }

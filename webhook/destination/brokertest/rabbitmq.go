@@ -3,6 +3,7 @@
 package brokertest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -34,21 +35,23 @@ const (
 	rabbitMQStop = 30 * time.Second
 )
 
-// RabbitMQOptions configure a node. With TLSCert and TLSKey (PEM files) it also listens for
-// amqps:// with that certificate.
+// RabbitMQOptions configure a node. User and Password are its user's, "guest" and "guest"
+// unless given. With TLSCert and TLSKey (PEM files) it also listens for amqps:// with that
+// certificate.
 type RabbitMQOptions struct {
+	User, Password  string
 	TLSCert, TLSKey string
 }
 
 // RabbitMQ is a private node of Debian's rabbitmq-server: its own Erlang port mapper, its
 // configuration, data and logs in a directory, on free ports of 127.0.0.1 that stay the same
-// across Stop and Start, so that durable exchanges, queues and persistent messages survive. The
-// user guest, password guest, may connect.
+// across Stop and Start, so that durable exchanges, queues and persistent messages survive.
 type RabbitMQ struct {
-	dir           string
-	port, tlsPort int
-	env           []string
-	epmd          *exec.Cmd
+	dir            string
+	port, tlsPort  int
+	user, password string
+	env            []string
+	epmd           *exec.Cmd
 
 	mu     sync.Mutex
 	node   *exec.Cmd
@@ -71,7 +74,7 @@ func NewRabbitMQ(dir string, opts RabbitMQOptions) (*RabbitMQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &RabbitMQ{dir: dir, port: ports[0]}
+	r := &RabbitMQ{dir: dir, port: ports[0], user: cmp.Or(opts.User, "guest"), password: cmp.Or(opts.Password, "guest")}
 	if opts.TLSCert != "" {
 		r.tlsPort = ports[3]
 	}
@@ -104,10 +107,11 @@ func StartRabbitMQ(tb testing.TB, opts RabbitMQOptions) *RabbitMQ {
 	return r
 }
 
-// configure writes the node's configuration: its listeners on 127.0.0.1, no plugin, and a disk
-// limit low enough that a full test machine does not block publishers.
+// configure writes the node's configuration: its listeners on 127.0.0.1, its user, no plugin,
+// and a disk limit low enough that a full test machine does not block publishers.
 func (r *RabbitMQ) configure(opts RabbitMQOptions) error {
-	conf := fmt.Sprintf("listeners.tcp.default = 127.0.0.1:%d\ndisk_free_limit.absolute = 1MB\n", r.port)
+	conf := fmt.Sprintf("listeners.tcp.default = 127.0.0.1:%d\ndisk_free_limit.absolute = 1MB\ndefault_user = %s\ndefault_pass = %s\n",
+		r.port, r.user, r.password)
 	if r.tlsPort != 0 {
 		conf += fmt.Sprintf("listeners.ssl.default = 127.0.0.1:%d\nssl_options.certfile = %s\nssl_options.keyfile = %s\n"+
 			"ssl_options.verify = verify_none\nssl_options.fail_if_no_peer_cert = false\n", r.tlsPort, opts.TLSCert, opts.TLSKey)
@@ -164,20 +168,20 @@ func freePorts(n int) ([]int, error) {
 // Addr returns the node's AMQP address, host:port.
 func (r *RabbitMQ) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port)) }
 
-// URL returns the URL of the node for the user guest.
-func (r *RabbitMQ) URL() string { return r.userURL("amqp", r.port, "guest", "guest") }
+// URL returns the URL of the node with its user's credentials.
+func (r *RabbitMQ) URL() string { return r.userURL("amqp", r.port, r.password) }
 
-// TLSURL returns the amqps:// URL of the node for the user guest; the node listens for it only
-// when started with a certificate.
-func (r *RabbitMQ) TLSURL() string { return r.userURL("amqps", r.tlsPort, "guest", "guest") }
+// TLSURL returns the amqps:// URL of the node with its user's credentials; the node listens for
+// it only when started with a certificate.
+func (r *RabbitMQ) TLSURL() string { return r.userURL("amqps", r.tlsPort, r.password) }
 
-// URLWithPassword returns the URL of the node for the user guest with another password.
+// URLWithPassword returns the URL of the node for its user with another password.
 func (r *RabbitMQ) URLWithPassword(password string) string {
-	return r.userURL("amqp", r.port, "guest", password)
+	return r.userURL("amqp", r.port, password)
 }
 
-func (r *RabbitMQ) userURL(scheme string, port int, user, password string) string {
-	u := url.URL{Scheme: scheme, User: url.UserPassword(user, password), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Path: "/"}
+func (r *RabbitMQ) userURL(scheme string, port int, password string) string {
+	u := url.URL{Scheme: scheme, User: url.UserPassword(r.user, password), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Path: "/"}
 	return u.String()
 }
 
