@@ -30,6 +30,9 @@ func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (
 	}
 	var tlsConfig *tls.Config
 	if spec.TLS != nil {
+		if !strings.HasPrefix(target, "amqps ") {
+			return nil, errors.New("tls: needs an amqps:// URL")
+		}
 		if tlsConfig, err = spec.TLS.ClientConfig(sec.TLSKey); err != nil {
 			return nil, err
 		}

@@ -25,3 +25,13 @@ func TestOpenErrorsNeverShowThePassword(t *testing.T) {
 		}
 	}
 }
+
+// TLS applies to amqps:// alone: with an amqp:// URL it would be ignored.
+func TestOpenRefusesTLSWithoutAMQPS(t *testing.T) {
+	t.Parallel()
+	_, err := amqp.Open(t.Context(), destination.Spec{Type: destination.TypeAMQP, Exchange: "menus", TLS: &destination.TLS{}},
+		destination.Secrets{URL: "amqp://guest:guest@127.0.0.1:1/"})
+	if err == nil || !strings.HasPrefix(err.Error(), "tls:") {
+		t.Errorf("Open with TLS on amqp://: %v, want an error naming tls", err)
+	}
+}
