@@ -21,18 +21,6 @@ import (
 	"github.com/opencarte/publisher/webhook/destination/brokertest"
 )
 
-// changeEvents returns the events of slug's revisions, in order.
-func changeEvents(slug string, revs ...int64) []destination.Event {
-	var evs []destination.Event
-	for _, rev := range revs {
-		evs = append(evs, destination.NewEvent("https://menus.example", events.Change{
-			Establishment: slug, Revision: rev, Resources: []string{"hours"}, Served: true,
-			Seq: uint64(rev), At: time.Date(2026, 11, 29, 9, 0, int(rev%60), 123_000_000, time.UTC),
-		}))
-	}
-	return evs
-}
-
 func revisions(n int) []int64 {
 	revs := make([]int64, n)
 	for i := range revs {
@@ -102,10 +90,10 @@ func testBinary(t *testing.T, r *brokertest.RabbitMQ) {
 	sink := open(t, destination.Spec{Exchange: "menus"}, destination.Secrets{URL: r.URL()})
 	var evs []destination.Event
 	for rev := int64(1); rev <= 5; rev++ {
-		evs = append(evs, changeEvents("chez-marcel", rev)...)
-		evs = append(evs, changeEvents("other", rev)...)
+		evs = append(evs, brokertest.Events("chez-marcel", rev)...)
+		evs = append(evs, brokertest.Events("other", rev)...)
 	}
-	evs = append(evs, changeEvents("bulk", revisions(600)...)...) // more than one batch of confirmations
+	evs = append(evs, brokertest.Events("bulk", revisions(600)...)...) // more than one batch of confirmations
 	if err := sink.Publish(t.Context(), evs); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +152,7 @@ func checkBinary(t *testing.T, m amqp091.Delivery, e destination.Event) {
 func testStructured(t *testing.T, r *brokertest.RabbitMQ) {
 	c := consume(t, r, "menus-structured", "topic", "structured", "establishment.*")
 	sink := open(t, destination.Spec{Exchange: "menus-structured", ContentMode: destination.ModeStructured}, destination.Secrets{URL: r.URL()})
-	evs := changeEvents("chez-marcel", 7, 8)
+	evs := brokertest.Events("chez-marcel", 7, 8)
 	if err := sink.Publish(t.Context(), evs); err != nil {
 		t.Fatal(err)
 	}
@@ -196,18 +184,18 @@ func testReturned(t *testing.T, r *brokertest.RabbitMQ) {
 	c := consume(t, r, "menus-direct", "direct", "direct", "menus.chez-marcel.changed")
 	sink := open(t, destination.Spec{Exchange: "menus-direct", ExchangeType: "direct", RoutingKey: "menus.{establishment}.changed"},
 		destination.Secrets{URL: r.URL()})
-	if err := sink.Publish(t.Context(), changeEvents("chez-marcel", 1)); err != nil {
+	if err := sink.Publish(t.Context(), brokertest.Events("chez-marcel", 1)); err != nil {
 		t.Fatal(err)
 	}
 	if m := await(t, c, 1)[0]; m.RoutingKey != "menus.chez-marcel.changed" {
 		t.Errorf("routing key %q", m.RoutingKey)
 	}
-	err := sink.Publish(t.Context(), changeEvents("other", 1))
+	err := sink.Publish(t.Context(), brokertest.Events("other", 1))
 	if err == nil || !strings.Contains(err.Error(), "menus-direct") || !strings.Contains(err.Error(), `"menus.other.changed"`) ||
 		!strings.Contains(err.Error(), "no queue") {
 		t.Errorf("Publish of a message no queue takes: %v, want an error naming the exchange and the routing key", err)
 	}
-	if err := sink.Publish(t.Context(), changeEvents("chez-marcel", 2)); err != nil {
+	if err := sink.Publish(t.Context(), brokertest.Events("chez-marcel", 2)); err != nil {
 		t.Errorf("Publish after a returned message: %v", err)
 	}
 }
@@ -230,14 +218,14 @@ func testNacked(t *testing.T, r *brokertest.RabbitMQ) {
 		t.Fatal(err)
 	}
 	sink := open(t, destination.Spec{Exchange: "menus-full"}, destination.Secrets{URL: r.URL()})
-	err = sink.Publish(t.Context(), changeEvents("chez-marcel", 1, 2, 3))
+	err = sink.Publish(t.Context(), brokertest.Events("chez-marcel", 1, 2, 3))
 	if err == nil || !strings.Contains(err.Error(), "negative confirmation") {
 		t.Fatalf("Publish to a full queue: %v, want a negative confirmation", err)
 	}
 	if _, err := ch.QueuePurge("full", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := sink.Publish(t.Context(), changeEvents("chez-marcel", 4)); err != nil {
+	if err := sink.Publish(t.Context(), brokertest.Events("chez-marcel", 4)); err != nil {
 		t.Errorf("Publish once the queue has room: %v", err)
 	}
 }
@@ -283,7 +271,7 @@ func testCredentials(t *testing.T, r *brokertest.RabbitMQ) {
 func testTLS(t *testing.T, r *brokertest.RabbitMQ, ca string) {
 	c := consume(t, r, "menus-tls", "topic", "tls", "#")
 	sink := open(t, destination.Spec{Exchange: "menus-tls", TLS: &destination.TLS{CA: ca}}, destination.Secrets{URL: r.TLSURL()})
-	evs := changeEvents("chez-marcel", 1)
+	evs := brokertest.Events("chez-marcel", 1)
 	if err := sink.Publish(t.Context(), evs); err != nil {
 		t.Fatal(err)
 	}
@@ -301,10 +289,10 @@ func testContextEnded(t *testing.T, r *brokertest.RabbitMQ) {
 	sink := open(t, destination.Spec{Exchange: "menus"}, destination.Secrets{URL: r.URL()})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := sink.Publish(ctx, changeEvents("chez-marcel", 1)); !errors.Is(err, context.Canceled) {
+	if err := sink.Publish(ctx, brokertest.Events("chez-marcel", 1)); !errors.Is(err, context.Canceled) {
 		t.Errorf("Publish with a context that ended: %v", err)
 	}
-	if err := sink.Publish(t.Context(), changeEvents("chez-marcel", 2)); err != nil {
+	if err := sink.Publish(t.Context(), brokertest.Events("chez-marcel", 2)); err != nil {
 		t.Errorf("Publish after: %v", err)
 	}
 }
@@ -319,11 +307,11 @@ func TestRabbitMQAwayThenBackLosesNothing(t *testing.T) {
 	}
 	first.Close() // the queue stays, and keeps what comes while nobody reads
 	sink := open(t, destination.Spec{Exchange: "menus"}, destination.Secrets{URL: r.URL()})
-	if err := sink.Publish(t.Context(), changeEvents("a", 1, 2)); err != nil {
+	if err := sink.Publish(t.Context(), brokertest.Events("a", 1, 2)); err != nil {
 		t.Fatal(err)
 	}
 	r.Stop()
-	err = sink.Publish(t.Context(), changeEvents("a", 3))
+	err = sink.Publish(t.Context(), brokertest.Events("a", 3))
 	if err == nil || !strings.Contains(err.Error(), r.Addr()) {
 		t.Fatalf("Publish with the node stopped: %v, want an error naming it", err)
 	}
@@ -331,7 +319,7 @@ func TestRabbitMQAwayThenBackLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if err = sink.Publish(t.Context(), changeEvents("a", 3)); err == nil {
+		if err = sink.Publish(t.Context(), brokertest.Events("a", 3)); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("Publish once the node is back: %v", err)
@@ -342,7 +330,7 @@ func TestRabbitMQAwayThenBackLosesNothing(t *testing.T) {
 	for _, m := range msgs {
 		got = append(got, m.MessageId)
 	}
-	want := fmt.Sprint([]string{changeEvents("a", 1)[0].ID, changeEvents("a", 2)[0].ID, changeEvents("a", 3)[0].ID})
+	want := fmt.Sprint([]string{brokertest.Events("a", 1)[0].ID, brokertest.Events("a", 2)[0].ID, brokertest.Events("a", 3)[0].ID})
 	if fmt.Sprint(got) != want {
 		t.Errorf("the queue holds %v, want %v", got, want)
 	}

@@ -12,17 +12,6 @@ import (
 	"github.com/opencarte/publisher/webhook/destination/kafka"
 )
 
-func testEvents(slug string, revs ...int64) []destination.Event {
-	var evs []destination.Event
-	for i, rev := range revs {
-		evs = append(evs, destination.NewEvent("https://menus.example", events.Change{
-			Establishment: slug, Revision: rev, Resources: []string{"hours"}, Served: true,
-			Seq: uint64(rev), At: time.Date(2026, 11, 29, 9, 0, i, 0, time.UTC),
-		}))
-	}
-	return evs
-}
-
 // await returns the follower's records once it read n of them, or fails the test.
 func await(t *testing.T, f *brokertest.Follower, n int) []brokertest.Record {
 	t.Helper()
@@ -61,8 +50,8 @@ func TestBinaryEventsKeyedBySlugInOrder(t *testing.T) {
 	sink := open(t, k, destination.ModeBinary)
 	var evs []destination.Event
 	for rev := int64(1); rev <= 5; rev++ {
-		evs = append(evs, testEvents("chez-marcel", rev)...)
-		evs = append(evs, testEvents("other", rev)...)
+		evs = append(evs, brokertest.Events("chez-marcel", rev)...)
+		evs = append(evs, brokertest.Events("other", rev)...)
 	}
 	if err := sink.Publish(t.Context(), evs); err != nil {
 		t.Fatal(err)
@@ -110,7 +99,7 @@ func TestStructuredEvents(t *testing.T) {
 	t.Parallel()
 	k := brokertest.StartKafka(t, 1, "menus")
 	sink := open(t, k, destination.ModeStructured)
-	evs := testEvents("chez-marcel", 7)
+	evs := brokertest.Events("chez-marcel", 7)
 	if err := sink.Publish(t.Context(), evs); err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +118,11 @@ func TestBrokerAwayThenBackLosesNothing(t *testing.T) {
 	t.Parallel()
 	k := brokertest.StartKafka(t, 2, "menus")
 	sink := open(t, k, destination.ModeBinary)
-	if err := sink.Publish(t.Context(), testEvents("a", 1)); err != nil {
+	if err := sink.Publish(t.Context(), brokertest.Events("a", 1)); err != nil {
 		t.Fatal(err)
 	}
 	k.Stop()
-	err := sink.Publish(t.Context(), testEvents("a", 2))
+	err := sink.Publish(t.Context(), brokertest.Events("a", 2))
 	if err == nil {
 		t.Fatal("Publish with the broker away: no error")
 	}
@@ -141,7 +130,7 @@ func TestBrokerAwayThenBackLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if err = sink.Publish(t.Context(), testEvents("a", 2)); err == nil {
+		if err = sink.Publish(t.Context(), brokertest.Events("a", 2)); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("Publish once the broker is back: %v", err)
@@ -151,7 +140,7 @@ func TestBrokerAwayThenBackLosesNothing(t *testing.T) {
 	if got := recs[len(recs)-1].Headers["ce_id"]; !strings.HasPrefix(got, "a.2.") {
 		t.Errorf("the last record is %s, want revision 2", got)
 	}
-	if recs[0].Headers["ce_id"] != testEvents("a", 1)[0].ID {
+	if recs[0].Headers["ce_id"] != brokertest.Events("a", 1)[0].ID {
 		t.Errorf("the record before the stop is lost: %+v", recs[0])
 	}
 }

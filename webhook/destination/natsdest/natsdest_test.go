@@ -14,19 +14,9 @@ import (
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/events/natstest"
 	"github.com/opencarte/publisher/webhook/destination"
+	"github.com/opencarte/publisher/webhook/destination/brokertest"
 	"github.com/opencarte/publisher/webhook/destination/natsdest"
 )
-
-func testEvents(slug string, revs ...int64) []destination.Event {
-	var evs []destination.Event
-	for i, rev := range revs {
-		evs = append(evs, destination.NewEvent("https://menus.example", events.Change{
-			Establishment: slug, Revision: rev, Resources: []string{"hours"}, Served: true,
-			Seq: uint64(i + 1), At: time.Date(2026, 11, 29, 9, 0, i, 0, time.UTC),
-		}))
-	}
-	return evs
-}
 
 // server runs a NATS server whose user "menus" has the password given, with JetStream.
 func startServer(t *testing.T, password string) (*server.Server, string) {
@@ -61,7 +51,7 @@ func TestBinaryEventsOnTheSlugsSubjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sink.Close()
-	evs := append(testEvents("chez-marcel", 3, 4), testEvents("other", 1)...)
+	evs := append(brokertest.Events("chez-marcel", 3, 4), brokertest.Events("other", 1)...)
 	if err := sink.Publish(t.Context(), evs); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +89,7 @@ func TestStructuredEventsIntoAStreamOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sink.Close()
-	evs := testEvents("chez-marcel", 1, 2, 3)
+	evs := brokertest.Events("chez-marcel", 1, 2, 3)
 	err = sink.Publish(t.Context(), evs)
 	if err == nil || !strings.Contains(err.Error(), "no stream holds menus.changes.chez-marcel") {
 		t.Errorf("Publish without a stream: %v, want it said", err)
@@ -146,7 +136,7 @@ func TestServerAwayThenBack(t *testing.T) {
 	defer sink.Close()
 	s.Shutdown()
 	s.WaitForShutdown()
-	if err := sink.Publish(t.Context(), testEvents("a", 1)); err == nil {
+	if err := sink.Publish(t.Context(), brokertest.Events("a", 1)); err == nil {
 		t.Fatal("Publish with the server away: no error")
 	}
 	s = natstest.StartWith(t, opts)
@@ -160,7 +150,7 @@ func TestServerAwayThenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if err := sink.Publish(t.Context(), testEvents("a", 1)); err == nil {
+		if err := sink.Publish(t.Context(), brokertest.Events("a", 1)); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("Publish once the server is back: %v", err)

@@ -1,0 +1,21 @@
+package brokertest
+
+import (
+	"time"
+
+	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/webhook/destination"
+)
+
+// Events returns an event of the establishment slug at each revision, read at the sequence of
+// its revision, a second apart.
+func Events(slug string, revs ...int64) []destination.Event {
+	var evs []destination.Event
+	for i, rev := range revs {
+		evs = append(evs, destination.NewEvent("https://menus.example", events.Change{
+			Establishment: slug, Revision: rev, Resources: []string{"hours"}, Served: true,
+			Seq: uint64(rev), At: time.Date(2026, 11, 29, 9, 0, i, 0, time.UTC),
+		}))
+	}
+	return evs
+}
