@@ -148,5 +148,7 @@
 // from the consumer's pending retries. Watermill is not used: its retry middleware retries in
 // memory, blocking a worker for minutes and forgetting attempts on a crash, and its NATS
 // adapter would add ephemeral consumers and connection ownership that this design does not
-// want; plain durable consumers on the jetstream package do the job.
+// want; plain durable consumers on the jetstream package do the job. Watermill's publishers
+// serve the broker destinations (package destination), which publish the same changes into a
+// platform's own broker.
 package webhook
