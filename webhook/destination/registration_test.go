@@ -58,6 +58,7 @@ func TestParseRegistrationRefusesNamingTheField(t *testing.T) {
 		{`{"type": "postgres", "table": "t"}`, "dsn"},
 		{`{"type": "postgres", "dsn": "postgres://u:secret-pw@db/app", "table": "Robert'); DROP TABLE x;--"}`, "table"},
 		{`{"type": "postgres", "dsn": "postgres://db/app", "table": "t", "tls": {"cert_pem": "x"}}`, "tls.cert_pem"},
+		{`{"type": "postgres", "dsn": "postgres://db/app", "table": "t", "content_mode": "binary"}`, "content_mode"},
 	} {
 		_, _, err := destination.ParseRegistration([]byte(tc.body))
 		var fe *destination.FieldError

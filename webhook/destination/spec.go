@@ -41,7 +41,8 @@ type Spec struct {
 	Establishments []string `json:"establishments,omitempty"`
 	// Start is StartNow (the default) or StartAll.
 	Start string `json:"start,omitempty"`
-	// ContentMode is ModeBinary (the default, except for PostgreSQL) or ModeStructured.
+	// ContentMode is ModeBinary (the default) or ModeStructured; PostgreSQL takes ModeStructured
+	// only (its rows hold the whole event), and it is its default.
 	ContentMode string `json:"content_mode,omitempty"`
 
 	// Kafka: the bootstrap brokers ("host:port") and the topic; the message key is the slug.
@@ -254,6 +255,9 @@ func (s *Spec) validatePostgres(sec Secrets) error {
 	}
 	if !tableName.MatchString(s.Table) {
 		return refuse("table", "a lower-case name, or schema.name, of letters, digits and '_'")
+	}
+	if s.ContentMode != ModeStructured {
+		return refuse("content_mode", "a PostgreSQL table holds the whole event: %q only", ModeStructured)
 	}
 	return nil
 }
