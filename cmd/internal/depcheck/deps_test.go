@@ -35,6 +35,7 @@ func TestDependencyDirection(t *testing.T) {
 		{"webhook/destination/natsdest", []string{"domain", "projections", "readapi", "cmd"}, nil},
 		{"webhook/destination/kafka", []string{"domain", "projections", "readapi", "cmd"}, nil},
 		{"webhook/destination/amqp", []string{"domain", "projections", "readapi", "cmd"}, nil},
+		{"webhook/destination/postgres", []string{"domain", "projections", "readapi", "cmd"}, nil},
 		// The brokers of the tests and the benchmark.
 		{"webhook/destination/brokertest", []string{"domain", "projections", "readapi", "cmd"}, nil},
 		// The write side's application layer knows no transport and no role, nor the webhook
