@@ -15,6 +15,7 @@ import (
 	"github.com/opencarte/publisher/webhook/destination/amqp"
 	"github.com/opencarte/publisher/webhook/destination/kafka"
 	"github.com/opencarte/publisher/webhook/destination/natsdest"
+	"github.com/opencarte/publisher/webhook/destination/postgres"
 )
 
 // destinationsLease names the lease of the process that publishes to the broker destinations.
@@ -74,7 +75,8 @@ func (m *Main) runDestinations(ctx context.Context) error {
 
 // destinationOpeners connect to the brokers, by destination type.
 var destinationOpeners = map[string]destination.Opener{
-	destination.TypeKafka: kafka.Open,
-	destination.TypeAMQP:  amqp.Open,
-	destination.TypeNATS:  natsdest.Open,
+	destination.TypeKafka:    kafka.Open,
+	destination.TypeAMQP:     amqp.Open,
+	destination.TypeNATS:     natsdest.Open,
+	destination.TypePostgres: postgres.Open,
 }
