@@ -17,7 +17,7 @@ import (
 // A PostgreSQL destination, on a private server of Debian's package, its tables read with pgx:
 // the end-to-end checks of testDestinationsThroughServe.
 func TestPostgreSQLDestinationThroughServe(t *testing.T) {
-	pg := brokertest.StartPostgreSQL(t)
+	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	testDestinationsThroughServe(t, brokerUnderTest{
 		registration: func(name string, slugs []string, start string) string {
 			reg := map[string]any{"type": "postgres", "dsn": pg.DSN(), "table": "menus_" + name, "start": start}

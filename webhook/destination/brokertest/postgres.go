@@ -21,6 +21,12 @@ import (
 // starts; connections over TCP must give it.
 const PostgreSQLPassword = "pg-test-secret"
 
+// PostgreSQLOptions configure a PostgreSQL: with TLSCert and TLSKey (PEM files), it accepts
+// connections over TLS only.
+type PostgreSQLOptions struct {
+	TLSCert, TLSKey string
+}
+
 // PostgreSQL is a private server of Debian's postgresql package: its data in a directory of its
 // own, on a loopback port that stays the same across Stop and Start. As root, it runs as the
 // user postgres (the server refuses to run as root).
@@ -29,6 +35,7 @@ type PostgreSQL struct {
 	bin  string // the directory of initdb, pg_ctl and postgres
 	port int
 	asPG bool // run the commands as the user postgres
+	tls  bool
 
 	mu      sync.Mutex
 	running bool
@@ -36,9 +43,9 @@ type PostgreSQL struct {
 
 // StartPostgreSQL initialises and starts a server for the test, stopped and removed when the
 // test ends. Without the package's binaries the test fails, saying which package to install.
-func StartPostgreSQL(tb testing.TB) *PostgreSQL {
+func StartPostgreSQL(tb testing.TB, opts PostgreSQLOptions) *PostgreSQL {
 	tb.Helper()
-	p, err := NewPostgreSQL()
+	p, err := NewPostgreSQL(opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -51,7 +58,7 @@ func StartPostgreSQL(tb testing.TB) *PostgreSQL {
 
 // NewPostgreSQL initialises a server's data in a new directory, on a free port, without
 // starting it.
-func NewPostgreSQL() (*PostgreSQL, error) {
+func NewPostgreSQL(opts PostgreSQLOptions) (*PostgreSQL, error) {
 	bin, err := postgresBin()
 	if err != nil {
 		return nil, err
@@ -61,7 +68,11 @@ func NewPostgreSQL() (*PostgreSQL, error) {
 		return nil, err
 	}
 	p := &PostgreSQL{dir: dir, bin: bin, asPG: os.Geteuid() == 0}
-	if err := p.init(); err != nil {
+	err = p.init()
+	if err == nil && opts.TLSCert != "" {
+		err = p.configureTLS(opts.TLSCert, opts.TLSKey)
+	}
+	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -87,16 +98,8 @@ func version(path string) int {
 // init hands the directory to the server's user, picks a port and runs initdb: password
 // authentication over TCP, trust over the socket in the directory (for pg_ctl).
 func (p *PostgreSQL) init() error {
-	if p.asPG {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return fmt.Errorf("no user postgres to run the server as (apt-get install postgresql creates it): %w", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(p.dir, uid, gid); err != nil {
-			return err
-		}
+	if err := p.own(p.dir); err != nil {
+		return err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -114,6 +117,60 @@ func (p *PostgreSQL) init() error {
 
 func (p *PostgreSQL) data() string { return filepath.Join(p.dir, "data") }
 
+// own gives path to the server's user, when the server runs as postgres.
+func (p *PostgreSQL) own(path string) error {
+	if !p.asPG {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return fmt.Errorf("no user postgres to run the server as (apt-get install postgresql creates it): %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return os.Chown(path, uid, gid)
+}
+
+// configureTLS copies the certificate and its key into the data, turns TLS on, and makes every
+// TCP connection use it (hostssl in pg_hba.conf).
+func (p *PostgreSQL) configureTLS(cert, key string) error {
+	for _, f := range []struct{ from, to string }{{cert, "server.crt"}, {key, "server.key"}} {
+		b, err := os.ReadFile(f.from)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(p.data(), f.to)
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			return err
+		}
+		if err := p.own(to); err != nil {
+			return err
+		}
+	}
+	conf, err := os.OpenFile(filepath.Join(p.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = conf.WriteString("ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n")
+	if cerr := conf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	hbaPath := filepath.Join(p.data(), "pg_hba.conf")
+	hba, err := os.ReadFile(hbaPath)
+	if err != nil {
+		return err
+	}
+	hba = []byte(strings.ReplaceAll("\n"+string(hba), "\nhost ", "\nhostssl "))
+	if err := os.WriteFile(hbaPath, hba, 0o600); err != nil {
+		return err
+	}
+	p.tls = true
+	return nil
+}
+
 // run runs a command as the server's user, its output in the error when it fails.
 func (p *PostgreSQL) run(name string, args ...string) error {
 	if p.asPG {
@@ -130,7 +187,7 @@ func (p *PostgreSQL) run(name string, args ...string) error {
 }
 
 // DSN returns the connection string of the database postgres as the superuser, over TCP with
-// the password, without TLS.
+// the password; TLS required without verification when the server has it, else none.
 func (p *PostgreSQL) DSN() string { return p.DSNWithPassword(PostgreSQLPassword) }
 
 // DSNWithPassword is DSN with another password.
@@ -138,6 +195,9 @@ func (p *PostgreSQL) DSNWithPassword(password string) string {
 	u := url.URL{
 		Scheme: "postgres", User: url.UserPassword("postgres", password),
 		Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)), Path: "/postgres", RawQuery: "sslmode=disable",
+	}
+	if p.tls {
+		u.RawQuery = "sslmode=require"
 	}
 	return u.String()
 }

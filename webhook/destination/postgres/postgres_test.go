@@ -119,7 +119,7 @@ type cloudEvent struct {
 
 func TestPostgreSQLRowsInPositionOrder(t *testing.T) {
 	t.Parallel()
-	pg := brokertest.StartPostgreSQL(t)
+	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	sink := open(t, pg, "menu_events")
 	evs := interleaved(5, "chez-marcel", "other")
 	if err := sink.Publish(t.Context(), evs[:4]); err != nil {
@@ -160,7 +160,7 @@ func TestPostgreSQLRowsInPositionOrder(t *testing.T) {
 
 func TestPostgreSQLPagePublishedTwiceInsertsOnce(t *testing.T) {
 	t.Parallel()
-	pg := brokertest.StartPostgreSQL(t)
+	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	sink := open(t, pg, "menu_events")
 	page := interleaved(3, "a", "b")
 	if err := sink.Publish(t.Context(), page); err != nil {
@@ -185,7 +185,7 @@ func TestPostgreSQLPagePublishedTwiceInsertsOnce(t *testing.T) {
 // A page is one transaction: a row the table refuses leaves none of the page.
 func TestPostgreSQLPageAllOrNothing(t *testing.T) {
 	t.Parallel()
-	pg := brokertest.StartPostgreSQL(t)
+	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	sink := open(t, pg, "menu_events")
 	if _, err := connect(t, pg).Exec(t.Context(), "ALTER TABLE menu_events ADD CONSTRAINT no_refused CHECK (establishment <> 'refused')"); err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func TestPostgreSQLPageAllOrNothing(t *testing.T) {
 // A page larger than one statement's arguments is still one transaction, in order.
 func TestPostgreSQLLargePage(t *testing.T) {
 	t.Parallel()
-	pg := brokertest.StartPostgreSQL(t)
+	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	sink := open(t, pg, "menu_events")
 	var revs []int64
 	for rev := int64(1); rev <= 2500; rev++ {
@@ -227,7 +227,7 @@ func TestPostgreSQLLargePage(t *testing.T) {
 
 func TestPostgreSQLStoppedThenStartedLosesNothing(t *testing.T) {
 	t.Parallel()
-	pg := brokertest.StartPostgreSQL(t)
+	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	sink := open(t, pg, "menu_events")
 	if err := sink.Publish(t.Context(), testEvents("a", 1)); err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestPostgreSQLStoppedThenStartedLosesNothing(t *testing.T) {
 
 func TestPostgreSQLPublishHonoursContext(t *testing.T) {
 	t.Parallel()
-	pg := brokertest.StartPostgreSQL(t)
+	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	sink := open(t, pg, "menu_events")
 	// A lock on the table holds the insert until the context ends.
 	tx, err := connect(t, pg).Begin(t.Context())
@@ -284,7 +284,7 @@ func TestPostgreSQLPublishHonoursContext(t *testing.T) {
 
 func TestPostgreSQLBadConnectionSaysWhyWithoutSecret(t *testing.T) {
 	t.Parallel()
-	pg := brokertest.StartPostgreSQL(t)
+	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	spec := destination.Spec{Type: destination.TypePostgres, Table: "menu_events", ContentMode: destination.ModeStructured}
 	for _, tc := range []struct{ dsn, secret, want string }{
 		{pg.DSNWithPassword("wrong-secret-pw"), "wrong-secret-pw", "password authentication failed"},
@@ -307,7 +307,7 @@ func TestPostgreSQLBadConnectionSaysWhyWithoutSecret(t *testing.T) {
 
 func TestPostgreSQLTableOfAnotherShapeRefused(t *testing.T) {
 	t.Parallel()
-	pg := brokertest.StartPostgreSQL(t)
+	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	conn := connect(t, pg)
 	for _, q := range []string{
 		"CREATE TABLE menus (id integer PRIMARY KEY, establishment text)",
@@ -344,7 +344,7 @@ func TestPostgreSQLTableOfAnotherShapeRefused(t *testing.T) {
 // its rows.
 func TestPostgreSQLSchemaTableAndKeyword(t *testing.T) {
 	t.Parallel()
-	pg := brokertest.StartPostgreSQL(t)
+	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	if _, err := connect(t, pg).Exec(t.Context(), "CREATE SCHEMA outbox"); err != nil {
 		t.Fatal(err)
 	}
