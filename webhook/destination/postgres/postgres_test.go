@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/opencarte/publisher/events"
+	"github.com/opencarte/publisher/events/natstest"
 	"github.com/opencarte/publisher/webhook/destination"
 	"github.com/opencarte/publisher/webhook/destination/brokertest"
 	"github.com/opencarte/publisher/webhook/destination/postgres"
@@ -365,5 +367,55 @@ func TestPostgreSQLSchemaTableAndKeyword(t *testing.T) {
 		"SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = 'outbox' AND tablename = 'menu_events' AND indexdef LIKE '%(establishment, content_revision)%')").Scan(&indexed)
 	if err != nil || !indexed {
 		t.Errorf("index on (establishment, content_revision): %v, %v", indexed, err)
+	}
+}
+
+// spec.TLS requires TLS verified with its CA, over the connection string's sslmode; without it,
+// the sslmode decides.
+func TestPostgreSQLTLS(t *testing.T) {
+	t.Parallel()
+	ca, cert, key := natstest.WriteCertificate(t)
+	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{TLSCert: cert, TLSKey: key})
+	caPEM, err := os.ReadFile(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCA, _, _ := natstest.WriteCertificate(t)
+	otherPEM, err := os.ReadFile(otherCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear := strings.Replace(pg.DSN(), "sslmode=require", "sslmode=disable", 1)
+	for _, tc := range []struct {
+		name, dsn string
+		tls       *destination.TLS
+		want      string // in the error, or "" for none
+	}{
+		{"the CA", pg.DSN(), &destination.TLS{CA: string(caPEM)}, ""},
+		{"the sslmode alone", pg.DSN(), nil, ""},
+		{"another CA", pg.DSN(), &destination.TLS{CA: string(otherPEM)}, "certificate signed by unknown authority"},
+		{"another name", pg.DSN(), &destination.TLS{CA: string(caPEM), ServerName: "db.example"}, "db.example"},
+		{"TLS and sslmode=disable", clear, &destination.TLS{CA: string(caPEM)}, "tls: the dsn's sslmode turns TLS off"},
+		{"no TLS", clear, nil, "no encryption"},
+	} {
+		spec := destination.Spec{Type: destination.TypePostgres, Table: "menu_events", TLS: tc.tls}
+		sec := destination.Secrets{DSN: tc.dsn}
+		if err := spec.Validate(sec); err != nil {
+			t.Fatal(err)
+		}
+		sink, err := postgres.Open(t.Context(), spec, sec)
+		if err == nil {
+			err = sink.Publish(t.Context(), testEvents("a", 1))
+			sink.Close()
+		}
+		t.Logf("%s: %v", tc.name, err)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), brokertest.PostgreSQLPassword):
+			t.Errorf("%s: the error shows the password: %v", tc.name, err)
+		}
 	}
 }
