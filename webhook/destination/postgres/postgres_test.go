@@ -284,26 +284,18 @@ func TestPostgreSQLPublishHonoursContext(t *testing.T) {
 	}
 }
 
-func TestPostgreSQLBadConnectionSaysWhyWithoutSecret(t *testing.T) {
+func TestPostgreSQLWrongPasswordSaysWhyWithoutIt(t *testing.T) {
 	t.Parallel()
 	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	spec := destination.Spec{Type: destination.TypePostgres, Table: "menu_events", ContentMode: destination.ModeStructured}
-	for _, tc := range []struct{ dsn, secret, want string }{
-		{pg.DSNWithPassword("wrong-secret-pw"), "wrong-secret-pw", "password authentication failed"},
-		{"postgres://postgres:unreachable-pw@127.0.0.1:1/postgres?sslmode=disable", "unreachable-pw", "127.0.0.1:1"},
-		{"postgres://postgres:bad-secret-pw@127.0.0.1:not-a-port/x", "bad-secret-pw", "dsn"},
-		{"host=127.0.0.1 password='open-quote-pw", "open-quote-pw", "dsn"},
-	} {
-		sink, err := postgres.Open(t.Context(), spec, destination.Secrets{DSN: tc.dsn})
-		if err == nil {
-			sink.Close()
-			t.Errorf("Open of %s: no error", tc.want)
-			continue
-		}
-		t.Log(err)
-		if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, tc.secret) {
-			t.Errorf("Open: %q, want an error saying %q, without the password", msg, tc.want)
-		}
+	sink, err := postgres.Open(t.Context(), spec, destination.Secrets{DSN: pg.DSNWithPassword("wrong-secret-pw")})
+	if err == nil {
+		sink.Close()
+		t.Fatal("Open with a wrong password: no error")
+	}
+	t.Log(err)
+	if msg := err.Error(); !strings.Contains(msg, "password authentication failed") || strings.Contains(msg, "wrong-secret-pw") {
+		t.Errorf("Open with a wrong password: %q, want an error saying so, without the password", msg)
 	}
 }
 
@@ -335,10 +327,6 @@ func TestPostgreSQLTableOfAnotherShapeRefused(t *testing.T) {
 	var fe *destination.FieldError
 	if err := spec.Validate(sec); !errors.As(err, &fe) || fe.Field != "table" {
 		t.Errorf("Validate of a bad table name: %v, want a refusal of table", err)
-	}
-	spec = destination.Spec{Type: destination.TypePostgres, Table: "menus", ContentMode: destination.ModeBinary}
-	if _, err := postgres.Open(t.Context(), spec, sec); err == nil || !strings.Contains(err.Error(), "content_mode") {
-		t.Errorf("Open in the binary mode: %v, want a refusal of content_mode", err)
 	}
 }
 
