@@ -101,12 +101,11 @@ func (p *PostgreSQL) init() error {
 	if err := p.own(p.dir); err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freePorts(1)
 	if err != nil {
 		return err
 	}
-	p.port = l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	p.port = ports[0]
 	pwfile := filepath.Join(p.dir, "pwfile")
 	if err := p.run("sh", "-c", "umask 077 && echo "+PostgreSQLPassword+" > "+pwfile); err != nil {
 		return err
