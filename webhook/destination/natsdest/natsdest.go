@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -32,9 +33,13 @@ import (
 // flush that proves it has them.
 const publishTimeout = 30 * time.Second
 
-// Open connects to the destination's NATS with its credentials. The connection reconnects by
-// itself: a Publish while the server is down fails once its timeout passes, and a later one
-// succeeds when the server is back.
+// maxPending bounds the JetStream publications awaiting their acknowledgement: a page larger
+// than this waits for the first ones before sending more.
+const maxPending = 1024
+
+// Open connects to the destination's NATS with its credentials. The connection reconnects by itself, forever, a second apart: a Publish while the
+// server is away fails at once, saying so, and a later one succeeds once the server is back, so
+// the Sink may be kept after a failed Publish (or closed and opened again).
 func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (destination.Sink, error) {
 	opts, err := options(spec, sec)
 	if err != nil {
@@ -44,9 +49,11 @@ func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (
 	if err != nil {
 		return nil, fmt.Errorf("nats %s: %w", spec.URL, err)
 	}
-	p := &Publisher{nc: nc, jetStream: spec.JetStream}
+	p := &publisher{nc: nc}
 	if spec.JetStream {
-		if p.js, err = jetstream.New(nc); err != nil {
+		p.js, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(maxPending),
+			jetstream.WithPublishAsyncTimeout(publishTimeout))
+		if err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("nats %s: %w", spec.URL, err)
 		}
@@ -54,10 +61,13 @@ func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (
 	return &sink{p: p, prefix: spec.SubjectPrefix, structured: spec.ContentMode == destination.ModeStructured}, nil
 }
 
-// options are the connection's: its name, its reconnections, its credentials and TLS.
+// options are the connection's: its name, its reconnections, its credentials and TLS. While it
+// reconnects, publications fail at once instead of waiting in a buffer: the runner publishes
+// them again.
 func options(spec destination.Spec, sec destination.Secrets) ([]nats.Option, error) {
 	opts := []nats.Option{
-		nats.Name("publisher destination"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
+		nats.Name("publisher destination"), nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second), nats.ReconnectBufSize(-1),
 		nats.Timeout(10 * time.Second), nats.RetryOnFailedConnect(false),
 	}
 	switch {
@@ -102,84 +112,131 @@ func options(spec destination.Spec, sec destination.Secrets) ([]nats.Option, err
 
 // sink turns events into the binding's messages and publishes them, one subject per slug.
 type sink struct {
-	p          *Publisher
+	p          *publisher
 	prefix     string
 	structured bool
 }
 
 func (s *sink) Publish(ctx context.Context, evs []destination.Event) error {
-	// A connection that is reconnecting would hold the messages until the timeout: say at once
-	// that the server is away, and try again later.
-	if st := s.p.nc.Status(); st != nats.CONNECTED {
-		return fmt.Errorf("nats: not connected (%s)", st)
+	// A connection that is reconnecting would refuse the messages one by one: say at once that
+	// the server is away, and why when the client knows.
+	if s.p.nc.Status() != nats.CONNECTED {
+		return s.failed(s.p.nc.LastError())
 	}
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	for _, e := range evs {
-		msg := message.NewMessage(e.ID, nil)
-		msg.SetContext(ctx)
-		if s.structured {
-			msg.Payload = e.StructuredJSON()
-			msg.Metadata.Set("content-type", destination.StructuredContentType)
-		} else {
-			msg.Payload = e.DataJSON()
-			for _, a := range e.Attributes() {
-				msg.Metadata.Set("ce-"+a.Name, a.Value)
-			}
-		}
-		if err := s.p.Publish(s.prefix+"."+e.Subject, msg); err != nil {
-			return err
+		if err := s.p.Publish(s.prefix+"."+e.Subject, s.message(ctx, e)); err != nil {
+			s.p.discard()
+			return s.failed(err)
 		}
 	}
-	return s.p.settle(ctx)
+	if err := s.p.flush(ctx); err != nil {
+		return s.failed(err)
+	}
+	return nil
+}
+
+// failed returns err, saying first that the connection is not connected when it is not: the
+// client's own words for a server gone away vary with the moment it learns it.
+func (s *sink) failed(err error) error {
+	st := s.p.nc.Status()
+	switch {
+	case st == nats.CONNECTED:
+		return err
+	case err == nil:
+		return fmt.Errorf("nats: not connected (%s)", st)
+	default:
+		return fmt.Errorf("nats: not connected (%s): %w", st, err)
+	}
+}
+
+// message is the event in the binding's content mode, its id the message's uuid.
+func (s *sink) message(ctx context.Context, e destination.Event) *message.Message {
+	msg := message.NewMessage(e.ID, nil)
+	msg.SetContext(ctx)
+	if s.structured {
+		msg.Payload = e.StructuredJSON()
+		msg.Metadata.Set("content-type", destination.StructuredContentType)
+		return msg
+	}
+	msg.Payload = e.DataJSON()
+	for _, a := range e.Attributes() {
+		msg.Metadata.Set("ce-"+a.Name, a.Value)
+	}
+	return msg
 }
 
 func (s *sink) Close() error { return s.p.Close() }
 
-// Publisher publishes watermill messages on NATS subjects: their metadata as headers, their
-// uuid as JetStream's message id. Publish sends; the acknowledgements, or a flush, are awaited
-// by settle, so that a page of events costs one round trip.
-type Publisher struct {
-	nc        *nats.Conn
-	js        jetstream.JetStream
-	jetStream bool
-	pending   []jetstream.PubAckFuture
+// publisher publishes watermill messages on NATS subjects: their metadata as headers, their
+// uuid as JetStream's message id. It is asynchronous, as watermill allows: Publish sends, and
+// flush waits until the server has every message sent before it (each acknowledged by its
+// stream, or, without JetStream, a flush answered), so that a page of events costs one round
+// trip. It is safe for concurrent use.
+type publisher struct {
+	nc *nats.Conn
+	js jetstream.JetStream // nil: core NATS
+
+	mu      sync.Mutex
+	pending []jetstream.PubAckFuture
 }
 
-var _ message.Publisher = (*Publisher)(nil)
+var _ message.Publisher = (*publisher)(nil)
 
-// Publish sends the messages on the subject topic.
-func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
+// Publish sends the messages on the subject topic. In JetStream, once maxPending messages await
+// their acknowledgement, it waits for them (within the message's context) before sending more.
+func (p *publisher) Publish(topic string, msgs ...*message.Message) error {
 	for _, m := range msgs {
 		nm := &nats.Msg{Subject: topic, Data: m.Payload, Header: nats.Header{}}
 		for k, v := range m.Metadata {
 			nm.Header.Set(k, v)
 		}
-		if !p.jetStream {
+		if p.js == nil {
 			if err := p.nc.PublishMsg(nm); err != nil {
 				return fmt.Errorf("nats: publish on %s: %w", topic, err)
 			}
 			continue
 		}
-		f, err := p.js.PublishMsgAsync(nm, jetstream.WithMsgID(m.UUID))
-		if err != nil {
-			return fmt.Errorf("nats: publish on %s: %w", topic, err)
+		if err := p.publishAsync(m.Context(), nm, m.UUID); err != nil {
+			return err
 		}
-		p.pending = append(p.pending, f)
 	}
 	return nil
 }
 
-// settle returns once the server has every message sent: each acknowledged by its stream, or,
-// without JetStream, a flush answered.
-func (p *Publisher) settle(ctx context.Context) error {
-	defer func() { p.pending = p.pending[:0] }()
-	if !p.jetStream {
+func (p *publisher) publishAsync(ctx context.Context, nm *nats.Msg, id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.pending) >= maxPending {
+		if err := p.awaitLocked(ctx); err != nil {
+			return err
+		}
+	}
+	f, err := p.js.PublishMsgAsync(nm, jetstream.WithMsgID(id))
+	if err != nil {
+		return fmt.Errorf("nats: publish on %s: %w", nm.Subject, err)
+	}
+	p.pending = append(p.pending, f)
+	return nil
+}
+
+// flush returns once the server has every message sent, or when ctx ends.
+func (p *publisher) flush(ctx context.Context) error {
+	if p.js == nil {
 		if err := p.nc.FlushWithContext(ctx); err != nil {
 			return fmt.Errorf("nats: flush: %w", err)
 		}
 		return nil
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.awaitLocked(ctx)
+}
+
+// awaitLocked waits for the acknowledgements of the messages sent, and forgets them.
+func (p *publisher) awaitLocked(ctx context.Context) error {
+	defer func() { p.pending = p.pending[:0] }()
 	for _, f := range p.pending {
 		select {
 		case <-f.Ok():
@@ -195,8 +252,16 @@ func (p *Publisher) settle(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the connection.
-func (p *Publisher) Close() error {
+// discard forgets the messages awaiting their acknowledgement, after a failure: they are
+// published again.
+func (p *publisher) discard() {
+	p.mu.Lock()
+	p.pending = p.pending[:0]
+	p.mu.Unlock()
+}
+
+// Close closes the connection, sending what its buffer holds.
+func (p *publisher) Close() error {
 	p.nc.Close()
 	return nil
 }
