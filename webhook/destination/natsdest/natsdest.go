@@ -37,7 +37,8 @@ const publishTimeout = 30 * time.Second
 // than this waits for the first ones before sending more.
 const maxPending = 1024
 
-// Open connects to the destination's NATS with its credentials. The connection reconnects by itself, forever, a second apart: a Publish while the
+// Open connects to the destination's NATS with its credentials; it returns when ctx ends, with
+// ctx's error. The connection reconnects by itself, forever, a second apart: a Publish while the
 // server is away fails at once, saying so, and a later one succeeds once the server is back, so
 // the Sink may be kept after a failed Publish (or closed and opened again).
 func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (destination.Sink, error) {
@@ -45,9 +46,9 @@ func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (
 	if err != nil {
 		return nil, err
 	}
-	nc, err := nats.Connect(spec.URL, opts...)
+	nc, err := connect(ctx, spec.URL, opts)
 	if err != nil {
-		return nil, fmt.Errorf("nats %s: %w", spec.URL, err)
+		return nil, err
 	}
 	p := &publisher{nc: nc}
 	if spec.JetStream {
@@ -61,12 +62,40 @@ func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (
 	return &sink{p: p, prefix: spec.SubjectPrefix, structured: spec.ContentMode == destination.ModeStructured}, nil
 }
 
+// connect opens the connection, or gives up when ctx ends: a connection made after that is
+// closed at once.
+func connect(ctx context.Context, url string, opts []nats.Option) (*nats.Conn, error) {
+	type result struct {
+		nc  *nats.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		nc, err := nats.Connect(url, opts...)
+		done <- result{nc, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("nats %s: %w", url, r.err)
+		}
+		return r.nc, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.nc != nil {
+				r.nc.Close()
+			}
+		}()
+		return nil, fmt.Errorf("nats %s: %w", url, ctx.Err())
+	}
+}
+
 // options are the connection's: its name, its reconnections, its credentials and TLS. While it
 // reconnects, publications fail at once instead of waiting in a buffer: the runner publishes
 // them again.
 func options(spec destination.Spec, sec destination.Secrets) ([]nats.Option, error) {
 	opts := []nats.Option{
-		nats.Name("publisher destination"), nats.MaxReconnects(-1),
+		nats.Name("publisher destination " + spec.SubjectPrefix), nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second), nats.ReconnectBufSize(-1),
 		nats.Timeout(10 * time.Second), nats.RetryOnFailedConnect(false),
 	}
@@ -76,26 +105,18 @@ func options(spec destination.Spec, sec destination.Secrets) ([]nats.Option, err
 	case sec.Token != "":
 		opts = append(opts, nats.Token(sec.Token))
 	case sec.Creds != "":
-		userJWT, err := jwt.ParseDecoratedJWT([]byte(sec.Creds))
+		opt, err := credsOption(sec.Creds)
 		if err != nil {
-			return nil, errors.New("creds: not the content of a .creds file")
+			return nil, err
 		}
-		kp, err := jwt.ParseDecoratedNKey([]byte(sec.Creds))
-		if err != nil {
-			return nil, errors.New("creds: no seed in the .creds file")
-		}
-		seed, err := kp.Seed()
-		if err != nil {
-			return nil, errors.New("creds: no seed in the .creds file")
-		}
-		opts = append(opts, nats.UserJWTAndSeed(userJWT, string(seed)))
+		opts = append(opts, opt)
 	case sec.NKeySeed != "":
 		kp, err := nkeys.FromSeed([]byte(sec.NKeySeed))
 		if err != nil {
 			return nil, errors.New("nkey_seed: not an nkey seed")
 		}
 		pub, err := kp.PublicKey()
-		if err != nil {
+		if err != nil || !nkeys.IsValidPublicUserKey(pub) {
 			return nil, errors.New("nkey_seed: not a user's seed")
 		}
 		opts = append(opts, nats.Nkey(pub, kp.Sign))
@@ -108,6 +129,27 @@ func options(spec destination.Spec, sec destination.Secrets) ([]nats.Option, err
 		opts = append(opts, nats.Secure(cfg))
 	}
 	return opts, nil
+}
+
+// credsOption authenticates with the user JWT and the seed of a .creds file's content, read in
+// memory: no file holds them.
+func credsOption(creds string) (nats.Option, error) {
+	userJWT, err := jwt.ParseDecoratedJWT([]byte(creds))
+	if err != nil {
+		return nil, errors.New("creds: not the content of a .creds file")
+	}
+	if _, err := jwt.DecodeUserClaims(userJWT); err != nil {
+		return nil, errors.New("creds: no user JWT in the .creds file")
+	}
+	kp, err := jwt.ParseDecoratedNKey([]byte(creds))
+	if err != nil {
+		return nil, errors.New("creds: no seed in the .creds file")
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return nil, errors.New("creds: no seed in the .creds file")
+	}
+	return nats.UserJWTAndSeed(userJWT, string(seed)), nil
 }
 
 // sink turns events into the binding's messages and publishes them, one subject per slug.
