@@ -204,10 +204,37 @@ func (s *sink) message(ctx context.Context, e destination.Event) *message.Messag
 	}
 	msg.Payload = e.DataJSON()
 	for _, a := range e.Attributes() {
-		msg.Metadata.Set("ce-"+a.Name, a.Value)
+		msg.Metadata.Set("ce-"+a.Name, headerValue(a.Value))
 	}
 	return msg
 }
+
+// headerValue is an attribute's value as the NATS binding writes it in a header: space, '"', '%'
+// and every byte outside printable ASCII percent-encoded (upper-case hexadecimal), so that a
+// source URL with any of them stays one header value. Slugs, ids, times and types have none.
+func headerValue(v string) string {
+	const hex = "0123456789ABCDEF"
+	n := 0
+	for i := 0; i < len(v); i++ {
+		if escaped(v[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return v
+	}
+	b := make([]byte, 0, len(v)+2*n)
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; escaped(c) {
+			b = append(b, '%', hex[c>>4], hex[c&0xf])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func escaped(c byte) bool { return c <= ' ' || c >= 0x7f || c == '"' || c == '%' }
 
 func (s *sink) Close() error { return s.p.Close() }
 
