@@ -2,14 +2,20 @@ package brokertest
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Kafka is a one-broker Kafka cluster in process, its data in a directory so that it survives
@@ -20,7 +26,16 @@ type Kafka struct {
 	partitions int32
 	topics     []string
 	mu         sync.Mutex
+	auth       KafkaAuth
 	c          *kfake.Cluster
+}
+
+// KafkaAuth is what the clients of a cluster must present: a SASL user when Mechanism is set
+// ("PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"), and TLS with the listener's configuration when
+// TLS is set.
+type KafkaAuth struct {
+	Mechanism, User, Password string
+	TLS                       *tls.Config
 }
 
 // NewKafka starts a cluster storing in dir, with the topics created, each of partitions
@@ -62,6 +77,12 @@ func (k *Kafka) Start() error {
 	if k.port != 0 {
 		opts = append(opts, kfake.Ports(k.port))
 	}
+	if k.auth.Mechanism != "" {
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(k.auth.Mechanism, k.auth.User, k.auth.Password))
+	}
+	if k.auth.TLS != nil {
+		opts = append(opts, kfake.TLS(k.auth.TLS))
+	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return fmt.Errorf("kfake: %w", err)
@@ -78,6 +99,43 @@ func (k *Kafka) Stop() {
 		k.c.Close()
 		k.c = nil
 	}
+}
+
+// Require restarts the cluster, with its data on its port, requiring auth of its clients from
+// then on: its SASL user replaces those saved (kfake would load saved SCRAM users over it).
+func (k *Kafka) Require(auth KafkaAuth) error {
+	k.Stop()
+	k.mu.Lock()
+	k.auth = auth
+	k.mu.Unlock()
+	if err := os.Remove(filepath.Join(k.dir, "sasl.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return k.Start()
+}
+
+// HoldProduce leaves the produce requests the cluster receives unanswered until release is
+// called, then answers them: a broker that takes a publication and does not acknowledge it. A
+// stopped cluster has nothing to hold.
+func (k *Kafka) HoldProduce() (release func()) {
+	k.mu.Lock()
+	c := k.c
+	k.mu.Unlock()
+	if c == nil {
+		return func() {}
+	}
+	held := make(chan struct{})
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		select {
+		case <-held:
+			c.DropControl()
+		default:
+			c.SleepControl(func() { <-held })
+		}
+		return nil, nil, false // answered as usual, once awake
+	})
+	var once sync.Once
+	return func() { once.Do(func() { close(held) }) }
 }
 
 // Record is a record a consumer read.
@@ -97,10 +155,12 @@ type Follower struct {
 	done    chan struct{}
 }
 
-// Follow starts a follower of topic on the brokers.
-func Follow(brokers []string, topic string) (*Follower, error) {
-	client, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+// Follow starts a follower of topic on the brokers, with the client's options opts besides
+// (its SASL or TLS, say).
+func Follow(brokers []string, topic string, opts ...kgo.Opt) (*Follower, error) {
+	opts = append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)
+	client, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}
