@@ -1,11 +1,3 @@
-// Package kafka publishes change events to a Kafka topic: a destination's Sink (see package
-// destination), on watermill-kafka's publisher (Sarama's synchronous producer) with a marshaler
-// of its own for the CloudEvents Kafka binding. The message key is the establishment's slug, so
-// that one establishment's events stay in order in one partition; in the binary content mode
-// the attributes are "ce_" headers and datacontenttype the "content-type" header, the value the
-// data; in the structured mode the value is the whole event.
-//
-// It imports the standard library, watermill, watermill-kafka, Sarama and webhook/destination.
 package kafka
 
 import (
@@ -15,28 +7,59 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	wkafka "github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/opencarte/publisher/webhook/destination"
 )
 
-// Open connects a producer to the destination's brokers. Sarama reconnects by itself: a Publish
-// while the brokers are down fails once its retries are spent, and a later one succeeds when they
-// are back.
-func Open(_ context.Context, spec destination.Spec, sec destination.Secrets) (destination.Sink, error) {
+// Open checks the destination's registration, connects to its brokers and looks its topic up
+// (a broker that creates topics on demand creates it). Sarama reconnects by itself: a Publish
+// while the brokers are down fails once its retries are spent, and a later one on the same Sink
+// succeeds when they are back. No error names a credential.
+func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (destination.Sink, error) {
+	if spec.Type != destination.TypeKafka {
+		return nil, &destination.FieldError{Field: "type", Reason: fmt.Sprintf("%q is not %q", spec.Type, destination.TypeKafka)}
+	}
+	if err := spec.Validate(sec); err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
 	cfg, err := saramaConfig(spec, sec)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	pub, err := connect(ctx, spec.Brokers, spec.Topic, cfg)
 	if err != nil {
 		return nil, err
 	}
-	pub, err := wkafka.NewPublisher(wkafka.PublisherConfig{
-		Brokers: spec.Brokers, Marshaler: marshaler{structured: spec.ContentMode == destination.ModeStructured},
-		OverwriteSaramaConfig: cfg,
-	}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("kafka %v: %w", spec.Brokers, errors.Unwrap(err))
+	return &sink{
+		pub: pub, topic: spec.Topic, structured: spec.ContentMode == destination.ModeStructured,
+		turn: make(chan struct{}, 1),
+	}, nil
+}
+
+// connect returns a publisher on the brokers once it knows the topic's partitions, or an error
+// when ctx ends first.
+func connect(ctx context.Context, brokers []string, topic string, cfg *sarama.Config) (*publisher, error) {
+	type result struct {
+		pub *publisher
+		err error
 	}
-	return &sink{pub: pub, topic: spec.Topic}, nil
+	done := make(chan result, 1)
+	go func() {
+		pub, err := newPublisher(brokers, topic, cfg)
+		done <- result{pub, err}
+	}()
+	select {
+	case r := <-done:
+		return r.pub, r.err
+	case <-ctx.Done():
+		go func() { // the connection ends within its own timeouts
+			if r := <-done; r.pub != nil {
+				_ = r.pub.Close()
+			}
+		}()
+		return nil, fmt.Errorf("kafka %v: %w", brokers, context.Cause(ctx))
+	}
 }
 
 // saramaConfig is the producer's: every in-sync replica acknowledges, one request in flight per
@@ -74,83 +97,50 @@ func saramaConfig(spec destination.Spec, sec destination.Secrets) (*sarama.Confi
 		}
 		cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, t
 	}
-	return cfg, nil
+	return cfg, cfg.Validate()
 }
 
-// sink publishes a page of events to the topic: watermill's Publish sends them one after
-// another, each acknowledged before the next.
+// sink publishes pages of events to the topic, one page at a time: a page whose Publish returned
+// when its context ended is still being sent, and the next page waits for it, so that pages never
+// interleave.
 type sink struct {
-	pub   *wkafka.Publisher
-	topic string
+	pub        *publisher
+	topic      string
+	structured bool
+	turn       chan struct{} // holds a token while a page is being sent
 }
 
+// Publish sends the events as one batch and returns once the brokers acknowledged every one, or
+// the first error, or when ctx ends (the events sent may then still arrive: the caller publishes
+// them again, at least once).
 func (s *sink) Publish(ctx context.Context, evs []destination.Event) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("kafka %s: %w", s.topic, context.Cause(ctx))
+	}
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("kafka %s: the previous page is still being sent: %w", s.topic, context.Cause(ctx))
+	}
 	msgs := make([]*message.Message, len(evs))
 	for i, e := range evs {
-		msgs[i] = eventMessage(ctx, e)
+		msgs[i] = eventMessage(e, s.structured)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.pub.Publish(s.topic, msgs...) }()
+	go func() {
+		defer func() { <-s.turn }()
+		done <- s.pub.Publish(s.topic, msgs...)
+	}()
 	select {
 	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("kafka: %w", err)
-		}
-		return nil
+		return err
 	case <-ctx.Done():
-		return fmt.Errorf("kafka: %w", ctx.Err()) // the producer's own timeouts end the send
+		return fmt.Errorf("kafka %s: %d events sent, not all acknowledged: %w", s.topic, len(evs), context.Cause(ctx))
 	}
 }
 
+// Close waits for the page being sent, if any (within the producer's timeouts), then closes the
+// connections.
 func (s *sink) Close() error { return s.pub.Close() }
 
-// eventMessage is e as a watermill message: its id, its slug as the partition key, its attributes
-// and data, for the marshaler to lay out.
-func eventMessage(ctx context.Context, e destination.Event) *message.Message {
-	msg := message.NewMessage(e.ID, nil)
-	msg.SetContext(ctx)
-	msg.Metadata.Set(keyMetadata, e.Subject)
-	for _, a := range e.Attributes() {
-		msg.Metadata.Set(a.Name, a.Value)
-	}
-	msg.Metadata.Set(structuredMetadata, string(e.StructuredJSON()))
-	msg.Payload = e.DataJSON()
-	return msg
-}
-
-// Metadata the marshaler reads and does not send as such.
-const (
-	keyMetadata        = "_key"
-	structuredMetadata = "_structured"
-)
-
-// marshaler lays out an event as the CloudEvents Kafka binding says.
-type marshaler struct{ structured bool }
-
-func (m marshaler) Marshal(topic string, msg *message.Message) (*sarama.ProducerMessage, error) {
-	pm := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(msg.Metadata.Get(keyMetadata))}
-	if m.structured {
-		pm.Value = sarama.ByteEncoder(msg.Metadata.Get(structuredMetadata))
-		pm.Headers = []sarama.RecordHeader{{Key: []byte("content-type"), Value: []byte(destination.StructuredContentType)}}
-		return pm, nil
-	}
-	pm.Value = sarama.ByteEncoder(msg.Payload)
-	for _, name := range attributeOrder {
-		v := msg.Metadata.Get(name)
-		key := "ce_" + name
-		if name == "datacontenttype" {
-			key = "content-type"
-		}
-		pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(key), Value: []byte(v)})
-	}
-	return pm, nil
-}
-
-// attributeOrder is the order of the headers: the attributes' own.
-var attributeOrder = func() []string {
-	var names []string
-	for _, a := range (destination.Event{}).Attributes() {
-		names = append(names, a.Name)
-	}
-	return names
-}()
+var errClosed = errors.New("kafka: the publisher is closed")
