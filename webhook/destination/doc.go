@@ -1,8 +1,9 @@
 // Package destination publishes the entries of the changes feed (events.Change) to the
 // platforms' own brokers, as CloudEvents 1.0: Kafka, AMQP 0-9-1 (RabbitMQ), NATS and
 // PostgreSQL. Each broker is a subpackage whose Open returns a Sink built on a publisher behind
-// watermill's message.Publisher interface, with the CloudEvents binding's layout: watermill-kafka's
-// and watermill-sql's, and small ones of their own for AMQP and NATS (each package says why).
+// watermill's message.Publisher interface, with the CloudEvents binding's layout: watermill-sql's,
+// and small ones of their own for Kafka (with watermill-kafka's Marshaler), AMQP and NATS (each
+// package says why).
 //
 // It imports the standard library, nats.go's jetstream package, events and webhook (for the
 // master keys that seal credentials); the changes feed comes as a function (Feed), so that it

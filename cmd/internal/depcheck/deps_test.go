@@ -36,7 +36,10 @@ func TestDependencyDirection(t *testing.T) {
 		{"webhook/destination/natsdest", []string{"domain", "projections", "readapi", "cmd", "events/natstest",
 			"webhook/destination/kafka", "webhook/destination/amqp", "webhook/destination/postgres", "webhook/destination/brokertest",
 			"github.com/ThreeDotsLabs/watermill-kafka", "github.com/ThreeDotsLabs/watermill-amqp", "github.com/ThreeDotsLabs/watermill-sql"}, nil},
-		{"webhook/destination/kafka", []string{"domain", "projections", "readapi", "cmd"}, nil},
+		// The Kafka publisher knows neither the other brokers' publishers nor the tests' brokers.
+		{"webhook/destination/kafka", []string{"domain", "projections", "readapi", "cmd", "events/natstest",
+			"webhook/destination/natsdest", "webhook/destination/amqp", "webhook/destination/postgres", "webhook/destination/brokertest",
+			"github.com/twmb/franz-go", "github.com/ThreeDotsLabs/watermill-amqp", "github.com/ThreeDotsLabs/watermill-sql"}, nil},
 		{"webhook/destination/amqp", []string{"domain", "projections", "readapi", "cmd"}, nil},
 		{"webhook/destination/postgres", []string{"domain", "projections", "readapi", "cmd"}, nil},
 		// The brokers of the tests and the benchmark.
