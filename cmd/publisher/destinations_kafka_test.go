@@ -21,13 +21,8 @@ func TestKafkaDestinationThroughServe(t *testing.T) {
 		followers[name] = f
 	}
 	testDestinationsThroughServe(t, brokerUnderTest{
-		registration: func(name string, slugs []string, start string) string {
-			reg := map[string]any{"type": "kafka", "brokers": k.Brokers(), "topic": "menus-" + name, "start": start}
-			if slugs != nil {
-				reg["establishments"] = slugs
-			}
-			body, _ := json.Marshal(reg)
-			return string(body)
+		fields: func(name string) map[string]any {
+			return map[string]any{"type": "kafka", "brokers": k.Brokers(), "topic": "menus-" + name}
 		},
 		received: func(t *testing.T, name string) []brokerEvent {
 			var out []brokerEvent

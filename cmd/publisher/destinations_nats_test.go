@@ -38,16 +38,11 @@ func TestNATSDestinationThroughServe(t *testing.T) {
 		}
 	}
 	testDestinationsThroughServe(t, brokerUnderTest{
-		registration: func(name string, slugs []string, start string) string {
-			reg := map[string]any{
+		fields: func(name string) map[string]any {
+			return map[string]any{
 				"type": "nats", "url": url, "subject_prefix": "menus." + name, "jetstream": true,
-				"user": "menus", "password": "nats-secret-pw", "start": start,
+				"user": "menus", "password": "nats-secret-pw",
 			}
-			if slugs != nil {
-				reg["establishments"] = slugs
-			}
-			body, _ := json.Marshal(reg)
-			return string(body)
 		},
 		secret: "nats-secret-pw",
 		received: func(t *testing.T, name string) []brokerEvent {

@@ -19,13 +19,8 @@ import (
 func TestPostgreSQLDestinationThroughServe(t *testing.T) {
 	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	testDestinationsThroughServe(t, brokerUnderTest{
-		registration: func(name string, slugs []string, start string) string {
-			reg := map[string]any{"type": "postgres", "dsn": pg.DSN(), "table": "menus_" + name, "start": start}
-			if slugs != nil {
-				reg["establishments"] = slugs
-			}
-			body, _ := json.Marshal(reg)
-			return string(body)
+		fields: func(name string) map[string]any {
+			return map[string]any{"type": "postgres", "dsn": pg.DSN(), "table": "menus_" + name}
 		},
 		secret: brokertest.PostgreSQLPassword,
 		received: func(t *testing.T, name string) []brokerEvent {

@@ -24,13 +24,8 @@ func TestRabbitMQDestinationThroughServe(t *testing.T) {
 		consumers[name] = c
 	}
 	testDestinationsThroughServe(t, brokerUnderTest{
-		registration: func(name string, slugs []string, start string) string {
-			reg := map[string]any{"type": "amqp", "url": r.URL(), "exchange": "menus-" + name, "start": start}
-			if slugs != nil {
-				reg["establishments"] = slugs
-			}
-			body, _ := json.Marshal(reg)
-			return string(body)
+		fields: func(name string) map[string]any {
+			return map[string]any{"type": "amqp", "url": r.URL(), "exchange": "menus-" + name}
 		},
 		secret: password,
 		received: func(t *testing.T, name string) []brokerEvent {

@@ -23,9 +23,9 @@ type brokerEvent struct {
 
 // brokerUnderTest is a broker as the end-to-end test of destinations drives it.
 type brokerUnderTest struct {
-	// registration is the body registering the destination name on the broker: its own topic,
-	// exchange, subjects or table; filtered to slugs unless nil; starting at start.
-	registration func(name string, slugs []string, start string) string
+	// fields are the fields of the registration of the destination name on the broker: its type,
+	// and its own topic, exchange, subjects or table.
+	fields func(name string) map[string]any
 	// secret is a credential the registration holds, which no answer may show.
 	secret string
 	// received returns every event the destination name's consumer read so far.
@@ -94,6 +94,18 @@ func testDestinationsThroughServe(t *testing.T, b brokerUnderTest) {
 	if st := m.destination(t, only, b.secret); st.Published == 0 || st.LagRecords != 0 {
 		t.Errorf("status of the filtered destination: %+v", st)
 	}
+}
+
+// registration is the body registering the destination name, filtered to slugs unless nil,
+// starting at start.
+func (b brokerUnderTest) registration(name string, slugs []string, start string) string {
+	reg := b.fields(name)
+	reg["start"] = start
+	if slugs != nil {
+		reg["establishments"] = slugs
+	}
+	body, _ := json.Marshal(reg)
+	return string(body)
 }
 
 // destinationStatus is the part of a destination's status the tests read.

@@ -20,23 +20,12 @@ import (
 	"github.com/opencarte/publisher/webhook/destination/postgres"
 )
 
-func testEvents(slug string, revs ...int64) []destination.Event {
-	var evs []destination.Event
-	for _, rev := range revs {
-		evs = append(evs, destination.NewEvent("https://menus.example", events.Change{
-			Establishment: slug, Revision: rev, Resources: []string{"hours"}, Served: true,
-			Seq: uint64(rev), At: time.Date(2026, 11, 29, 9, 0, int(rev), 123456000, time.UTC),
-		}))
-	}
-	return evs
-}
-
 // interleaved returns the events of revisions 1 to n of each slug, revision by revision.
 func interleaved(n int64, slugs ...string) []destination.Event {
 	var evs []destination.Event
 	for rev := int64(1); rev <= n; rev++ {
 		for _, slug := range slugs {
-			evs = append(evs, testEvents(slug, rev)...)
+			evs = append(evs, brokertest.Events(slug, rev)...)
 		}
 	}
 	return evs
@@ -169,7 +158,7 @@ func TestPostgreSQLPagePublishedTwiceInsertsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := readRows(t, pg, "menu_events")
-	again := append(append([]destination.Event(nil), page...), testEvents("a", 4)...)
+	again := append(append([]destination.Event(nil), page...), brokertest.Events("a", 4)...)
 	if err := sink.Publish(t.Context(), again); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +181,7 @@ func TestPostgreSQLPageAllOrNothing(t *testing.T) {
 	if _, err := connect(t, pg).Exec(t.Context(), "ALTER TABLE menu_events ADD CONSTRAINT no_refused CHECK (establishment <> 'refused')"); err != nil {
 		t.Fatal(err)
 	}
-	page := append(interleaved(2, "a"), testEvents("refused", 1)...)
+	page := append(interleaved(2, "a"), brokertest.Events("refused", 1)...)
 	err := sink.Publish(t.Context(), page)
 	if err == nil || !strings.Contains(err.Error(), "no_refused") {
 		t.Fatalf("Publish of a page with a refused row: %v, want the constraint's error", err)
@@ -217,7 +206,7 @@ func TestPostgreSQLLargePage(t *testing.T) {
 	for rev := int64(1); rev <= 2500; rev++ {
 		revs = append(revs, rev)
 	}
-	page := testEvents("big", revs...)
+	page := brokertest.Events("big", revs...)
 	if err := sink.Publish(t.Context(), page); err != nil {
 		t.Fatal(err)
 	}
@@ -231,13 +220,13 @@ func TestPostgreSQLStoppedThenStartedLosesNothing(t *testing.T) {
 	t.Parallel()
 	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	sink := open(t, pg, "menu_events")
-	if err := sink.Publish(t.Context(), testEvents("a", 1)); err != nil {
+	if err := sink.Publish(t.Context(), brokertest.Events("a", 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := pg.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	err := sink.Publish(t.Context(), testEvents("a", 2, 3))
+	err := sink.Publish(t.Context(), brokertest.Events("a", 2, 3))
 	if err == nil {
 		t.Fatal("Publish with the server stopped: no error")
 	}
@@ -249,13 +238,13 @@ func TestPostgreSQLStoppedThenStartedLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if err = sink.Publish(t.Context(), testEvents("a", 2, 3)); err == nil {
+		if err = sink.Publish(t.Context(), brokertest.Events("a", 2, 3)); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("Publish once the server is back: %v", err)
 		}
 	}
-	if got, want := ids(readRows(t, pg, "menu_events")), eventIDs(testEvents("a", 1, 2, 3)); strings.Join(got, " ") != strings.Join(want, " ") {
+	if got, want := ids(readRows(t, pg, "menu_events")), eventIDs(brokertest.Events("a", 1, 2, 3)); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("rows %v, want %v", got, want)
 	}
 }
@@ -275,11 +264,11 @@ func TestPostgreSQLPublishHonoursContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
-	if err := sink.Publish(ctx, testEvents("a", 1)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := sink.Publish(ctx, brokertest.Events("a", 1)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Publish held by a lock past its deadline: %v, want the context's error", err)
 	}
 	tx.Rollback(t.Context())
-	if err := sink.Publish(t.Context(), testEvents("a", 1)); err != nil {
+	if err := sink.Publish(t.Context(), brokertest.Events("a", 1)); err != nil {
 		t.Fatalf("Publish after the lock: %v", err)
 	}
 }
@@ -339,10 +328,10 @@ func TestPostgreSQLSchemaTableAndKeyword(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, table := range []string{"outbox.menu_events", "order"} {
-		if err := open(t, pg, table).Publish(t.Context(), testEvents("a", 1)); err != nil {
+		if err := open(t, pg, table).Publish(t.Context(), brokertest.Events("a", 1)); err != nil {
 			t.Fatalf("%s: %v", table, err)
 		}
-		if err := open(t, pg, table).Publish(t.Context(), testEvents("a", 2)); err != nil {
+		if err := open(t, pg, table).Publish(t.Context(), brokertest.Events("a", 2)); err != nil {
 			t.Fatalf("%s opened again: %v", table, err)
 		}
 		quoted := `"` + strings.ReplaceAll(table, ".", `"."`) + `"`
@@ -393,7 +382,7 @@ func TestPostgreSQLTLS(t *testing.T) {
 		}
 		sink, err := postgres.Open(t.Context(), spec, sec)
 		if err == nil {
-			err = sink.Publish(t.Context(), testEvents("a", 1))
+			err = sink.Publish(t.Context(), brokertest.Events("a", 1))
 			sink.Close()
 		}
 		t.Logf("%s: %v", tc.name, err)
