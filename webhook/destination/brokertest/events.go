@@ -19,3 +19,15 @@ func Events(slug string, revs ...int64) []destination.Event {
 	}
 	return evs
 }
+
+// Interleaved returns the events of revisions 1 to n of each slug, revision by revision: each
+// slug's in order, the slugs' mixed.
+func Interleaved(n int64, slugs ...string) []destination.Event {
+	var evs []destination.Event
+	for rev := int64(1); rev <= n; rev++ {
+		for _, slug := range slugs {
+			evs = append(evs, Events(slug, rev)...)
+		}
+	}
+	return evs
+}

@@ -59,23 +59,12 @@ func subscribe(t *testing.T, url, prefix string, opts ...nats.Option) *nats.Subs
 	return sub
 }
 
-// interleaved returns revisions 1 to n of each slug, one slug after the other at each revision.
-func interleaved(n int64, slugs ...string) []destination.Event {
-	var evs []destination.Event
-	for rev := int64(1); rev <= n; rev++ {
-		for _, slug := range slugs {
-			evs = append(evs, brokertest.Events(slug, rev)...)
-		}
-	}
-	return evs
-}
-
 func TestBinaryEventsInOrderOnTheSlugsSubjects(t *testing.T) {
 	t.Parallel()
 	_, url := startServer(t, "pw-1")
 	sub := subscribe(t, url, "menus.changes", nats.UserInfo("menus", "pw-1"))
 	sink := open(t, spec(url, destination.ModeBinary, false), destination.Secrets{Password: "pw-1"})
-	evs := interleaved(20, "chez-marcel", "la-mer", "other")
+	evs := brokertest.Interleaved(20, "chez-marcel", "la-mer", "other")
 	if err := sink.Publish(t.Context(), evs); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +188,7 @@ func TestAPageLargerThanThePendingAcknowledgements(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := open(t, spec(url, destination.ModeBinary, true), destination.Secrets{Password: "pw-8"})
-	evs := interleaved(1500, "chez-marcel", "la-mer")
+	evs := brokertest.Interleaved(1500, "chez-marcel", "la-mer")
 	if err := sink.Publish(t.Context(), evs); err != nil {
 		t.Fatal(err)
 	}

@@ -20,17 +20,6 @@ import (
 	"github.com/opencarte/publisher/webhook/destination/postgres"
 )
 
-// interleaved returns the events of revisions 1 to n of each slug, revision by revision.
-func interleaved(n int64, slugs ...string) []destination.Event {
-	var evs []destination.Event
-	for rev := int64(1); rev <= n; rev++ {
-		for _, slug := range slugs {
-			evs = append(evs, brokertest.Events(slug, rev)...)
-		}
-	}
-	return evs
-}
-
 func open(t *testing.T, pg *brokertest.PostgreSQL, table string) destination.Sink {
 	t.Helper()
 	spec := destination.Spec{Type: destination.TypePostgres, Table: table}
@@ -112,7 +101,7 @@ func TestPostgreSQLRowsInPositionOrder(t *testing.T) {
 	t.Parallel()
 	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	sink := open(t, pg, "menu_events")
-	evs := interleaved(5, "chez-marcel", "other")
+	evs := brokertest.Interleaved(5, "chez-marcel", "other")
 	if err := sink.Publish(t.Context(), evs[:4]); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +142,7 @@ func TestPostgreSQLPagePublishedTwiceInsertsOnce(t *testing.T) {
 	t.Parallel()
 	pg := brokertest.StartPostgreSQL(t, brokertest.PostgreSQLOptions{})
 	sink := open(t, pg, "menu_events")
-	page := interleaved(3, "a", "b")
+	page := brokertest.Interleaved(3, "a", "b")
 	if err := sink.Publish(t.Context(), page); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +170,7 @@ func TestPostgreSQLPageAllOrNothing(t *testing.T) {
 	if _, err := connect(t, pg).Exec(t.Context(), "ALTER TABLE menu_events ADD CONSTRAINT no_refused CHECK (establishment <> 'refused')"); err != nil {
 		t.Fatal(err)
 	}
-	page := append(interleaved(2, "a"), brokertest.Events("refused", 1)...)
+	page := append(brokertest.Interleaved(2, "a"), brokertest.Events("refused", 1)...)
 	err := sink.Publish(t.Context(), page)
 	if err == nil || !strings.Contains(err.Error(), "no_refused") {
 		t.Fatalf("Publish of a page with a refused row: %v, want the constraint's error", err)
