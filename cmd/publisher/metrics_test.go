@@ -54,6 +54,12 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		t.Fatalf("404: %d", r.status)
 	}
 
+	// A destination whose broker cannot be reached: failing, its attempts counted.
+	dest := m.addDestination(t, `{"type": "kafka", "brokers": ["127.0.0.1:1"], "topic": "menus", "start": "all"}`, "")
+	eventually(t, "the unreachable destination failing", func() bool {
+		return scrape(t, m.MetricsURL+"/metrics")[`publisher_destination_state{destination="`+dest+`",state="failing",type="kafka"}`] == "1"
+	})
+
 	// The mirror caught up: not behind, as the lag check, once a second, finds.
 	eventually(t, "the mirror found caught up", func() bool { return m.mirrorLag.Behind() == 0 })
 	// The change's delivery fails at the receiver: one attempt counted, to be retried.
@@ -74,6 +80,8 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		`publisher_admin_requests_total{code="201",route="PUT /admin/v1/establishments/:slug"}`:           "1",
 		`publisher_admin_requests_total{code="201",route="POST /admin/v1/establishments/:slug/webhooks"}`: "1",
 		`publisher_projector_changes_total`:                                                               "2",
+		`publisher_destinations{state="failing"}`:                                                         "1",
+		`publisher_destination_published_total{destination="` + dest + `",type="kafka"}`:                  "0",
 	} {
 		if got := metrics[line]; got != want {
 			t.Errorf("%s = %q, want %s", line, got, want)
@@ -87,7 +95,8 @@ func TestMetricsAfterTraffic(t *testing.T) {
 			t.Errorf("%s = %q, want the bytes of the demo establishment's bundle", name, metrics[name])
 		}
 	}
-	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes", "publisher_webhook_endpoints", "publisher_clock_passes_total", `publisher_read_api_request_duration_seconds_count{route="establishment"}`} {
+	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes", "publisher_webhook_endpoints", "publisher_clock_passes_total", `publisher_read_api_request_duration_seconds_count{route="establishment"}`,
+		`publisher_destination_lag_seconds{destination="` + dest + `",type="kafka"}`, "publisher_destinations_max_lag_seconds"} {
 		if metrics[name] == "" {
 			t.Errorf("no %s", name)
 		}
