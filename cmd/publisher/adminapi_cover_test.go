@@ -106,6 +106,18 @@ func TestAdminAnswersAreChecked(t *testing.T) {
 	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/changes?wait=1ms&after="+feed.json(t)["next"].(string), nil, token...), 200, "more changes")
 	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/changes?after=c2", nil, token...), 400, "a bad cursor")
 	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/changes?after="+events.Cursor{Signal: 1 << 40}.String(), nil, token...), 410, "a cursor gone")
+	asJSON := append(token, "Content-Type", "application/json")
+	dst := expect(do(t, http.MethodPost, m.AdminURL+"/admin/v1/destinations", []byte(`{"type": "kafka", "brokers": ["127.0.0.1:1"], "topic": "menus"}`), asJSON...), 201, "destination")
+	one := "/admin/v1/destinations/" + dst.json(t)["id"].(string)
+	expect(do(t, http.MethodPost, m.AdminURL+"/admin/v1/destinations", []byte(`{"type": "kafka", "topic": "menus"}`), asJSON...), 422, "a destination without brokers")
+	expect(do(t, http.MethodPost, m.AdminURL+"/admin/v1/destinations", []byte(`{"type": `), asJSON...), 400, "a malformed destination")
+	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/destinations", nil, token...), 200, "destinations")
+	expect(do(t, http.MethodGet, m.AdminURL+one, nil, token...), 200, "one destination")
+	expect(do(t, http.MethodPost, m.AdminURL+one+"/pause", nil, token...), 200, "pause")
+	expect(do(t, http.MethodPost, m.AdminURL+one+"/resume", nil, token...), 200, "resume")
+	expect(do(t, http.MethodDelete, m.AdminURL+one, nil, token...), 204, "remove destination")
+	expect(do(t, http.MethodGet, m.AdminURL+one, nil, token...), 404, "removed destination")
+	expect(do(t, http.MethodPost, m.AdminURL+one+"/pause", nil, token...), 404, "pause a removed destination")
 
 	// Refusals.
 	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/status", nil), 401, "no token")
