@@ -55,6 +55,8 @@ type Runner struct {
 	wg  sync.WaitGroup
 	mu  sync.Mutex
 	run map[string]context.CancelFunc
+	// last holds, per destination, the end of its latest goroutine, running or finishing.
+	last map[string]chan struct{}
 }
 
 // NewRunner returns a Runner.
@@ -64,7 +66,7 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	cfg.MinBackoff = cmp.Or(cfg.MinBackoff, DefaultMinBackoff)
 	cfg.MaxBackoff = cmp.Or(cfg.MaxBackoff, DefaultMaxBackoff)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	return &Runner{cfg: cfg, run: map[string]context.CancelFunc{}}
+	return &Runner{cfg: cfg, run: map[string]context.CancelFunc{}, last: map[string]chan struct{}{}}
 }
 
 // Run publishes the destinations until ctx ends: it watches the bucket, starting a destination's
@@ -83,6 +85,9 @@ func (r *Runner) Run(ctx context.Context) error {
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return nil // the watch ends with ctx
+				}
 				return errors.New("destination: the watch of the destinations ended")
 			}
 			if e == nil {
@@ -99,15 +104,40 @@ func (r *Runner) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	active := e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &rec) == nil && !rec.Paused
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	stop, running := r.run[e.Key()]
+	id := e.Key()
+	stop, running := r.run[id]
 	switch {
 	case active && !running:
 		dctx, cancel := context.WithCancel(ctx)
-		r.run[e.Key()] = cancel
-		r.wg.Go(func() { r.serve(dctx, e.Key()) })
+		r.run[id] = cancel
+		// A goroutine of the destination that was stopped may still be finishing a page its
+		// sink sent: the new one starts after it, so that two never publish at once.
+		prev, done := r.last[id], make(chan struct{})
+		r.last[id] = done
+		r.wg.Go(func() {
+			defer r.finished(id, done)
+			if prev != nil {
+				select {
+				case <-prev:
+				case <-dctx.Done():
+					return
+				}
+			}
+			r.serve(dctx, id)
+		})
 	case !active && running:
 		stop()
-		delete(r.run, e.Key())
+		delete(r.run, id)
+	}
+}
+
+// finished says that the goroutine of destination id whose end done marks returned.
+func (r *Runner) finished(id string, done chan struct{}) {
+	close(done)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last[id] == done {
+		delete(r.last, id)
 	}
 }
 

@@ -336,3 +336,62 @@ func TestCredentialsAreSealedAndNeverShown(t *testing.T) {
 		t.Errorf("Get of a malformed id: %v, want ErrNotFound", err)
 	}
 }
+
+// gatedSink is a broker whose publications hang until released, whatever their context says, as
+// a client still sending a batch when its caller gave up; it counts publications at once.
+type gatedSink struct {
+	sink
+	gate           chan struct{}
+	inFlight, most atomic.Int64
+	opens          atomic.Int64
+}
+
+func (g *gatedSink) open(context.Context, destination.Spec, destination.Secrets) (destination.Sink, error) {
+	g.opens.Add(1)
+	return g, nil
+}
+
+func (g *gatedSink) Publish(ctx context.Context, evs []destination.Event) error {
+	n := g.inFlight.Add(1)
+	defer g.inFlight.Add(-1)
+	for m := g.most.Load(); n > m && !g.most.CompareAndSwap(m, n); m = g.most.Load() {
+	}
+	<-g.gate
+	return g.sink.Publish(ctx, evs)
+}
+
+func TestResumedDestinationWaitsForThePageStillInFlight(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := &gatedSink{gate: make(chan struct{})}
+	st := e.create(kafkaBody)
+	r := destination.NewRunner(destination.RunnerConfig{
+		Store: e.store, Feed: e.feed, Openers: map[string]destination.Opener{destination.TypeKafka: g.open},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MinBackoff: 10 * time.Millisecond,
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	var release sync.Once
+	defer func() { release.Do(func() { close(g.gate) }); cancel(); <-done }()
+	e.signal("a", 1)
+	eventually(t, "a page in flight", func() bool { return g.inFlight.Load() == 1 })
+	if _, err := e.store.SetPaused(t.Context(), st.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.SetPaused(t.Context(), st.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	// The resumed destination does not open its broker while the page is still in flight: for a
+	// second, the count stays at the first opening.
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if g.opens.Load() > 1 {
+			t.Fatal("the resumed destination started while its previous page was in flight")
+		}
+	}
+	release.Do(func() { close(g.gate) })
+	eventually(t, "the page published once released", func() bool { return g.latest(t)["a"] == 1 })
+	if g.most.Load() != 1 {
+		t.Errorf("%d publications at once, want 1", g.most.Load())
+	}
+}
