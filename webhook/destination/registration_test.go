@@ -58,6 +58,11 @@ func TestParseRegistrationRefusesNamingTheField(t *testing.T) {
 		{`{"type": "postgres", "table": "t"}`, "dsn"},
 		{`{"type": "postgres", "dsn": "postgres://u:secret-pw@db/app", "table": "Robert'); DROP TABLE x;--"}`, "table"},
 		{`{"type": "postgres", "dsn": "postgres://db/app", "table": "t", "tls": {"cert_pem": "x"}}`, "tls.cert_pem"},
+		{`{"type": "kafka", "brokers": ["k:9092"], "topic": "t", "establishments": ["chez-marcel", "Chez Marcel"]}`, "establishments[1]"},
+		{`{"type": "kafka", "brokers": ["k:9092"], "topic": "t", "establishments": ["a", "b", "a"]}`, "establishments[2]"},
+		{`{"type": "kafka", "brokers": ["k:9092"], "topic": "t", "tls": {"ca_pem": "not a certificate"}}`, "tls.ca_pem"},
+		{`{"type": "amqp", "url": "amqp://u:secret-pw@rabbit/", "exchange": "x", "tls": {"server_name": "rabbit"}}`, "tls"},
+		{`{"type": "amqp", "url": "amqps://rabbit/", "exchange": "x", "routing_key": "` + strings.Repeat("k", 192) + `.{establishment}"}`, "routing_key"},
 		{`{"type": "postgres", "dsn": "postgres://db/app", "table": "t", "content_mode": "binary"}`, "content_mode"},
 	} {
 		_, _, err := destination.ParseRegistration([]byte(tc.body))

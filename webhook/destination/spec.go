@@ -142,8 +142,8 @@ func (s *Spec) Validate(sec Secrets) error {
 	if s.Start != StartNow && s.Start != StartAll {
 		return refuse("start", "must be %q or %q", StartNow, StartAll)
 	}
-	if len(s.Establishments) > maxEstablishments {
-		return refuse("establishments", "at most %d", maxEstablishments)
+	if err := checkEstablishments(s.Establishments); err != nil {
+		return err
 	}
 	switch s.ContentMode {
 	case "":
@@ -172,7 +172,35 @@ func (s *Spec) Validate(sec Secrets) error {
 		return err
 	}
 	if s.TLS != nil && (s.TLS.Cert == "") != (sec.TLSKey == "") {
-		return refuse("tls.cert_pem", "a client certificate needs its key (tls_key_pem), and the key its certificate")
+		return refuse("tls.cert_pem", "a client certificate needs its key (tls.key_pem), and the key its certificate")
+	}
+	if s.TLS != nil {
+		if _, err := s.TLS.ClientConfig(sec.TLSKey); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// slugForm is an establishment's slug: what the read API's paths and the change signals name.
+var slugForm = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
+
+// checkEstablishments refuses a filter of too many slugs, of one that is not a slug, or of one
+// twice. An empty list, as no list, keeps every establishment.
+func checkEstablishments(slugs []string) error {
+	if len(slugs) > maxEstablishments {
+		return refuse("establishments", "at most %d", maxEstablishments)
+	}
+	seen := make(map[string]bool, len(slugs))
+	for i, slug := range slugs {
+		field := fmt.Sprintf("establishments[%d]", i)
+		if !slugForm.MatchString(slug) {
+			return refuse(field, "%q is not a slug: 1 to 64 of a-z, 0-9 and inner hyphens", slug)
+		}
+		if seen[slug] {
+			return refuse(field, "%q is listed twice", slug)
+		}
+		seen[slug] = true
 	}
 	return nil
 }
@@ -205,6 +233,9 @@ func (s *Spec) validateAMQP(sec Secrets) error {
 	if err != nil || u.Scheme != "amqp" && u.Scheme != "amqps" || u.Host == "" {
 		return refuse("url", "must be an amqp:// or amqps:// URL")
 	}
+	if s.TLS != nil && u.Scheme != "amqps" {
+		return refuse("tls", "TLS needs an amqps:// URL")
+	}
 	if s.Exchange == "" || len(s.Exchange) > 255 || !topicName.MatchString(s.Exchange) || strings.HasPrefix(s.Exchange, "amq.") {
 		return refuse("exchange", "1 to 255 letters, digits, '.', '_' or '-', not starting with \"amq.\"")
 	}
@@ -217,8 +248,11 @@ func (s *Spec) validateAMQP(sec Secrets) error {
 	if s.RoutingKey == "" {
 		s.RoutingKey = "establishment.{establishment}"
 	}
-	if len(s.RoutingKey) > 200 {
-		return refuse("routing_key", "at most 200 bytes")
+	// AMQP's routing keys are at most 255 bytes, with the longest slug in place of each
+	// "{establishment}".
+	const placeholder, longestSlug = "{establishment}", 64
+	if n := strings.Count(s.RoutingKey, placeholder); len(s.RoutingKey)+n*(longestSlug-len(placeholder)) > 255 {
+		return refuse("routing_key", "at most 255 bytes once each {establishment} is a slug of up to %d bytes", longestSlug)
 	}
 	return nil
 }

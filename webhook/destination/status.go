@@ -64,14 +64,14 @@ func (r *record) status() Status {
 
 // withLag returns st with its lag read from the change signals.
 func (s *Store) withLag(ctx context.Context, st Status) (Status, error) {
-	after := uint64(0) // a first sync to do: every signal kept is behind
-	if st.position != "" {
-		c, err := events.ParseCursor(st.position)
-		if err != nil {
-			return st, nil // a position no reader gave: the runner says so
-		}
-		after = c.Signal
+	if st.position == "" {
+		return st, nil // a first sync not started: syncing says so; no change is behind it yet
 	}
+	c, err := events.ParseCursor(st.position)
+	if err != nil {
+		return st, nil // a position no reader gave: the runner says so
+	}
+	after := c.Signal // during a first sync, the changes since it started
 	n, oldest, err := s.signals.Backlog(ctx, after)
 	if err != nil {
 		return Status{}, fmt.Errorf("destination %s: lag: %w", st.ID, err)

@@ -3,7 +3,6 @@ package destination
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 )
 
 // ClientConfig is the TLS of a connection to the broker: the CA to trust instead of the system's,
@@ -14,14 +13,14 @@ func (t *TLS) ClientConfig(key string) (*tls.Config, error) {
 	if t.CA != "" {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM([]byte(t.CA)) {
-			return nil, errors.New("tls.ca_pem: no certificate in it")
+			return nil, refuse("tls.ca_pem", "no certificate in it")
 		}
 		cfg.RootCAs = pool
 	}
 	if t.Cert != "" {
 		cert, err := tls.X509KeyPair([]byte(t.Cert), []byte(key))
 		if err != nil {
-			return nil, errors.New("tls.cert_pem: the certificate and its key do not make a pair")
+			return nil, refuse("tls.cert_pem", "the certificate and its key do not make a pair")
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
