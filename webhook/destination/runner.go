@@ -150,13 +150,6 @@ func (r *Runner) stopAll() {
 	}
 }
 
-// Running returns how many destinations this runner publishes now.
-func (r *Runner) Running() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.run)
-}
-
 // publisher is the state of one destination's goroutine.
 type publisher struct {
 	r        *Runner
