@@ -395,3 +395,38 @@ func TestResumedDestinationWaitsForThePageStillInFlight(t *testing.T) {
 		t.Errorf("%d publications at once, want 1", g.most.Load())
 	}
 }
+
+func TestRegistrationsAtOnceStayWithinTheBound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for range destination.MaxDestinations - 1 {
+		e.create(kafkaBody)
+	}
+	spec, sec, err := destination.ParseRegistration([]byte(kafkaBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var created, refused atomic.Int64
+	for range 6 {
+		wg.Go(func() {
+			_, err := e.store.Create(t.Context(), spec, sec)
+			switch {
+			case err == nil:
+				created.Add(1)
+			case errors.Is(err, destination.ErrTooMany):
+				refused.Add(1)
+			default:
+				t.Errorf("Create: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	list, err := e.store.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) > destination.MaxDestinations || created.Load() > 1 || len(list) != destination.MaxDestinations-1+int(created.Load()) {
+		t.Errorf("%d destinations after %d created and %d refused at once, want at most %d", len(list), created.Load(), refused.Load(), destination.MaxDestinations)
+	}
+}

@@ -1,6 +1,7 @@
 package destination
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -97,16 +98,8 @@ func (s *Store) Create(ctx context.Context, spec Spec, sec Secrets) (Status, err
 	if err := spec.Validate(sec); err != nil {
 		return Status{}, err
 	}
-	keys, err := s.kv.ListKeys(ctx)
-	if err != nil {
-		return Status{}, fmt.Errorf("destination: list: %w", err)
-	}
-	n := 0
-	for range keys.Keys() {
-		n++
-	}
-	if n >= MaxDestinations {
-		return Status{}, ErrTooMany
+	if n, err := s.count(ctx); err != nil || n >= MaxDestinations {
+		return Status{}, cmp.Or(err, ErrTooMany)
 	}
 	plain, err := json.Marshal(sec)
 	if err != nil {
@@ -128,7 +121,26 @@ func (s *Store) Create(ctx context.Context, spec Spec, sec Secrets) (Status, err
 	if _, err := s.kv.Create(ctx, rec.ID, data); err != nil {
 		return Status{}, fmt.Errorf("destination: store %s: %w", rec.ID, err)
 	}
+	// Registrations at once may each have counted room for one more: counted again once stored,
+	// one past the bound takes itself back.
+	if n, err := s.count(ctx); err == nil && n > MaxDestinations {
+		_ = s.kv.Purge(context.WithoutCancel(ctx), rec.ID)
+		return Status{}, ErrTooMany
+	}
 	return s.withLag(ctx, rec.status())
+}
+
+// count returns how many destinations the bucket holds.
+func (s *Store) count(ctx context.Context) (int, error) {
+	keys, err := s.kv.ListKeys(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("destination: list: %w", err)
+	}
+	n := 0
+	for range keys.Keys() {
+		n++
+	}
+	return n, nil
 }
 
 // get returns the destination id and the revision it was read at.
