@@ -22,12 +22,7 @@ type Status struct {
 	Spec
 	State   string    `json:"state"`
 	Created time.Time `json:"created"`
-	// Published counts the events the broker took; Failures the attempts that failed.
-	Published       uint64    `json:"published"`
-	Failures        uint64    `json:"failures"`
-	LastError       string    `json:"last_error,omitempty"`
-	LastErrorAt     time.Time `json:"last_error_at,omitzero"`
-	LastPublishedAt time.Time `json:"last_published_at,omitzero"`
+	Counters
 	// Syncing is true while the destination publishes every establishment's current state (it
 	// started with "all", or after a gap).
 	Syncing bool `json:"syncing"`
@@ -35,20 +30,26 @@ type Status struct {
 	// of them (0 when none waits).
 	LagRecords uint64  `json:"lag_records"`
 	LagSeconds float64 `json:"lag_seconds"`
-	// Gaps counts the times its position was older than the signals kept: it then published every
-	// establishment's state again. LastGapAt is the last time.
-	Gaps      uint64    `json:"gaps"`
-	LastGapAt time.Time `json:"last_gap_at,omitzero"`
 
 	position string
 }
 
+// Counters are how a destination fares: kept in its record, shown in its status.
+type Counters struct {
+	// Published counts the events the broker took; Failures the attempts that failed.
+	Published       uint64    `json:"published"`
+	Failures        uint64    `json:"failures"`
+	LastError       string    `json:"last_error,omitempty"`
+	LastErrorAt     time.Time `json:"last_error_at,omitzero"`
+	LastPublishedAt time.Time `json:"last_published_at,omitzero"`
+	// Gaps counts the times its position was older than the signals kept: it then published every
+	// establishment's state again (a first sync). LastGapAt is the last time.
+	Gaps      uint64    `json:"gaps"`
+	LastGapAt time.Time `json:"last_gap_at,omitzero"`
+}
+
 func (r *record) status() Status {
-	st := Status{
-		ID: r.ID, Spec: r.Spec, State: StateActive, Created: r.Created,
-		Published: r.Published, Failures: r.Failures, LastError: r.LastError, LastErrorAt: r.LastErrorAt,
-		LastPublishedAt: r.LastPublishedAt, Gaps: r.Gaps, LastGapAt: r.LastGapAt, position: r.Position,
-	}
+	st := Status{ID: r.ID, Spec: r.Spec, State: StateActive, Created: r.Created, Counters: r.Counters, position: r.Position}
 	switch {
 	case r.Paused:
 		st.State = StatePaused

@@ -44,16 +44,7 @@ type record struct {
 	// to do (start "all", or after a gap), the end of the change signals at registration for
 	// start "now".
 	Position string `json:"position"`
-
-	Published       uint64    `json:"published"`
-	Failures        uint64    `json:"failures"`
-	LastError       string    `json:"last_error,omitempty"`
-	LastErrorAt     time.Time `json:"last_error_at,omitzero"`
-	LastPublishedAt time.Time `json:"last_published_at,omitzero"`
-	// Gaps counts the times the position was older than the signals kept, and LastGapAt is the
-	// last: the destination then published every establishment's state again (a first sync).
-	Gaps      uint64    `json:"gaps,omitempty"`
-	LastGapAt time.Time `json:"last_gap_at,omitzero"`
+	Counters
 }
 
 // Store keeps the destinations in Bucket. It is safe for concurrent use, also from several
