@@ -16,10 +16,16 @@ import (
 // openCommands sets up the write side's application layer, with the files store when the api or
 // admin role runs.
 func (m *Main) openCommands(ctx context.Context, js jetstream.JetStream, snapshots *events.Snapshots) error {
+	var trail *events.Audit
 	if c := &m.Config; c.has(roleAPI) || c.has(roleAdmin) {
 		var err error
 		if m.Files, err = provision(ctx, m, "the files store", func(ctx context.Context) (*events.Files, error) {
 			return events.OpenFiles(ctx, js, c.Replicas)
+		}); err != nil {
+			return err
+		}
+		if trail, err = provision(ctx, m, "the audit trail", func(ctx context.Context) (*events.Audit, error) {
+			return events.OpenAudit(ctx, m.Conn, events.AuditConfig{Replicas: c.Replicas, Keep: c.AuditKeep})
 		}); err != nil {
 			return err
 		}
@@ -32,6 +38,9 @@ func (m *Main) openCommands(ctx context.Context, js jetstream.JetStream, snapsho
 	}
 	if m.Files != nil {
 		cfg.Files = m.Files
+	}
+	if trail != nil {
+		cfg.Audit = trail
 	}
 	if m.Webhooks != nil {
 		cfg.Webhooks = webhookapp.NewRegistry(m.Webhooks.Registry())

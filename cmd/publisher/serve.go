@@ -104,6 +104,8 @@ type Config struct {
 
 	// ChangeRetention is how long change signals are kept: how far back the changes feed reaches.
 	ChangeRetention time.Duration
+	// AuditKeep is how many audit entries each establishment keeps; 0 is events.DefaultAuditKeep.
+	AuditKeep int
 
 	WebhookWindow       time.Duration
 	WebhookTimeout      time.Duration
@@ -168,6 +170,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConns, "max-connections", 0, "connections the read API keeps open at most, within what the open file limit leaves once a quarter of it (256 to 4,096) is kept for the process (0: that, at most 16,384)")
 	fs.IntVar(&c.MaxConnsPerClient, "max-connections-per-client", capacity.DefaultConnsPerClient, "connections one client address (an IPv6 /64) may keep open on each listener, at most a quarter of the listener's; a trusted proxy's count only in the total")
 	fs.DurationVar(&c.ChangeRetention, "change-retention", events.SignalMaxAge, "how long change signals are kept: how far back a cursor of the changes feed (GET /admin/v1/changes) or a platform webhook's position may be; an older cursor is answered 410 (at least 1h)")
+	fs.IntVar(&c.AuditKeep, "audit-keep", events.DefaultAuditKeep, "how many audit entries (GET /admin/v1/establishments/{slug}/audit) each establishment keeps, the oldest dropped first")
 	fs.DurationVar(&c.WebhookWindow, "webhook-window", 30*time.Second, "changes of one establishment within this window make one webhook delivery")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 10*time.Second, "time limit of one webhook delivery attempt")
 	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "allow webhook receivers on loopback and private addresses (local use only)")
@@ -242,6 +245,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	}
 	if cfg.HeapFloor < 0 || cfg.HeapFloor > heapfloor.Max {
 		return envflag.Usagef("serve", "--heap-floor-bytes %d: want 0 to %d", cfg.HeapFloor, int64(heapfloor.Max))
+	}
+	if cfg.AuditKeep < 1 {
+		return envflag.Usagef("serve", "--audit-keep %d: want at least 1", cfg.AuditKeep)
 	}
 	if cfg.ChangeRetention < events.DefaultDuplicates {
 		return envflag.Usagef("serve", "--change-retention %s: want at least %s, the window in which a signal sent twice is recognised", cfg.ChangeRetention, events.DefaultDuplicates)

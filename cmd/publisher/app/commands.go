@@ -61,6 +61,9 @@ type Config struct {
 	MaxLoads int
 	// Now is the time of new events; nil is time.Now.
 	Now func() time.Time
+	// Audit keeps the audit trail, normally an *events.Audit; nil keeps none (the log's records
+	// still name their actors).
+	Audit auditTrail
 	// Files stores uploaded menu files, normally an *events.Files; nil refuses uploads and
 	// references to stored files.
 	Files fileStore
@@ -105,6 +108,7 @@ type Commands struct {
 	now      func() time.Time
 	locks    locks
 	repo     *repository
+	trail    auditTrail
 
 	files     fileStore
 	filesBase string   // PublicURL without a trailing slash
@@ -117,7 +121,10 @@ func New(cfg Config) (*Commands, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Commands{log: cfg.Log, webhooks: cfg.Webhooks, clock: cfg.Clock, logger: cfg.Logger, check: cfg.CheckContent, room: cfg.Room, now: cfg.Now}
+	c := &Commands{log: cfg.Log, webhooks: cfg.Webhooks, clock: cfg.Clock, logger: cfg.Logger, check: cfg.CheckContent, room: cfg.Room, now: cfg.Now, trail: cfg.Audit}
+	if cfg.Audit == nil {
+		c.trail = nil // a typed nil would look set
+	}
 	if c.clock == nil {
 		c.clock = WallClock
 	}
@@ -153,6 +160,8 @@ func New(cfg Config) (*Commands, error) {
 type Request struct {
 	Slug      domain.Slug
 	CommandID string
+
+	action, detail string // what the audit names the command, set by its method (as)
 }
 
 // Result is the outcome of an accepted command.
@@ -234,12 +243,14 @@ func (c *Commands) execute(ctx context.Context, req Request, kind commandKind, d
 				return Result{}, err
 			}
 		}
-		seq, err := c.log.Append(ctx, string(slug), a.version, req.CommandID, envs,
-			events.WithHeader(CalendarHeader, CalendarOf(a.est).String()))
+		opts := append(actorHeaders(ctx), events.WithHeader(CalendarHeader, CalendarOf(a.est).String()))
+		seq, err := c.log.Append(ctx, string(slug), a.version, req.CommandID, envs, opts...)
 		switch {
 		case errors.Is(err, events.ErrRecordTooLarge):
 			return Result{}, fmt.Errorf("%w: %w", ErrTooLarge, err)
 		case errors.Is(err, events.ErrDuplicate):
+			// The trail stores the entry once, whichever application stores it.
+			c.audit(ctx, req, req.CommandID, seq)
 			return Result{Slug: slug, Version: seq, Duplicate: true}, nil // the log holds the first application
 		case errors.Is(err, events.ErrConflict):
 			if attempt >= maxAttempts {
@@ -256,6 +267,7 @@ func (c *Commands) execute(ctx context.Context, req Request, kind commandKind, d
 			c.repo.save(ctx, a)
 		}
 		c.repo.put(a)
+		c.audit(ctx, req, req.CommandID, seq)
 		res.Version, res.Events = seq, len(evs)
 		return res, nil
 	}

@@ -73,13 +73,18 @@ func (d *Deliveries) Enable(ctx context.Context, slug domain.Slug, id string) (E
 	if err := d.endpoints.Enable(ctx, string(slug), id); err != nil {
 		return EndpointState{}, err
 	}
+	d.commands.audit(ctx, Request{Slug: slug}.as("webhook_endpoint.enabled", id), NewID("cmd"), 0)
 	return d.endpoints.Endpoint(ctx, string(slug), id)
 }
 
 // Ping sends endpoint id of slug a test delivery now and returns its attempt: a receiver that
 // fails is reported in the attempt, not as an error.
 func (d *Deliveries) Ping(ctx context.Context, slug domain.Slug, id string) (Attempt, error) {
-	return d.log.Ping(ctx, string(slug), id)
+	at, err := d.log.Ping(ctx, string(slug), id)
+	if err == nil {
+		d.commands.audit(ctx, Request{Slug: slug}.as("webhook_endpoint.pinged", id), NewID("cmd"), 0)
+	}
+	return at, err
 }
 
 // Log returns the last limit deliveries to endpoint id of slug, newest first. The log is kept by

@@ -106,7 +106,7 @@ func (c *Commands) SetMasterMenu(ctx context.Context, req Request, url *string) 
 	if err := c.resolveFile(ctx, "master_menu_url", url); err != nil {
 		return Result{}, err
 	}
-	return c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.SetMasterMenu(url) })
+	return c.execute(ctx, req.as(domain.TypeMasterMenuChanged, ""), userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.SetMasterMenu(url) })
 }
 
 // AddMenuAsset adds file a, last, to version id of menu type typ. Its URLs may be digests of
@@ -118,7 +118,7 @@ func (c *Commands) AddMenuAsset(ctx context.Context, req Request, typ, id domain
 			return Result{}, err
 		}
 	}
-	return c.execute(ctx, req, userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.AddMenuAsset(typ, id, a) })
+	return c.execute(ctx, req.as("menu_asset.added", string(typ)+"/"+string(id)), userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.AddMenuAsset(typ, id, a) })
 }
 
 // resolveFiles turns every reference to a stored file in snap (a digest, or the URL of a file

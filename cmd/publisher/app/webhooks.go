@@ -70,6 +70,7 @@ func (c *Commands) RegisterWebhook(ctx context.Context, req Request, url string)
 	case err != nil:
 		return WebhookResult{}, fmt.Errorf("url: %w", err)
 	case existing == "":
+		c.audit(ctx, req.as(domain.TypeWebhookRegistered, ep.ID), ep.ID, 0)
 		return WebhookResult{Result: res, Endpoint: ep}, nil
 	case existing == url:
 		res.Duplicate = true
@@ -99,6 +100,7 @@ func (c *Commands) RemoveWebhook(ctx context.Context, req Request, id string) (R
 	if err := c.webhooks.Remove(ctx, string(req.Slug), id); err != nil {
 		return Result{}, err
 	}
+	c.audit(ctx, req.as(domain.TypeWebhookRemoved, id), NewID("cmd"), 0)
 	return Result{Slug: req.Slug, Version: st.Version}, nil
 }
 
@@ -116,5 +118,6 @@ func (c *Commands) RotateWebhookSecret(ctx context.Context, slug domain.Slug, id
 	if err := c.webhooks.RotateSecret(ctx, string(slug), id, secret, grace); err != nil {
 		return "", err
 	}
+	c.audit(ctx, Request{Slug: slug}.as("webhook_endpoint.secret_rotated", id), NewID("cmd"), 0)
 	return secret, nil
 }

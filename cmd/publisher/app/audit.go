@@ -1,0 +1,155 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
+)
+
+// The audit: every accepted command given with an actor (WithActor) that changed something is
+// recorded with who gave it. Commands on the log carry the actor in their record's headers
+// (ActorIDHeader, ActorNameHeader), the log staying the one truth; every such command, and those
+// on webhook endpoints, which are not in the log, also leaves an entry on the establishment's
+// audit trail, which Audit reads newest first. An entry the trail failed to store is logged and
+// does not undo the command.
+
+// Headers of a record that name the actor of its command.
+const (
+	ActorIDHeader   = "Actor-Id"
+	ActorNameHeader = "Actor-Name"
+)
+
+// Bounds of an audit page.
+const (
+	DefaultAuditPage = 50
+	MaxAuditPage     = 200
+)
+
+// auditTrail keeps the audit entries of each establishment; *events.Audit satisfies it.
+type auditTrail interface {
+	Append(ctx context.Context, slug, id string, entry []byte) error
+	Read(ctx context.Context, slug string, before uint64, limit int) ([]events.AuditEntry, uint64, error)
+}
+
+// AuditEntry is one accepted command as the audit shows it: when, who, what and on what.
+type AuditEntry struct {
+	At    time.Time `json:"at"`
+	Actor Actor     `json:"credential"`
+	// Action names the command, as an event type would: "public_api.enabled",
+	// "webhook_endpoint.registered".
+	Action string `json:"action"`
+	// Detail says on what or to what, when the action alone does not: a menu version, an
+	// endpoint's id, a redirect's new setting.
+	Detail string `json:"detail,omitempty"`
+	// Version is the record the command appended to the log; 0 for commands outside the log.
+	Version uint64 `json:"version,omitempty"`
+}
+
+// AuditPage is one page of an establishment's audit, newest first.
+type AuditPage struct {
+	Entries []AuditEntry `json:"entries"`
+	// Next is the before of the next, older page; empty on the last one.
+	Next string `json:"next,omitempty"`
+}
+
+// as returns req, named in the audit by action and detail.
+func (r Request) as(action, detail string) Request {
+	r.action, r.detail = action, detail
+	return r
+}
+
+// actorHeaders returns the append options that name the actor of ctx on a record, if it has one.
+func actorHeaders(ctx context.Context) []events.AppendOption {
+	a, ok := ActorOf(ctx)
+	if !ok {
+		return nil
+	}
+	return []events.AppendOption{events.WithHeader(ActorIDHeader, headerText(a.ID)), events.WithHeader(ActorNameHeader, headerText(a.Name))}
+}
+
+// headerText returns s as one line of visible text: control characters become spaces.
+func headerText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// audit records, when ctx names an actor, that it gave the command req named with as; version is
+// the record it appended, 0 for a command outside the log. id names the command on the trail:
+// one stored twice within the trail's duplicates window is stored once.
+func (c *Commands) audit(ctx context.Context, req Request, id string, version uint64) {
+	actor, ok := ActorOf(ctx)
+	if !ok || c.trail == nil || req.action == "" {
+		return
+	}
+	entry, err := json.Marshal(AuditEntry{At: c.now().UTC(), Actor: actor, Action: req.action, Detail: req.detail, Version: version})
+	if err == nil {
+		// The command is done: its entry is stored even when its client has gone.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CommandTimeout)
+		err = c.trail.Append(ctx, string(req.Slug), id, entry)
+		cancel()
+	}
+	if err != nil {
+		c.logger.Warn("audit entry not stored", "establishment", req.Slug, "action", req.action, "err", err)
+	}
+}
+
+// Audit returns a page of at most limit (0: DefaultAuditPage, at most MaxAuditPage) of the
+// commands given on slug with an actor, newest first, from before (the Next of the previous page;
+// "" for the newest). It reports domain.ErrNotFound for an unknown establishment.
+func (c *Commands) Audit(ctx context.Context, slug domain.Slug, before string, limit int) (AuditPage, error) {
+	if limit == 0 {
+		limit = DefaultAuditPage
+	}
+	if limit < 1 || limit > MaxAuditPage {
+		return AuditPage{}, &domain.FieldError{Field: "limit", Reason: fmt.Sprintf("want 1 to %d", MaxAuditPage)}
+	}
+	var from uint64
+	if before != "" {
+		n, err := strconv.ParseUint(before, 10, 64)
+		if err != nil || n == 0 {
+			return AuditPage{}, &Refusal{Kind: KindMalformed, Err: fmt.Errorf("before: %q is not a cursor this audit gave", before)}
+		}
+		from = n
+	}
+	if _, err := c.state(ctx, slug); err != nil {
+		return AuditPage{}, err
+	}
+	page := AuditPage{Entries: []AuditEntry{}}
+	if c.trail == nil {
+		return page, nil
+	}
+	stored, next, err := c.trail.Read(ctx, string(slug), from, limit)
+	if err != nil {
+		return AuditPage{}, unavailable(err)
+	}
+	for _, s := range stored {
+		var e AuditEntry
+		if err := json.Unmarshal(s.Data, &e); err != nil {
+			c.logger.Warn("audit entry unreadable", "establishment", slug, "sequence", s.Sequence, "err", err)
+			continue
+		}
+		page.Entries = append(page.Entries, e)
+	}
+	if next != 0 {
+		page.Next = strconv.FormatUint(next, 10)
+	}
+	return page, nil
+}
+
+// onOff is a switch's setting as the audit names it.
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
