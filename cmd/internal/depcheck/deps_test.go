@@ -56,7 +56,9 @@ func TestDependencyDirection(t *testing.T) {
 		// The progress display draws what a command gives it: it knows no store and no API.
 		{"cmd/publisher/progress", []string{"domain", "events", "projections", "readapi", "webhook", "cmd", "github.com/nats-io"}, nil},
 		// The admin API is a transport: it reaches the webhook dispatcher through app only.
-		{"cmd/publisher/admin", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
+		{"cmd/publisher/admin", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app", "cmd/publisher/tokens"}},
+		// The scoped tokens are a store of credentials: they know the actor of app, no transport.
+		{"cmd/publisher/tokens", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
 		// The admin API's description, like the read API's, imports the standard library only.
 		{"cmd/publisher/admin/openapi", []string{"github.com", "golang.org"}, nil},
 		// The generations of the documents, their lease and rebuild: given what they need by the
