@@ -119,6 +119,16 @@ func TestAdminAnswersAreChecked(t *testing.T) {
 	expect(do(t, http.MethodGet, m.AdminURL+one, nil, token...), 404, "removed destination")
 	expect(do(t, http.MethodPost, m.AdminURL+one+"/pause", nil, token...), 404, "pause a removed destination")
 
+	tok := expect(do(t, http.MethodPost, m.AdminURL+"/admin/v1/tokens", []byte(`{"name": "cache", "scope": "read", "expires_in": "1h"}`), asJSON...), 201, "token").json(t)
+	expect(do(t, http.MethodPost, m.AdminURL+"/admin/v1/tokens", []byte(`{"name": "", "scope": "all"}`), asJSON...), 422, "a bad token")
+	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/tokens", nil, token...), 200, "tokens")
+	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/tokens/"+tok["id"].(string), nil, token...), 200, "one token")
+	expect(do(t, http.MethodPost, m.AdminURL+est+"/api/disable", nil, "Authorization", "Bearer "+tok["token"].(string)), 403, "a read token writing")
+	expect(do(t, http.MethodDelete, m.AdminURL+"/admin/v1/tokens/"+tok["id"].(string), nil, token...), 204, "revoke")
+	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/tokens/"+tok["id"].(string), nil, token...), 404, "a revoked token")
+	expect(do(t, http.MethodGet, m.AdminURL+est+"/audit?limit=2", nil, token...), 200, "audit")
+	expect(do(t, http.MethodGet, m.AdminURL+est+"/audit?before=x", nil, token...), 400, "a bad audit cursor")
+
 	// Refusals.
 	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/status", nil), 401, "no token")
 	expect(m.admin(t, http.MethodGet, "/admin/v1/establishments/nowhere", nil), 404, "unknown establishment")

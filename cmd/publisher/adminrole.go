@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/opencarte/publisher/cmd/publisher/addrfile"
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/telemetry"
+	"github.com/opencarte/publisher/cmd/publisher/tokens"
 	"github.com/opencarte/publisher/cmd/publisher/webhookapp"
+	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/changes"
 	"github.com/opencarte/publisher/readapi/apidocs"
@@ -45,6 +49,9 @@ func (m *Main) startAdmin(ctx context.Context, signals *events.Signals) error {
 	if cfg.Changes, err = m.changesFeed(signals); err != nil {
 		return err
 	}
+	if cfg.Tokens, err = m.openTokens(ctx); err != nil {
+		return err
+	}
 	api, err := admin.NewAPI(cfg)
 	if err != nil {
 		return err
@@ -70,6 +77,25 @@ func (m *Main) startAdmin(ctx context.Context, signals *events.Signals) error {
 	}
 	m.loops.Go("secret sweep", m.sweepSecrets)
 	return nil
+}
+
+// openTokens opens the scoped admin tokens, and keeps this process's cache of them current.
+func (m *Main) openTokens(ctx context.Context) (*tokens.Store, error) {
+	js, err := jetstream.New(m.Conn)
+	if err != nil {
+		return nil, err
+	}
+	store, err := provision(ctx, m, "the admin tokens", func(ctx context.Context) (*tokens.Store, error) {
+		return tokens.Open(ctx, tokens.Config{
+			JS: js, Replicas: m.Config.Replicas, Now: m.Config.Now,
+			Exists: func(ctx context.Context, slug domain.Slug) error { _, err := m.Commands.Get(ctx, slug); return err },
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.loops.Go("token watch", store.Watch)
+	return store, nil
 }
 
 // collectFiles removes, every FileCollectEvery, the uploaded files nothing refers to. A failed

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/cmd/publisher/tokens"
 	"github.com/opencarte/publisher/domain"
 )
 
@@ -44,6 +45,14 @@ type Config struct {
 	Changes func(ctx context.Context, after string, limit int, wait time.Duration) (any, error)
 	// Destinations is optional; it serves the broker destinations under /admin/v1/destinations.
 	Destinations Destinations
+	// Tokens is optional; it serves /admin/v1/tokens, and its tokens are credentials beside
+	// Token, each within its scope.
+	Tokens *tokens.Store
+	// LoginLinks is optional; it serves POST /admin/v1/establishments/{slug}/login-links: it
+	// returns the URL of a new login link to slug's API settings page, for the person name
+	// (optional), and when the link expires. The actor who asked is in ctx; an unknown
+	// establishment is domain.ErrNotFound.
+	LoginLinks func(ctx context.Context, slug domain.Slug, name string) (url string, expires time.Time, err error)
 	// Status is optional extra status reported by GET /admin/v1/status.
 	Status func(ctx context.Context) map[string]any
 	// BatchWorkers is how many documents of a batch import are imported at once; 0 is

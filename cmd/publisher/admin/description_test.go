@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/opencarte/publisher/cmd/publisher/admin/openapi"
 	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/cmd/publisher/tokens"
 	"github.com/opencarte/publisher/readapi/openapi/openapitest"
 )
 
@@ -33,19 +35,62 @@ func TestEveryRouteIsDescribed(t *testing.T) {
 			described = append(described, method+" "+path)
 		}
 	}
-	a := &API{cfg: Config{Deliveries: &app.Deliveries{}, Platform: &app.Platform{}, Debug: http.NotFoundHandler(), Changes: func(context.Context, string, int, time.Duration) (any, error) { return nil, nil }, Destinations: struct{ Destinations }{}}}
-	param := regexp.MustCompile(`[:*]([a-z_]+)`)
 	var routed []string
-	for _, rt := range a.surface() {
-		path := param.ReplaceAllString(rt.path, "{$1}")
-		// The profiles are described by name, which the router takes as the rest of the path.
-		path = strings.Replace(path, "/admin/debug/{path}", "/admin/debug/pprof/{profile}", 1)
-		routed = append(routed, rt.method+" "+path)
+	for _, rt := range fullSurface() {
+		routed = append(routed, rt.method+" "+describedPath(rt.path))
 	}
 	slices.Sort(described)
 	slices.Sort(routed)
 	if diff := cmp.Diff(described, routed); diff != "" {
 		t.Errorf("operations (-described +routed):\n%s", diff)
+	}
+}
+
+// fullSurface is the surface of an API with every optional part configured.
+func fullSurface() []route {
+	a := &API{cfg: Config{
+		Deliveries: &app.Deliveries{}, Platform: &app.Platform{}, Debug: http.NotFoundHandler(),
+		Changes:      func(context.Context, string, int, time.Duration) (any, error) { return nil, nil },
+		Destinations: struct{ Destinations }{}, Tokens: &tokens.Store{},
+	}}
+	return a.surface()
+}
+
+var routeParam = regexp.MustCompile(`[:*]([a-z_]+)`)
+
+// describedPath is a route's path as the description writes it.
+func describedPath(path string) string {
+	path = routeParam.ReplaceAllString(path, "{$1}")
+	// The profiles are described by name, which the router takes as the rest of the path.
+	return strings.Replace(path, "/admin/debug/{path}", "/admin/debug/pprof/{profile}", 1)
+}
+
+// TestScopesAreDescribed wants the x-scopes of each operation of the description to be the
+// scopes its route serves.
+func TestScopesAreDescribed(t *testing.T) {
+	t.Parallel()
+	d, err := openapitest.New(openapi.YAML(), openapitest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range fullSurface() {
+		path := describedPath(rt.path)
+		op := d.Doc().Paths.Find(path).GetOperation(rt.method)
+		var described []string
+		if v, ok := op.Extensions["x-scopes"].([]any); ok {
+			for _, s := range v {
+				described = append(described, fmt.Sprint(s))
+			}
+		}
+		var served []string
+		for _, s := range []tokens.Scope{tokens.Platform, tokens.Read, tokens.Establishment} {
+			if rt.access != noCredential && rt.access.permits(s) {
+				served = append(served, string(s))
+			}
+		}
+		if !slices.Equal(described, served) {
+			t.Errorf("%s %s: described x-scopes %q, served %q", rt.method, path, described, served)
+		}
 	}
 }
 

@@ -24,12 +24,12 @@ type Destinations interface {
 func (a *API) destinationRoutes() []route {
 	const one = destinationsPath + "/:id"
 	return []route{
-		{http.MethodPost, destinationsPath, a.createDestination},
-		{http.MethodGet, destinationsPath, a.listDestinations},
-		{http.MethodGet, one, a.getDestination},
-		{http.MethodDelete, one, a.removeDestination},
-		{http.MethodPost, one + "/pause", a.pauseDestination(true)},
-		{http.MethodPost, one + "/resume", a.pauseDestination(false)},
+		{http.MethodPost, destinationsPath, platformAll, a.createDestination},
+		{http.MethodGet, destinationsPath, reads, a.listDestinations},
+		{http.MethodGet, one, reads, a.getDestination},
+		{http.MethodDelete, one, platformAll, a.removeDestination},
+		{http.MethodPost, one + "/pause", platformAll, a.pauseDestination(true)},
+		{http.MethodPost, one + "/resume", platformAll, a.pauseDestination(false)},
 	}
 }
 

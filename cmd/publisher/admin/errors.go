@@ -30,6 +30,7 @@ var statuses = map[app.Kind]reply{
 	app.KindUnsupported:         {http.StatusUnsupportedMediaType, "Unsupported media type", itsText},
 	app.KindDeclined:            {http.StatusServiceUnavailable, "Service unavailable", itsText},
 	app.KindGone:                {http.StatusGone, "Gone", itsText},
+	app.KindForbidden:           {http.StatusForbidden, "Forbidden", itsText},
 	app.KindUnavailable:         {http.StatusServiceUnavailable, "Service unavailable", anOutage},
 	app.KindInsufficientStorage: {http.StatusInsufficientStorage, "Insufficient storage", itsText},
 	app.KindInternal:            {http.StatusInternalServerError, "Internal server error", aFault},

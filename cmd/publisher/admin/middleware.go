@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"crypto/subtle"
 	"net/http"
 	"strconv"
 	"strings"
@@ -37,17 +36,28 @@ func (a *API) bounded(next http.Handler) http.Handler {
 	})
 }
 
-// authenticate refuses every request without the bearer token, but those to the public paths.
-// The scheme name is case-insensitive (RFC 9110, section 11.1); the token is compared in constant
-// time. The right token is served at once, whatever its address sent before; a wrong or missing
-// one is answered 401 after the penalty its address has earned (see failures).
+// authenticate refuses every request without a credential, but those to the public paths: the
+// admin token, or a scoped token of Config.Tokens, which the request's context then carries (see
+// withCredential). The scheme name is case-insensitive (RFC 9110, section 11.1); tokens are
+// compared in constant time. A right token is served at once, whatever its address sent before;
+// a wrong or missing one is answered 401 after the penalty its address has earned (see failures).
 func (a *API) authenticate(next http.Handler) http.Handler {
-	want := []byte(a.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if public[r.URL.Path] || strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimLeft(token, " ")), want) == 1 {
+		if public[r.URL.Path] {
 			next.ServeHTTP(w, r)
 			return
+		}
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if strings.EqualFold(scheme, "Bearer") {
+			t, ok, err := a.credential(r.Context(), strings.TrimLeft(token, " "))
+			if err != nil {
+				a.fail(w, r, err)
+				return
+			}
+			if ok {
+				next.ServeHTTP(w, r.WithContext(withCredential(r.Context(), t)))
+				return
+			}
 		}
 		d, done, busy := a.failures.fail(clientOf(r), time.Now())
 		if busy {

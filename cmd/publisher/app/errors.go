@@ -78,6 +78,7 @@ const (
 	KindInsufficientStorage             // the stores have too little room left; retrying once room is made works
 	KindDeclined                        // this process cannot do it now, and says why: no file store, a host that does not resolve
 	KindGone                            // a position no longer kept: the client starts over
+	KindForbidden                       // the credential's scope does not cover the request
 
 	// The kinds of a transport's refusals of a request it could not read, before any command.
 
