@@ -73,6 +73,11 @@ func adminCommands() []subcommand {
 		{"pause-destination", "ID", "stop publishing to a destination; it keeps its position", onDestination(http.MethodPost, "/pause"), nil},
 		{"resume-destination", "ID", "publish again, from where it stopped", onDestination(http.MethodPost, "/resume"), nil},
 		{"remove-destination", "ID", "remove a destination and its credentials", onDestination(http.MethodDelete, ""), nil},
+		{"create-token", "NAME SCOPE EXPIRES_IN [SLUG...]", "a scoped admin token (SCOPE platform, read, or establishment\nof the SLUGs), valid EXPIRES_IN (720h); prints it once", createToken, nil},
+		{"tokens", "", "scoped tokens with their scopes and expiries (never a secret)", call(http.MethodGet, "/admin/v1/tokens"), nil},
+		{"revoke-token", "ID", "refuse a scoped token from now on", revokeToken, nil},
+		{"audit", "SLUG [BEFORE]", "who did what to an establishment, newest first; BEFORE is\nthe next of the previous page", audit, nil},
+		{"login-link", "SLUG [NAME]", "a one-time link to the establishment's API settings page,\nfor NAME; valid a few minutes", loginLink, nil},
 		{"status", "", "the process's roles, log positions, storage and webhooks", call(http.MethodGet, "/admin/v1/status"), nil},
 	}
 }
@@ -196,6 +201,35 @@ func rotatePlatformSecret(a []string) (request, error) {
 	r := request{method: http.MethodPost, path: "/admin/v1/webhooks/" + url.PathEscape(a[0]) + "/rotate-secret"}
 	if len(a) == 2 {
 		r.body, _ = json.Marshal(map[string]string{"grace": a[1]})
+	}
+	return r, nil
+}
+
+func createToken(a []string) (request, error) {
+	in := map[string]any{"name": a[0], "scope": a[1], "expires_in": a[2]}
+	if len(a) > 3 {
+		in["establishments"] = a[3:]
+	}
+	body, _ := json.Marshal(in)
+	return request{method: http.MethodPost, path: "/admin/v1/tokens", body: body}, nil
+}
+
+func revokeToken(a []string) (request, error) {
+	return request{method: http.MethodDelete, path: "/admin/v1/tokens/" + url.PathEscape(a[0])}, nil
+}
+
+func audit(a []string) (request, error) {
+	path := establishmentPath(a[0]) + "/audit"
+	if len(a) == 2 {
+		path += "?before=" + url.QueryEscape(a[1])
+	}
+	return request{method: http.MethodGet, path: path}, nil
+}
+
+func loginLink(a []string) (request, error) {
+	r := request{method: http.MethodPost, path: establishmentPath(a[0]) + "/login-links"}
+	if len(a) == 2 {
+		r.body, _ = json.Marshal(map[string]string{"name": a[1]})
 	}
 	return r, nil
 }
