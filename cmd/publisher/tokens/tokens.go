@@ -138,20 +138,26 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Watch drops from the cache every token another process changes or revokes, until ctx ends.
+// Watch drops from the cache every token another process changes or revokes, until ctx ends. It
+// empties the cache as it starts, so that a watch started again after one that failed misses no
+// revocation.
 func (s *Store) Watch(ctx context.Context) error {
 	w, err := s.kv.WatchAll(ctx, jetstream.UpdatesOnly())
 	if err != nil {
 		return fmt.Errorf("tokens: watch: %w", err)
 	}
-	defer w.Stop()
+	defer func() { _ = w.Stop() }()
+	s.cache.Purge()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
-				return nil
+				if ctx.Err() != nil {
+					return nil // the watch ends with ctx
+				}
+				return errors.New("tokens: the watch of the tokens ended")
 			}
 			if e != nil {
 				s.cache.Remove(e.Key())
