@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,6 +34,8 @@ type AuditConfig struct {
 	Keep     int // entries kept per establishment; 0 is DefaultAuditKeep
 	// MemoryStorage keeps the trail in memory: for tests and demos.
 	MemoryStorage bool
+	// Failed, when set, is told of an entry Append sent that the stream did not store.
+	Failed func(slug string, err error)
 }
 
 // Audit appends entries to the audit trail and reads them back, newest first. It is safe for
@@ -40,6 +43,9 @@ type AuditConfig struct {
 type Audit struct {
 	js jetstream.JetStream
 }
+
+// auditPending bounds the entries sent and not yet acknowledged; past it, Append waits.
+const auditPending = 4096
 
 // AuditEntry is one stored entry: its position and its bytes, which this package does not read.
 type AuditEntry struct {
@@ -55,7 +61,12 @@ func OpenAudit(ctx context.Context, nc *nats.Conn, cfg AuditConfig) (*Audit, err
 	if cfg.Keep < 0 || cfg.Replicas < 0 || cfg.Replicas > maxReplicas {
 		return nil, fmt.Errorf("open stream %s: keep %d and replicas %d must be positive, replicas at most %d", AuditStreamName, cfg.Keep, cfg.Replicas, maxReplicas)
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(auditPending),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, msg *nats.Msg, err error) {
+			if cfg.Failed != nil {
+				cfg.Failed(strings.TrimPrefix(msg.Subject, auditSubjectPrefix), err)
+			}
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("open stream %s: %w", AuditStreamName, err)
 	}
@@ -81,8 +92,10 @@ func OpenAudit(ctx context.Context, nc *nats.Conn, cfg AuditConfig) (*Audit, err
 	return &Audit{js: js}, nil
 }
 
-// Append stores entry on slug's trail. id names the command: an entry appended again under the
-// same id within the stream's duplicates window is stored once.
+// Append sends entry to slug's trail, and returns without waiting for the stream to store it: an
+// entry the stream then refuses is told to AuditConfig.Failed. Read waits for the entries this
+// Audit sent. id names the command: an entry appended again under the same id within the
+// stream's duplicates window is stored once.
 func (a *Audit) Append(ctx context.Context, slug, id string, entry []byte) error {
 	if err := checkSubjectToken(slug); err != nil {
 		return fmt.Errorf("audit: %w: %w", ErrInvalidSlug, err)
@@ -90,7 +103,7 @@ func (a *Audit) Append(ctx context.Context, slug, id string, entry []byte) error
 	if len(entry) > MaxAuditEntry {
 		return fmt.Errorf("audit %s: entry of %d bytes, at most %d", slug, len(entry), MaxAuditEntry)
 	}
-	if _, err := a.js.Publish(ctx, auditSubjectPrefix+slug, entry, jetstream.WithMsgID(id)); err != nil {
+	if _, err := a.js.PublishAsync(auditSubjectPrefix+slug, entry, jetstream.WithMsgID(id)); err != nil {
 		return fmt.Errorf("audit %s: %w", slug, err)
 	}
 	return nil
@@ -98,10 +111,15 @@ func (a *Audit) Append(ctx context.Context, slug, id string, entry []byte) error
 
 // Read returns, newest first, at most limit entries of slug's trail stored before sequence before
 // (0: the newest), and the sequence to pass as before for the next, older page: 0 when there are
-// none.
+// none. It reads the entries this Audit sent once the stream has stored them.
 func (a *Audit) Read(ctx context.Context, slug string, before uint64, limit int) ([]AuditEntry, uint64, error) {
 	if err := checkSubjectToken(slug); err != nil {
 		return nil, 0, fmt.Errorf("audit: %w: %w", ErrInvalidSlug, err)
+	}
+	select {
+	case <-a.js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return nil, 0, fmt.Errorf("audit %s: %w", slug, ctx.Err())
 	}
 	if limit < 1 {
 		return nil, 0, fmt.Errorf("audit %s: limit %d is not positive", slug, limit)

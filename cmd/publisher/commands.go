@@ -25,7 +25,9 @@ func (m *Main) openCommands(ctx context.Context, js jetstream.JetStream, snapsho
 			return err
 		}
 		if trail, err = provision(ctx, m, "the audit trail", func(ctx context.Context) (*events.Audit, error) {
-			return events.OpenAudit(ctx, m.Conn, events.AuditConfig{Replicas: c.Replicas, Keep: c.AuditKeep})
+			return events.OpenAudit(ctx, m.Conn, events.AuditConfig{Replicas: c.Replicas, Keep: c.AuditKeep, Failed: func(slug string, err error) {
+				m.Logger.Warn("audit entry not stored", "establishment", slug, "err", err)
+			}})
 		}); err != nil {
 			return err
 		}

@@ -16,8 +16,9 @@ import (
 // recorded with who gave it. Commands on the log carry the actor in their record's headers
 // (ActorIDHeader, ActorNameHeader), the log staying the one truth; every such command, and those
 // on webhook endpoints, which are not in the log, also leaves an entry on the establishment's
-// audit trail, which Audit reads newest first. An entry the trail failed to store is logged and
-// does not undo the command.
+// audit trail, which Audit reads newest first. The entry is sent without waiting for the trail to
+// store it (a command waits for one store, the log); one the trail failed to store is logged
+// (see Config.Audit), and does not undo the command.
 
 // Headers of a record that name the actor of its command.
 const (
@@ -93,10 +94,8 @@ func (c *Commands) audit(ctx context.Context, req Request, id string, version ui
 	}
 	entry, err := json.Marshal(AuditEntry{At: c.now().UTC(), Actor: actor, Action: req.action, Detail: req.detail, Version: version})
 	if err == nil {
-		// The command is done: its entry is stored even when its client has gone.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CommandTimeout)
-		err = c.trail.Append(ctx, string(req.Slug), id, entry)
-		cancel()
+		// The command is done: its entry is sent even when its client has gone.
+		err = c.trail.Append(context.WithoutCancel(ctx), string(req.Slug), id, entry)
 	}
 	if err != nil {
 		c.logger.Warn("audit entry not stored", "establishment", req.Slug, "action", req.action, "err", err)

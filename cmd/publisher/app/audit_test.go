@@ -116,3 +116,32 @@ func TestAuditRefusals(t *testing.T) {
 		t.Fatalf("without a trail: %+v, %v", page, err)
 	}
 }
+
+// BenchmarkCommandAudited measures a command alone and a command whose actor the audit records:
+// what the audit costs each command.
+func BenchmarkCommandAudited(b *testing.B) {
+	srv := natstest.Start(b)
+	e := newEnv(b, srv)
+	trail, err := events.OpenAudit(b.Context(), natstest.Connect(b, srv), events.AuditConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := e.commands(b, Config{Audit: trail})
+	s := establishment(3)
+	mustImport(b, c, s)
+	for _, bc := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"alone", b.Context()},
+		{"audited", WithActor(b.Context(), Actor{ID: "tok_0123456789abcdef", Name: "back office"})},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := c.SetMenuRedirect(bc.ctx, Request{Slug: domain.Slug(s.Slug)}, i%2 == 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
