@@ -448,3 +448,21 @@ func scanText(s string, max int, line bool) error {
 func blank(s string) bool {
 	return !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) })
 }
+
+// ValidateLine checks a one-line text of at most max characters, such as a name: valid UTF-8, no
+// control character, line break, tab or bidirectional formatting character.
+func ValidateLine(s string, max int) error { return validateLine(s, max) }
+
+// CheckSlugs adds to fe an error for each of slugs, a list named field, that is not a slug or is
+// listed before it.
+func CheckSlugs(field string, slugs []string, fe *FieldErrorList) {
+	seen := make(map[string]bool, len(slugs))
+	for i, s := range slugs {
+		if _, err := ParseSlug(s); err != nil {
+			fe.add(fmt.Sprintf("%s[%d]", field, i), "%v", err)
+		} else if seen[s] {
+			fe.add(fmt.Sprintf("%s[%d]", field, i), "%q is listed twice", s)
+		}
+		seen[s] = true
+	}
+}

@@ -47,15 +47,7 @@ func (p *Platform) Register(ctx context.Context, url string, establishments []st
 	if len(establishments) > MaxPlatformFilter {
 		errs.Add(&domain.FieldError{Field: "establishments", Reason: fmt.Sprintf("%d slugs, want at most %d", len(establishments), MaxPlatformFilter)})
 	}
-	seen := make(map[string]bool, len(establishments))
-	for i, s := range establishments {
-		if _, err := domain.ParseSlug(s); err != nil {
-			errs.Add(&domain.FieldError{Field: fmt.Sprintf("establishments[%d]", i), Reason: err.Error()})
-		} else if seen[s] {
-			errs.Add(&domain.FieldError{Field: fmt.Sprintf("establishments[%d]", i), Reason: fmt.Sprintf("%q is listed twice", s)})
-		}
-		seen[s] = true
-	}
+	domain.CheckSlugs("establishments", establishments, &errs)
 	if err := errs.Err(); err != nil {
 		return EndpointState{}, "", err
 	}
