@@ -14,7 +14,8 @@ import (
 
 // TestAuditNamesTheActorOfEachCommand gives commands under two actors, one without, and one
 // twice under its command id, and wants the audit to list each accepted command once, newest
-// first and paged, with its actor, and the log's record to name its actor in its headers.
+// first and paged, with its actor on one line, the log's record to name its actor in its headers,
+// and a command on no establishment listed by the platform's audit alone.
 func TestAuditNamesTheActorOfEachCommand(t *testing.T) {
 	srv := natstest.Start(t)
 	e := newEnv(t, srv)
@@ -61,8 +62,8 @@ func TestAuditNamesTheActorOfEachCommand(t *testing.T) {
 		}
 	}
 	want := []string{
-		"lnk_1 Marie\nDupont establishment.activated ",
-		"lnk_1 Marie\nDupont menu_redirect.changed on",
+		"lnk_1 Marie Dupont establishment.activated ",
+		"lnk_1 Marie Dupont menu_redirect.changed on",
 		"tok_platform back office establishment.imported ",
 	}
 	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
@@ -83,6 +84,14 @@ func TestAuditNamesTheActorOfEachCommand(t *testing.T) {
 	}
 	if id, name := msg.Header.Get(ActorIDHeader), msg.Header.Get(ActorNameHeader); id != "lnk_1" || name != "Marie Dupont" {
 		t.Fatalf("record %d names actor %q %q, want lnk_1 and the name on one line", res.Version, id, name)
+	}
+	// A command on no establishment is on the platform's trail, not the establishment's.
+	c.Record(platform, "", "POST /admin/v1/tokens", "tok_1")
+	if page, err := c.PlatformAudit(t.Context(), "", 0); err != nil || len(page.Entries) != 1 || page.Entries[0].Detail != "tok_1" || page.Entries[0].Actor.ID != "tok_platform" {
+		t.Fatalf("platform audit: %+v, %v", page, err)
+	}
+	if page, err := c.Audit(t.Context(), slug, "", 0); err != nil || len(page.Entries) != len(want) {
+		t.Fatalf("a platform command in an establishment's audit: %+v, %v", page, err)
 	}
 	// The record before it, the redirect set without an actor, names none.
 	if msg, err = stream.GetMsg(t.Context(), res.Version-1); err != nil || msg.Header.Get(ActorIDHeader) != "" {

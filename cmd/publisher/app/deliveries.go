@@ -73,7 +73,7 @@ func (d *Deliveries) Enable(ctx context.Context, slug domain.Slug, id string) (E
 	if err := d.endpoints.Enable(ctx, string(slug), id); err != nil {
 		return EndpointState{}, err
 	}
-	d.commands.audit(ctx, Request{Slug: slug}.as("webhook_endpoint.enabled", id), NewID("cmd"), 0)
+	d.commands.audit(ctx, Request{Slug: slug}.as(ActionEndpointEnabled, id), NewID("cmd"), 0)
 	return d.endpoints.Endpoint(ctx, string(slug), id)
 }
 
@@ -82,7 +82,7 @@ func (d *Deliveries) Enable(ctx context.Context, slug domain.Slug, id string) (E
 func (d *Deliveries) Ping(ctx context.Context, slug domain.Slug, id string) (Attempt, error) {
 	at, err := d.log.Ping(ctx, string(slug), id)
 	if err == nil {
-		d.commands.audit(ctx, Request{Slug: slug}.as("webhook_endpoint.pinged", id), NewID("cmd"), 0)
+		d.commands.audit(ctx, Request{Slug: slug}.as(ActionEndpointPinged, id), NewID("cmd"), 0)
 	}
 	return at, err
 }

@@ -46,6 +46,15 @@
 // the log, take their id from the key instead: a retry finds the endpoint the key made, removed
 // or not.
 //
+// # Who did what
+//
+// A transport names the credential behind a command by putting an Actor in its context
+// (WithActor). Every accepted command that changed something records it: in its record's headers
+// (ActorIDHeader, ActorNameHeader) for a command on the log, and as an entry of the
+// establishment's audit trail for every command, webhook endpoints included; Audit reads them
+// newest first. Commands on no one establishment, and a transport's own, are recorded by the
+// transport with Record (PlatformAudit reads those on none).
+//
 // # The calendar
 //
 // Every record carries a CalendarHeader with the establishment's time zone, whether its public

@@ -25,7 +25,7 @@ func (c *Commands) Import(ctx context.Context, req Request, snap domain.Establis
 		return KeyResult{}, err
 	}
 	var key domain.APIKey
-	res, err := c.execute(ctx, req.as("establishment.imported", ""), userCommand, func(e *domain.Establishment) ([]domain.Event, error) {
+	res, err := c.execute(ctx, req.as(ActionImported, ""), userCommand, func(e *domain.Establishment) ([]domain.Event, error) {
 		out, err := e.Import(snap, newAPIKey())
 		key = out.APIKey
 		return out.Events, err

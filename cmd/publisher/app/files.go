@@ -118,7 +118,7 @@ func (c *Commands) AddMenuAsset(ctx context.Context, req Request, typ, id domain
 			return Result{}, err
 		}
 	}
-	return c.execute(ctx, req.as("menu_asset.added", string(typ)+"/"+string(id)), userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.AddMenuAsset(typ, id, a) })
+	return c.execute(ctx, req.as(ActionAssetAdded, string(typ)+"/"+string(id)), userCommand, func(e *domain.Establishment) ([]domain.Event, error) { return e.AddMenuAsset(typ, id, a) })
 }
 
 // resolveFiles turns every reference to a stored file in snap (a digest, or the URL of a file

@@ -15,6 +15,16 @@ func NewID(prefix string) string {
 	return prefix + "_" + hex.EncodeToString(b[:])
 }
 
+// KeyedID returns the id of what a command creates: drawn at random (NewID), or, for a command
+// under an idempotency key, made from the key and what it was sent to, the body left out, so that
+// a retry finds what the first try made.
+func KeyedID(prefix, commandID string) string {
+	if scope, ok := keyScope(commandID); ok {
+		return prefix + "_" + scope
+	}
+	return NewID(prefix)
+}
+
 // newAPIKey draws a fresh API key.
 func newAPIKey() domain.APIKey {
 	var b [32]byte

@@ -79,14 +79,8 @@ func (c *Commands) RegisterWebhook(ctx context.Context, req Request, url string)
 	return WebhookResult{}, fmt.Errorf("Idempotency-Key: %w", ErrIdempotencyKeyReused)
 }
 
-// endpointID returns the id of the endpoint a registration makes: drawn at random, or, for a
-// command under an idempotency key, made from the key and what it was sent to, the body left out.
-func endpointID(commandID string) string {
-	if scope, ok := keyScope(commandID); ok {
-		return "wh_" + scope
-	}
-	return NewID("wh")
-}
+// endpointID returns the id of the endpoint a registration makes (see KeyedID).
+func endpointID(commandID string) string { return KeyedID("wh", commandID) }
 
 // RemoveWebhook removes receiver id of an establishment; deliveries to it stop.
 func (c *Commands) RemoveWebhook(ctx context.Context, req Request, id string) (Result, error) {
@@ -118,6 +112,6 @@ func (c *Commands) RotateWebhookSecret(ctx context.Context, slug domain.Slug, id
 	if err := c.webhooks.RotateSecret(ctx, string(slug), id, secret, grace); err != nil {
 		return "", err
 	}
-	c.audit(ctx, Request{Slug: slug}.as("webhook_endpoint.secret_rotated", id), NewID("cmd"), 0)
+	c.audit(ctx, Request{Slug: slug}.as(ActionSecretRotated, id), NewID("cmd"), 0)
 	return secret, nil
 }
