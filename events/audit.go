@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,8 +45,14 @@ type Audit struct {
 	js jetstream.JetStream
 }
 
-// auditPending bounds the entries sent and not yet acknowledged; past it, Append waits.
-const auditPending = 4096
+// Bounds of the entries sent and not yet stored: past auditPending of them, Append waits; one not
+// acknowledged within auditAckWait is failed; Read waits at most auditReadWait for those sent
+// before it (an import running in the same process sends them all the time).
+const (
+	auditPending  = 4096
+	auditAckWait  = 10 * time.Second
+	auditReadWait = time.Second
+)
 
 // AuditEntry is one stored entry: its position and its bytes, which this package does not read.
 type AuditEntry struct {
@@ -61,7 +68,7 @@ func OpenAudit(ctx context.Context, nc *nats.Conn, cfg AuditConfig) (*Audit, err
 	if cfg.Keep < 0 || cfg.Replicas < 0 || cfg.Replicas > maxReplicas {
 		return nil, fmt.Errorf("open stream %s: keep %d and replicas %d must be positive, replicas at most %d", AuditStreamName, cfg.Keep, cfg.Replicas, maxReplicas)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(auditPending),
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(auditPending), jetstream.WithPublishAsyncTimeout(auditAckWait),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, msg *nats.Msg, err error) {
 			if cfg.Failed != nil {
 				cfg.Failed(strings.TrimPrefix(msg.Subject, auditSubjectPrefix), err)
@@ -111,16 +118,21 @@ func (a *Audit) Append(ctx context.Context, slug, id string, entry []byte) error
 
 // Read returns, newest first, at most limit entries of slug's trail stored before sequence before
 // (0: the newest), and the sequence to pass as before for the next, older page: 0 when there are
-// none. It reads the entries this Audit sent once the stream has stored them.
+// none. It reads the entries this Audit sent once the stream has stored them, waiting for them at
+// most auditReadWait.
 func (a *Audit) Read(ctx context.Context, slug string, before uint64, limit int) ([]AuditEntry, uint64, error) {
 	if err := checkSubjectToken(slug); err != nil {
 		return nil, 0, fmt.Errorf("audit: %w: %w", ErrInvalidSlug, err)
 	}
+	wait := time.NewTimer(auditReadWait)
 	select {
 	case <-a.js.PublishAsyncComplete():
+	case <-wait.C:
 	case <-ctx.Done():
+		wait.Stop()
 		return nil, 0, fmt.Errorf("audit %s: %w", slug, ctx.Err())
 	}
+	wait.Stop()
 	if limit < 1 {
 		return nil, 0, fmt.Errorf("audit %s: limit %d is not positive", slug, limit)
 	}

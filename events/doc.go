@@ -1,7 +1,7 @@
 // Package events stores the event log: it appends the events of each accepted command to NATS
 // JetStream and reads them back, for one establishment (Last, Range, History, LastSequence), for
 // the whole log (Replay, Follow), or as the headers of every record (FollowNotes). It also keeps
-// aggregate snapshots (Snapshots), a cache of the log in a KV bucket. The invariants it keeps with
+// aggregate snapshots (Snapshots), a cache of the log in a KV bucket, and the audit trail (Audit). The invariants it keeps with
 // the other packages are listed under "Architecture and invariants" in the repository's README.
 //
 // # What it owns
@@ -102,4 +102,12 @@
 // direct gets from a position: one entry per establishment (Change), merged, in pages. A Cursor
 // is a position of that feed, in its first sync (a read of the bucket of bundles) or after it,
 // written as an opaque text for clients.
+//
+// # The audit trail
+//
+// The stream AUDIT (subjects audit.<slug>) keeps who gave each accepted command, one opaque entry
+// per command, the last AuditConfig.Keep of each establishment; Read pages an establishment's
+// newest first. It is a view beside the log, not the log: Audit.Append sends an entry without
+// waiting for its acknowledgement (a refusal is told to AuditConfig.Failed), unlike Append, whose
+// invariants above are the log's.
 package events
