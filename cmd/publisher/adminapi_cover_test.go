@@ -128,6 +128,10 @@ func TestAdminAnswersAreChecked(t *testing.T) {
 	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/tokens/"+tok["id"].(string), nil, token...), 404, "a revoked token")
 	expect(do(t, http.MethodGet, m.AdminURL+est+"/audit?limit=2", nil, token...), 200, "audit")
 	expect(do(t, http.MethodGet, m.AdminURL+est+"/audit?before=x", nil, token...), 400, "a bad audit cursor")
+	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/audit", nil, token...), 200, "the platform's audit")
+	keyed := append(asJSON, "Idempotency-Key", "token-1")
+	expect(do(t, http.MethodPost, m.AdminURL+"/admin/v1/tokens", []byte(`{"name": "again", "scope": "read"}`), keyed...), 201, "a keyed token")
+	expect(do(t, http.MethodPost, m.AdminURL+"/admin/v1/tokens", []byte(`{"name": "again", "scope": "read"}`), keyed...), 200, "a keyed token again")
 
 	// Refusals.
 	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/status", nil), 401, "no token")

@@ -39,10 +39,12 @@ func TestScopedTokens(t *testing.T) {
 	now.Store(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).UnixNano())
 	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) {
 		c.Now = func() time.Time { return time.Unix(0, now.Load()) }
+		c.WebhookAllowPrivate = true
 	})
 	importDemoAs(t, m, "chez-marcel", "le-zinc")
 	ownID, own := m.newToken(t, `{"name": "owner of chez-marcel", "scope": "establishment", "establishments": ["chez-marcel"], "expires_in": "720h"}`)
 	_, reader := m.newToken(t, `{"name": "cache", "scope": "read"}`)
+	_, backOffice := m.newToken(t, `{"name": "back office", "scope": "platform", "expires_in": "1h"}`)
 	const est, other = "/admin/v1/establishments/chez-marcel", "/admin/v1/establishments/le-zinc"
 	expect := func(r reply, status int, what string) reply {
 		t.Helper()
@@ -88,6 +90,22 @@ func TestScopedTokens(t *testing.T) {
 	expect(m.as(t, reader, http.MethodPost, other+"/api/regenerate-key", nil), 403, "read token: regenerate")
 	expect(m.as(t, reader, http.MethodPut, other, doc), 403, "read token: import")
 	expect(m.as(t, reader, http.MethodPost, "/admin/v1/tokens", []byte(`{"name": "x", "scope": "platform"}`)), 403, "read token: create a token")
+
+	// A platform token does everything but make tokens, which could outlive it.
+	expect(m.as(t, backOffice, http.MethodGet, other, nil), 200, "platform token: read")
+	expect(m.as(t, backOffice, http.MethodPost, "/admin/v1/tokens", []byte(`{"name": "x", "scope": "platform"}`)), 403, "platform token: create a token")
+	expect(m.as(t, backOffice, http.MethodGet, "/admin/v1/tokens", nil), 403, "platform token: list tokens")
+	// Through its own establishment, another's webhook endpoint is an unknown one.
+	hook := expect(m.admin(t, http.MethodPost, other+"/webhooks", []byte(`{"url": "https://127.0.0.1:9/zinc"}`)), 201, "another's endpoint").json(t)
+	hookID := hook["endpoint"].(map[string]any)["id"].(string)
+	for _, suffix := range []string{"/enable", "/ping", "/rotate-secret"} {
+		got := m.as(t, own, http.MethodPost, est+"/webhooks/"+hookID+suffix, nil)
+		unknown := m.as(t, own, http.MethodPost, est+"/webhooks/wh_00000000000000000000000000000000"+suffix, nil)
+		expect(got, 404, "another's endpoint through its own establishment: "+suffix)
+		if strings.ReplaceAll(string(got.body), hookID, "wh_00000000000000000000000000000000") != string(unknown.body) {
+			t.Errorf("%s: another's endpoint answers %s, an unknown one %s", suffix, got.body, unknown.body)
+		}
+	}
 
 	// The audit names the token of each command, newest first.
 	var audit struct {

@@ -3,6 +3,7 @@ package admin
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -68,9 +69,10 @@ type Config struct {
 
 // API is the admin HTTP API: the back office's way to change content.
 type API struct {
-	cfg      Config
-	uploads  chan []byte // the buffers of the files being read and stored; nil until first used
-	failures *failures
+	cfg         Config
+	adminDigest [sha256.Size]byte // of Config.Token
+	uploads     chan []byte       // the buffers of the files being read and stored; nil until first used
+	failures    *failures
 }
 
 // NewAPI validates cfg, settles its defaults and returns the API.
@@ -86,7 +88,7 @@ func NewAPI(cfg Config) (*API, error) {
 	cfg.MaxInFlight = cmp.Or(max(cfg.MaxInFlight, 0), DefaultMaxInFlight)
 	cfg.Uploads = cmp.Or(max(cfg.Uploads, 0), DefaultUploads)
 	cfg.WaitLimit = cmp.Or(cfg.WaitLimit, DefaultWaitLimit)
-	a := &API{cfg: cfg, uploads: make(chan []byte, cfg.Uploads), failures: newFailures()}
+	a := &API{cfg: cfg, adminDigest: sha256.Sum256([]byte(cfg.Token)), uploads: make(chan []byte, cfg.Uploads), failures: newFailures()}
 	for range cap(a.uploads) {
 		a.uploads <- nil
 	}

@@ -21,15 +21,11 @@ const (
 // listChanges answers a page of the changes feed: ?after=<cursor>&limit=<1..1000>&wait=<0..60s>.
 func (a *API) listChanges(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
-	limit, wait := maxChangesLimit, time.Duration(0)
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxChangesLimit {
-			a.fail(w, r, malformed(fmt.Errorf("limit: %q, want a whole number from 1 to %d", v, maxChangesLimit)))
-			return
-		}
-		limit = n
+	limit, ok := a.queryLimit(w, r, maxChangesLimit, maxChangesLimit)
+	if !ok {
+		return
 	}
+	wait := time.Duration(0)
 	if v := q.Get("wait"); v != "" {
 		d, err := parseWait(v)
 		if err != nil {

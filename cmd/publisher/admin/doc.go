@@ -10,13 +10,19 @@
 // whatever the request. Only the router's own answers (404, 405, a panic's 500) and
 // authentication's (401, 429) are written directly.
 //
-// It imports app, domain, events (for its context-aware sleep) and its description, never the
-// webhook dispatcher nor any other role. The surface is one table in routes.go, which a test
+// It imports app, domain, events (for its context-aware sleep), tokens and its description, never
+// the webhook dispatcher nor any other role. The surface is one table in routes.go, which a test
 // keeps equal to the description's operations; one file per resource beside it.
 //
-// Every request carries the bearer token, but those for the API's OpenAPI description and the
-// import document's JSON Schema (package openapi, served at /admin/openapi.json,
-// /admin/openapi.yaml and /admin/import.schema.json), which hold no secret. Writes may carry an Idempotency-Key, which names one
+// Every request carries a credential, but those for the API's OpenAPI description and the import
+// document's JSON Schema (package openapi, served at /admin/openapi.json, /admin/openapi.yaml and
+// /admin/import.schema.json), which hold no secret: the admin token, or a scoped token of package
+// tokens. Authentication puts the credential in the request's context, its actor for the
+// commands to record (app.WithActor); each route of the table says which scopes it serves, and
+// allow (scope.go) refuses the others before the handler runs: 403, but for an establishment
+// token meeting an establishment it does not list, which is answered the 404 of one that does not
+// exist. The writes that name no establishment are recorded in the platform's audit here
+// (recorded); app records those on an establishment. Writes may carry an Idempotency-Key, which names one
 // request (method, path, body): its command id derives from them, so a retry is applied once and
 // the same key with another body is refused.
 //

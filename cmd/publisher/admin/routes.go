@@ -2,7 +2,9 @@ package admin
 
 import (
 	"net/http"
+	"strings"
 
+	"github.com/felixge/httpsnoop"
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/opencarte/publisher/cmd/publisher/admin/openapi"
@@ -30,6 +32,7 @@ func (a *API) surface() []route {
 		{http.MethodGet, openapi.ImportSchemaPath, noCredential, document(openapi.ImportSchema(), openapi.ImportSchemaMediaType)},
 		{http.MethodGet, "/admin/v1/status", reads, a.getStatus},
 		{http.MethodGet, "/admin/v1/establishments", reads, a.listEstablishments},
+		{http.MethodGet, "/admin/v1/audit", reads, a.getPlatformAudit},
 		{http.MethodPost, importPath, platformAll, a.importBatch},
 		{http.MethodGet, est, ownReads, a.getEstablishment},
 		{http.MethodPut, est, platformAll, a.putEstablishment},
@@ -100,9 +103,24 @@ func (a *API) routes() http.Handler {
 	r := a.router()
 	for _, rt := range a.surface() {
 		// Every route is counted under its pattern, when the configuration observes requests.
-		r.Handle(rt.method, rt.path, a.observed(rt.method+" "+rt.path, a.allow(rt.access, rt.handle)))
+		r.Handle(rt.method, rt.path, a.observed(rt.method+" "+rt.path, a.allow(rt.access, a.recorded(rt))))
 	}
 	return a.authenticate(a.bounded(a.idempotency(r)))
+}
+
+// recorded returns the handler of rt, recording in the platform's audit each write it accepts
+// that names no establishment: the commands on an establishment are recorded by app, on its own.
+func (a *API) recorded(rt route) httprouter.Handle {
+	if rt.method == http.MethodGet || rt.access == noCredential || strings.Contains(rt.path, ":slug") {
+		return rt.handle
+	}
+	action := rt.method + " " + rt.path
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		m := httpsnoop.CaptureMetricsFn(w, func(w http.ResponseWriter) { rt.handle(w, r, ps) })
+		if m.Code < http.StatusMultipleChoices {
+			a.cfg.Commands.Record(r.Context(), "", action, r.URL.Path)
+		}
+	}
 }
 
 // router returns a router that answers what no route does: an unknown path 404, a known path

@@ -11,30 +11,34 @@ import (
 // tokensPath is the path of the scoped tokens.
 const tokensPath = "/admin/v1/tokens"
 
-// tokenRoutes are the operations on the scoped tokens: the platform's alone.
+// tokenRoutes are the operations on the scoped tokens: the admin token's alone.
 func (a *API) tokenRoutes() []route {
 	const one = tokensPath + "/:id"
 	return []route{
-		{http.MethodPost, tokensPath, platformAll, a.createToken},
-		{http.MethodGet, tokensPath, platformAll, a.listTokens},
-		{http.MethodGet, one, platformAll, a.getToken},
-		{http.MethodDelete, one, platformAll, a.revokeToken},
+		{http.MethodPost, tokensPath, adminOnly, a.createToken},
+		{http.MethodGet, tokensPath, adminOnly, a.listTokens},
+		{http.MethodGet, one, adminOnly, a.getToken},
+		{http.MethodDelete, one, adminOnly, a.revokeToken},
 	}
 }
 
-// createToken answers 201 with the new token and, this once, its secret.
+// createToken answers 201 with the new token and, this once, its secret; a retry under the same
+// Idempotency-Key 200 with the token, without its secret.
 func (a *API) createToken(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var req tokens.Request
 	if !a.decode(w, r, &req) {
 		return
 	}
-	t, err := a.cfg.Tokens.Create(r.Context(), req)
-	if err != nil {
+	t, err := a.cfg.Tokens.Create(r.Context(), req, commandID(r))
+	switch {
+	case err != nil:
 		a.fail(w, r, err)
-		return
+	case t.Duplicate:
+		writeJSON(w, http.StatusOK, t)
+	default:
+		a.cfg.Logger.Info("admin token created", "token", t.ID, "scope", t.Scope, "by", credentialOf(r).ID)
+		writeJSON(w, http.StatusCreated, t)
 	}
-	a.cfg.Logger.Info("admin token created", "token", t.ID, "scope", t.Scope, "by", credentialOf(r).ID)
-	writeJSON(w, http.StatusCreated, t)
 }
 
 func (a *API) listTokens(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -28,13 +29,14 @@ const (
 	MaxTokens         = 10_000
 	DefaultExpiry     = 30 * 24 * time.Hour
 	MaxExpiry         = 366 * 24 * time.Hour
-	MaxNameBytes      = 100
+	MaxName           = 100 // characters
 	MaxEstablishments = 100
 
 	keptAfterExpiry = 7 * 24 * time.Hour // listed as expired that long, then gone
 	cacheSize       = 4096
 	cacheTTL        = time.Minute
 	markerTTL       = time.Hour // how long the bucket keeps the marker of a token revoked or dropped
+	unknownTTL      = 10 * time.Second
 )
 
 // Scope is what a token may do.
@@ -79,6 +81,9 @@ func (t Token) Allows(slug string) bool {
 type record struct {
 	Token
 	Hash string `json:"hash"` // hex SHA-256 of the secret
+	// CommandID is the id of the command that created it: under an idempotency key, a retry
+	// carries the same, and the key sent with another body another.
+	CommandID string `json:"command_id"`
 }
 
 // Request is the body that creates a token.
@@ -89,10 +94,12 @@ type Request struct {
 	ExpiresIn      string   `json:"expires_in"`
 }
 
-// Created is a token just created: the only answer that holds its secret.
+// Created is a token just created: the only answer that holds its secret. A retry under the same
+// idempotency key answers the token it created, without its secret.
 type Created struct {
 	Token
-	Secret string `json:"token"`
+	Secret    string `json:"token,omitempty"`
+	Duplicate bool   `json:"duplicate,omitempty"`
 }
 
 // Config wires a Store.
@@ -115,6 +122,11 @@ type Store struct {
 	now    func() time.Time
 	max    int
 	cache  *expirable.LRU[string, record]
+	// unknown are ids recently found in no record: a client sending made-up tokens costs one read
+	// of the bucket per id, not per request. A created token's id is random, never among them.
+	unknown *expirable.LRU[string, struct{}]
+	// changes counts the changes Watch saw: a record read before one is not cached after it.
+	changes atomic.Uint64
 }
 
 // Open creates the bucket, or updates it to this configuration, and returns its store.
@@ -131,7 +143,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens: bucket %s: %w", Bucket, err)
 	}
-	s := &Store{kv: kv, exists: cfg.Exists, now: cfg.Now, max: cmp.Or(cfg.Max, MaxTokens), cache: expirable.NewLRU[string, record](cacheSize, nil, cacheTTL)}
+	s := &Store{kv: kv, exists: cfg.Exists, now: cfg.Now, max: cmp.Or(cfg.Max, MaxTokens),
+		cache:   expirable.NewLRU[string, record](cacheSize, nil, cacheTTL),
+		unknown: expirable.NewLRU[string, struct{}](cacheSize, nil, unknownTTL),
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -148,6 +163,7 @@ func (s *Store) Watch(ctx context.Context) error {
 	}
 	defer func() { _ = w.Stop() }()
 	s.cache.Purge()
+	s.changes.Add(1)
 	for {
 		select {
 		case <-ctx.Done():
@@ -160,17 +176,30 @@ func (s *Store) Watch(ctx context.Context) error {
 				return errors.New("tokens: the watch of the tokens ended")
 			}
 			if e != nil {
+				s.changes.Add(1)
 				s.cache.Remove(e.Key())
+				s.unknown.Remove(e.Key())
 			}
 		}
 	}
 }
 
-// Create validates req and stores a new token, created by the actor of ctx; the answer holds its
-// secret, which nothing keeps.
-func (s *Store) Create(ctx context.Context, req Request) (Created, error) {
+// Create validates req and stores a new token, created by the actor of ctx under commandID (see
+// app.KeyedID); the answer holds its secret, which nothing keeps. A retry under the same
+// idempotency key answers the token the first try made, without its secret; the key sent again
+// with another request is refused (app.ErrIdempotencyKeyReused).
+func (s *Store) Create(ctx context.Context, req Request, commandID string) (Created, error) {
 	ttl, err := s.validate(ctx, &req)
 	if err != nil {
+		return Created{}, err
+	}
+	id := app.KeyedID("tok", commandID)
+	if rec, err := s.get(ctx, id); err == nil {
+		if rec.CommandID != commandID {
+			return Created{}, fmt.Errorf("Idempotency-Key: %w", app.ErrIdempotencyKeyReused)
+		}
+		return Created{Token: s.listed(rec.Token), Duplicate: true}, nil
+	} else if !errors.Is(err, domain.ErrNotFound) {
 		return Created{}, err
 	}
 	if n, err := s.count(ctx); err != nil {
@@ -178,39 +207,40 @@ func (s *Store) Create(ctx context.Context, req Request) (Created, error) {
 	} else if n >= s.max {
 		return Created{}, &app.Refusal{Kind: app.KindConflict, Err: fmt.Errorf("there are %d tokens, the most this service keeps: revoke some first", n)}
 	}
-	var id, secret [32]byte
-	_, _ = rand.Read(id[:8])
+	var secret [32]byte
 	_, _ = rand.Read(secret[:])
 	now := s.now().UTC().Truncate(time.Second)
 	creator, _ := app.ActorOf(ctx)
 	t := Token{
-		ID: "tok_" + hex.EncodeToString(id[:8]), Name: req.Name, Scope: req.Scope, Establishments: req.Establishments,
+		ID: id, Name: req.Name, Scope: req.Scope, Establishments: req.Establishments,
 		CreatedAt: now, ExpiresAt: now.Add(ttl), CreatedBy: creator,
 	}
 	sec := base64.RawURLEncoding.EncodeToString(secret[:])
 	sum := sha256.Sum256([]byte(sec))
-	data, err := json.Marshal(record{Token: t, Hash: hex.EncodeToString(sum[:])})
+	data, err := json.Marshal(record{Token: t, Hash: hex.EncodeToString(sum[:]), CommandID: commandID})
 	if err != nil {
 		return Created{}, err
 	}
-	if _, err := s.kv.Create(ctx, t.ID, data, jetstream.KeyTTL(ttl+keptAfterExpiry)); err != nil {
+	if _, err := s.kv.Create(ctx, t.ID, data, jetstream.KeyTTL(ttl+keptAfterExpiry)); errors.Is(err, jetstream.ErrKeyExists) {
+		return s.Create(ctx, req, commandID) // the same key's other try came first
+	} else if err != nil {
 		return Created{}, fmt.Errorf("%w: tokens: store %s: %w", app.ErrUnavailable, t.ID, err)
 	}
+	s.unknown.Remove(t.ID)
 	return Created{Token: t, Secret: t.ID + "." + sec}, nil
 }
 
 // validate checks req, naming each bad field, settles its defaults and returns its lifetime.
 func (s *Store) validate(ctx context.Context, req *Request) (time.Duration, error) {
-	var errs []error
+	var fe domain.FieldErrorList
 	bad := func(field, reason string, args ...any) {
-		errs = append(errs, &domain.FieldError{Field: field, Reason: fmt.Sprintf(reason, args...)})
+		fe.Add(&domain.FieldError{Field: field, Reason: fmt.Sprintf(reason, args...)})
 	}
 	req.Name = strings.TrimSpace(req.Name)
-	switch {
-	case req.Name == "":
+	if req.Name == "" {
 		bad("name", "required: say who or what the token is for")
-	case len(req.Name) > MaxNameBytes || strings.ContainsFunc(req.Name, func(r rune) bool { return r < ' ' || r == 0x7f }):
-		bad("name", "want one line of at most %d bytes", MaxNameBytes)
+	} else if err := domain.ValidateLine(req.Name, MaxName); err != nil {
+		bad("name", "%v", err)
 	}
 	switch req.Scope {
 	case Platform, Read:
@@ -218,7 +248,10 @@ func (s *Store) validate(ctx context.Context, req *Request) (time.Duration, erro
 			bad("establishments", "only a token of scope establishment names establishments")
 		}
 	case Establishment:
-		s.validateEstablishments(ctx, req.Establishments, bad, &errs)
+		if len(req.Establishments) == 0 || len(req.Establishments) > MaxEstablishments {
+			bad("establishments", "want 1 to %d establishments", MaxEstablishments)
+		}
+		domain.CheckSlugs("establishments", req.Establishments, &fe)
 	default:
 		bad("scope", "want platform, read or establishment")
 	}
@@ -230,36 +263,17 @@ func (s *Store) validate(ctx context.Context, req *Request) (time.Duration, erro
 		}
 		ttl = d
 	}
-	return ttl, errors.Join(errs...)
-}
-
-// validateEstablishments checks the establishments of a token of scope establishment.
-func (s *Store) validateEstablishments(ctx context.Context, slugs []string, bad func(string, string, ...any), errs *[]error) {
-	if len(slugs) == 0 || len(slugs) > MaxEstablishments {
-		bad("establishments", "want 1 to %d establishments", MaxEstablishments)
-		return
+	if err := fe.Err(); err != nil || req.Scope != Establishment || s.exists == nil {
+		return ttl, err
 	}
-	seen := make(map[string]bool, len(slugs))
-	for i, slug := range slugs {
-		field := fmt.Sprintf("establishments[%d]", i)
-		if _, err := domain.ParseSlug(slug); err != nil {
-			bad(field, "%v", err)
-		} else if seen[slug] {
-			bad(field, "%q is listed twice", slug)
-		}
-		seen[slug] = true
-	}
-	if len(*errs) > 0 || s.exists == nil {
-		return
-	}
-	for i, slug := range slugs {
+	for i, slug := range req.Establishments {
 		err := s.exists(ctx, domain.Slug(slug))
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
 			bad(fmt.Sprintf("establishments[%d]", i), "no establishment %q", slug)
 		case err != nil:
-			*errs = append(*errs, err)
-			return
+			return ttl, err
 		}
 	}
+	return ttl, fe.Err()
 }

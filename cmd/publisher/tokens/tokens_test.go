@@ -68,14 +68,14 @@ func TestTokenLifecycle(t *testing.T) {
 	go func() { watched <- other.Watch(ctx) }()
 
 	creator := app.WithActor(t.Context(), app.Actor{ID: "admin", Name: "admin token"})
-	made, err := s.Create(creator, tokens.Request{Name: "owner of chez-marie", Scope: tokens.Establishment, Establishments: []string{"chez-marie"}, ExpiresIn: "2h"})
+	made, err := s.Create(creator, tokens.Request{Name: "owner of chez-marie", Scope: tokens.Establishment, Establishments: []string{"chez-marie"}, ExpiresIn: "2h"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(made.Secret, made.ID+".") || made.CreatedBy.ID != "admin" || !made.ExpiresAt.Equal(start.Add(2*time.Hour)) {
 		t.Fatalf("created %+v", made)
 	}
-	for _, bearer := range []string{made.Secret, made.Secret + "x", made.ID + ".", made.ID, "tok_0000000000000000." + strings.SplitN(made.Secret, ".", 2)[1], ""} {
+	for _, bearer := range []string{made.Secret, made.Secret + "x", made.ID + ".", made.ID, "tok_00000000000000000000000000000000." + strings.SplitN(made.Secret, ".", 2)[1], ""} {
 		tok, ok, err := other.Verify(t.Context(), bearer)
 		if err != nil || ok != (bearer == made.Secret) {
 			t.Errorf("verify %q: %v, %v", bearer, ok, err)
@@ -131,13 +131,14 @@ func TestTokenLifecycle(t *testing.T) {
 func TestTokenRequestsRefused(t *testing.T) {
 	js, _ := jetStream(t)
 	s := open(t, js, newClock(), 2)
-	long := strings.Repeat("x", tokens.MaxNameBytes+1)
+	long := strings.Repeat("é", tokens.MaxName+1)
 	for _, tc := range []struct {
 		req   tokens.Request
 		field string
 	}{
 		{tokens.Request{Scope: tokens.Platform}, "name"},
 		{tokens.Request{Name: long, Scope: tokens.Platform}, "name"},
+		{tokens.Request{Name: "evil\u202egnp.exe", Scope: tokens.Platform}, "name"},
 		{tokens.Request{Name: "a\nb", Scope: tokens.Platform}, "name"},
 		{tokens.Request{Name: "x", Scope: "admin"}, "scope"},
 		{tokens.Request{Name: "x", Scope: tokens.Read, Establishments: []string{"a"}}, "establishments"},
@@ -149,18 +150,43 @@ func TestTokenRequestsRefused(t *testing.T) {
 		{tokens.Request{Name: "x", Scope: tokens.Platform, ExpiresIn: "9000h"}, "expires_in"},
 		{tokens.Request{Name: "x", Scope: tokens.Platform, ExpiresIn: "1s"}, "expires_in"},
 	} {
-		_, err := s.Create(t.Context(), tc.req)
+		_, err := s.Create(t.Context(), tc.req, "")
 		fields := domain.FieldErrors(err)
 		if len(fields) != 1 || fields[0].Field != tc.field {
 			t.Errorf("create %+v: %v, want one error on %s", tc.req, err, tc.field)
 		}
 	}
 	for range 2 {
-		if _, err := s.Create(t.Context(), tokens.Request{Name: "x", Scope: tokens.Read}); err != nil {
+		if _, err := s.Create(t.Context(), tokens.Request{Name: "x", Scope: tokens.Read}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Create(t.Context(), tokens.Request{Name: "x", Scope: tokens.Read}); app.KindOf(err) != app.KindConflict {
+	if _, err := s.Create(t.Context(), tokens.Request{Name: "x", Scope: tokens.Read}, ""); app.KindOf(err) != app.KindConflict {
 		t.Fatalf("a token past the bound: %v", err)
+	}
+}
+
+// TestTokenCreatedOnceUnderAKey creates a token twice under one idempotency key, and once more
+// with another request: the retry answers the first token without its secret, the other request
+// is refused, and the bucket holds one token.
+func TestTokenCreatedOnceUnderAKey(t *testing.T) {
+	js, _ := jetStream(t)
+	s := open(t, js, newClock(), 0)
+	req := tokens.Request{Name: "cache", Scope: tokens.Read}
+	id := app.KeyedCommandID("key-1 POST /admin/v1/tokens", []byte(`{"name":"cache","scope":"read"}`))
+	first, err := s.Create(t.Context(), req, id)
+	if err != nil || first.Secret == "" || first.Duplicate {
+		t.Fatalf("first: %+v, %v", first, err)
+	}
+	again, err := s.Create(t.Context(), req, id)
+	if err != nil || again.ID != first.ID || again.Secret != "" || !again.Duplicate {
+		t.Fatalf("retry: %+v, %v", again, err)
+	}
+	other := app.KeyedCommandID("key-1 POST /admin/v1/tokens", []byte(`{"name":"other","scope":"read"}`))
+	if _, err := s.Create(t.Context(), tokens.Request{Name: "other", Scope: tokens.Read}, other); !errors.Is(err, app.ErrIdempotencyKeyReused) {
+		t.Fatalf("the key with another request: %v", err)
+	}
+	if list, err := s.List(t.Context()); err != nil || len(list) != 1 {
+		t.Fatalf("list: %+v, %v", list, err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // idForm is the form of a token's id.
-var idForm = regexp.MustCompile(`^tok_[0-9a-f]{16}$`)
+var idForm = regexp.MustCompile(`^tok_[0-9a-f]{32}$`)
 
 // Verify returns the token bearer is, and whether it is one: a token of this store, neither
 // revoked nor expired, whose secret matches. An error says the store could not be read.
@@ -30,15 +30,22 @@ func (s *Store) Verify(ctx context.Context, bearer string) (Token, bool, error) 
 	}
 	rec, found := s.cache.Get(id)
 	if !found {
+		if _, gone := s.unknown.Get(id); gone {
+			return Token{}, false, nil
+		}
+		seen := s.changes.Load()
 		r, err := s.get(ctx, id)
 		if errors.Is(err, domain.ErrNotFound) {
+			s.unknown.Add(id, struct{}{})
 			return Token{}, false, nil
 		}
 		if err != nil {
 			return Token{}, false, err
 		}
 		rec = r
-		s.cache.Add(id, rec)
+		if s.changes.Load() == seen { // else a revocation may have come after the read
+			s.cache.Add(id, rec)
+		}
 	}
 	sum := sha256.Sum256([]byte(secret))
 	want, err := hex.DecodeString(rec.Hash)
@@ -58,25 +65,33 @@ func (s *Store) Get(ctx context.Context, id string) (Token, error) {
 }
 
 // List returns every token the bucket holds, the newest first, expired ones included until they
-// are dropped.
+// are dropped. It reads the bucket in one pass.
 func (s *Store) List(ctx context.Context) ([]Token, error) {
-	keys, err := s.kv.ListKeys(ctx)
+	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("%w: tokens: list: %w", app.ErrUnavailable, err)
 	}
+	defer func() { _ = w.Stop() }()
 	out := []Token{}
-	for id := range keys.Keys() {
-		rec, err := s.get(ctx, id)
-		if errors.Is(err, domain.ErrNotFound) {
-			continue // revoked since it was listed
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: tokens: list: %w", app.ErrUnavailable, ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("%w: tokens: list: the watch ended", app.ErrUnavailable)
+			}
+			if e == nil { // every current token is listed
+				slices.SortFunc(out, func(a, b Token) int { return b.CreatedAt.Compare(a.CreatedAt) })
+				return out, nil
+			}
+			var rec record
+			if err := json.Unmarshal(e.Value(), &rec); err != nil {
+				return nil, fmt.Errorf("tokens: record %s: %w", e.Key(), err)
+			}
+			out = append(out, s.listed(rec.Token))
 		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s.listed(rec.Token))
 	}
-	slices.SortFunc(out, func(a, b Token) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return out, nil
 }
 
 // Revoke deletes token id: it is refused from now on.
