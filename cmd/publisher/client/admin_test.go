@@ -276,3 +276,23 @@ func TestAdminUnreachable(t *testing.T) {
 		t.Errorf("got %v, want the URL named", err)
 	}
 }
+
+// TestArity reads the counts of arguments of each form of synopsis.
+func TestArity(t *testing.T) {
+	for _, tc := range []struct {
+		synopsis    string
+		least, most int
+	}{
+		{"", 0, 0},
+		{"SLUG", 1, 1},
+		{"SLUG [BEFORE]", 1, 2},
+		{"FILE...", 1, -1},
+		{"URL [SLUG...]", 1, -1},
+		{"NAME SCOPE EXPIRES_IN [SLUG...]", 3, -1},
+		{"SLUG TYPE VERSION SCOPE FILE...", 5, -1},
+	} {
+		if least, most := arity(tc.synopsis); least != tc.least || most != tc.most {
+			t.Errorf("arity(%q) = %d, %d, want %d, %d", tc.synopsis, least, most, tc.least, tc.most)
+		}
+	}
+}

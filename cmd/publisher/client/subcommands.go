@@ -110,6 +110,8 @@ func arity(synopsis string) (least, most int) {
 	unlimited := false
 	for _, w := range strings.Fields(synopsis) {
 		switch {
+		case strings.HasPrefix(w, "[") && strings.HasSuffix(w, "...]"):
+			unlimited = true
 		case strings.HasPrefix(w, "["):
 			most++
 		case strings.HasSuffix(w, "..."):
