@@ -59,6 +59,9 @@ func TestDependencyDirection(t *testing.T) {
 		{"cmd/publisher/admin", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app", "cmd/publisher/tokens"}},
 		// The scoped tokens are a store of credentials: they know the actor of app, no transport.
 		{"cmd/publisher/tokens", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
+		// The API settings page is a transport beside the admin API: it gives app's commands,
+		// reaches the webhook dispatcher through app only, and is given the API's use.
+		{"cmd/publisher/settings", []string{"projections", "readapi", "webhook", "cmd"}, []string{"cmd/publisher/app"}},
 		// The admin API's description, like the read API's, imports the standard library only.
 		{"cmd/publisher/admin/openapi", []string{"github.com", "golang.org"}, nil},
 		// The generations of the documents, their lease and rebuild: given what they need by the

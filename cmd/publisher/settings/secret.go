@@ -1,0 +1,90 @@
+package settings
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/cmd/publisher/app"
+)
+
+// secretBytes is the randomness of a login link's or a session's secret: 256 bits.
+const secretBytes = 32
+
+// secretLen is the length of a secret in its text form, unpadded base64url.
+var secretLen = base64.RawURLEncoding.EncodedLen(secretBytes)
+
+// maxRecordBytes bounds a record of either bucket; a bucket's bytes are bounded by this times
+// the records it may hold.
+const maxRecordBytes = 1024
+
+// newSecret returns a new secret in its text form.
+func newSecret() string {
+	var b [secretBytes]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// keyOf returns the bucket key of secret s: the hex SHA-256 of its text, never s itself. ok is
+// false for text that no secret of this package has the shape of.
+func keyOf(s string) (key string, ok bool) {
+	if len(s) != secretLen {
+		return "", false
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(s); err != nil {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:]), true
+}
+
+// openBucket creates the bucket, or updates it to this configuration: its keys are forgotten
+// ttl after they are written, and it holds at most limit records.
+func openBucket(ctx context.Context, js jetstream.JetStream, name, description string, replicas int, ttl time.Duration, limit int) (jetstream.KeyValue, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: name, Description: description,
+		History: 1, TTL: ttl, Storage: jetstream.FileStorage, Replicas: max(replicas, 1),
+		MaxValueSize: maxRecordBytes, MaxBytes: int64(limit) * maxRecordBytes,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("settings: bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+// getRecord reads the record at key into v and returns its revision; found is false when the
+// bucket holds none there.
+func getRecord(ctx context.Context, kv jetstream.KeyValue, key string, v any) (revision uint64, found bool, err error) {
+	e, err := kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("%w: settings: read %s: %w", app.ErrUnavailable, kv.Bucket(), err)
+	}
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		// A record this code cannot read opens nothing.
+		return 0, false, nil
+	}
+	return e.Revision(), true, nil
+}
+
+// putRecord stores v at a new key.
+func putRecord(ctx context.Context, kv jetstream.KeyValue, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Create(ctx, key, data); err != nil {
+		return fmt.Errorf("%w: settings: store in %s: %w", app.ErrUnavailable, kv.Bucket(), err)
+	}
+	return nil
+}
