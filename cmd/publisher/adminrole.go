@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,6 +15,8 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
+	"github.com/opencarte/publisher/cmd/publisher/envflag"
+	"github.com/opencarte/publisher/cmd/publisher/settings"
 	"github.com/opencarte/publisher/cmd/publisher/telemetry"
 	"github.com/opencarte/publisher/cmd/publisher/tokens"
 	"github.com/opencarte/publisher/cmd/publisher/webhookapp"
@@ -34,8 +39,13 @@ func (m *Main) startAdmin(ctx context.Context, signals *events.Signals) error {
 	}
 	m.AdminToken = token
 	hooks := webhookapp.NewDeliveries(m.Webhooks)
+	deliveries := app.NewDeliveries(m.Commands, hooks, hooks)
+	page, err := m.openSettings(ctx, deliveries)
+	if err != nil {
+		return err
+	}
 	cfg := admin.Config{
-		Commands: m.Commands, Token: token, Deliveries: app.NewDeliveries(m.Commands, hooks, hooks),
+		Commands: m.Commands, Token: token, Deliveries: deliveries,
 		Logger: m.Logger.With("role", roleAdmin), Status: m.status, WaitLimit: m.Config.WaitLimit,
 		Debug: telemetry.Profiles(), Observe: m.metrics.AdminRequests(),
 	}
@@ -66,7 +76,9 @@ func (m *Main) startAdmin(ctx context.Context, signals *events.Signals) error {
 	if err != nil {
 		return err
 	}
-	m.AdminURL = addrfile.Reachable(m.listeners.Serve(capacity.ListenerAdmin, docs.Mount(handler)))
+	// The settings page has its own sessions, opened by login links: it is served without the
+	// token too.
+	m.AdminURL = addrfile.Reachable(m.listeners.Serve(capacity.ListenerAdmin, page.Mount(docs.Mount(handler))))
 	// The commands given the same data directory find the admin API there; without the record
 	// they need --admin-url, so failing to write it fails nothing else.
 	if err := addrfile.Record(m.Config.DataDir, addrfile.Admin, m.AdminURL); err != nil {
@@ -96,6 +108,40 @@ func (m *Main) openTokens(ctx context.Context) (*tokens.Store, error) {
 	}
 	m.loops.Go("token watch", store.Watch)
 	return store, nil
+}
+
+// openSettings opens the API settings page and the buckets of its login links and sessions.
+func (m *Main) openSettings(ctx context.Context, deliveries *app.Deliveries) (*settings.Page, error) {
+	js, err := jetstream.New(m.Conn)
+	if err != nil {
+		return nil, err
+	}
+	base := cmp.Or(strings.TrimRight(m.Config.AdminPublicURL, "/"), m.adminBound)
+	return provision(ctx, m, "the settings page", func(ctx context.Context) (*settings.Page, error) {
+		return settings.New(ctx, settings.Config{
+			JS: js, Replicas: m.Config.Replicas, Commands: m.Commands, Deliveries: deliveries,
+			PublicURL: m.PublicURL(), BaseURL: func() string { return base },
+			LinkLifetime: m.Config.SettingsLinkLifetime, SessionLifetime: m.Config.SettingsSessionLifetime,
+			Logger: m.Logger.With("role", roleAdmin), Now: m.Config.Now,
+		})
+	})
+}
+
+// checkSettings checks the flags of the settings page, naming the one at fault.
+func (c *Config) checkSettings() error {
+	if c.AdminPublicURL != "" {
+		u, err := url.Parse(c.AdminPublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return envflag.Usagef("serve", "--admin-public-url %q: want the absolute http or https base URL browsers reach the admin listener at", c.AdminPublicURL)
+		}
+	}
+	if d := c.SettingsLinkLifetime; d < settings.MinLinkLifetime || d > settings.MaxLinkLifetime {
+		return envflag.Usagef("serve", "--settings-link-lifetime %s: want %s to %s", d, settings.MinLinkLifetime, settings.MaxLinkLifetime)
+	}
+	if d := c.SettingsSessionLifetime; d < settings.MinSessionLifetime || d > settings.MaxSessionLifetime {
+		return envflag.Usagef("serve", "--settings-session-lifetime %s: want %s to %s", d, settings.MinSessionLifetime, settings.MaxSessionLifetime)
+	}
+	return nil
 }
 
 // collectFiles removes, every FileCollectEvery, the uploaded files nothing refers to. A failed

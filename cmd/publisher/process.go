@@ -65,6 +65,10 @@ type Main struct {
 	destinations *destination.Store // the broker destinations, when the webhook or admin role runs
 	signals      *events.Signals    // the change signals the destinations publish
 
+	// adminBound is the admin listener's base URL once bound, before it serves: the base of the
+	// settings page's login links unless --admin-public-url sets one.
+	adminBound string
+
 	// wrapAdmin, when set before Open, wraps the admin API's handler: the end-to-end tests check
 	// every admin answer against the admin API's description there.
 	wrapAdmin func(http.Handler) http.Handler
@@ -196,9 +200,11 @@ func (m *Main) bindListeners() error {
 		m.HTTPURL = url
 	}
 	if c.has(roleAdmin) {
-		if _, err := m.listeners.Bind(c.AdminAddr, capacity.ListenerAdmin, "admin api"); err != nil {
+		url, err := m.listeners.Bind(c.AdminAddr, capacity.ListenerAdmin, "admin api")
+		if err != nil {
 			return listenError("admin api", "--admin", err)
 		}
+		m.adminBound = addrfile.Reachable(url)
 	}
 	if m.metrics != nil {
 		if _, err := m.listeners.Bind(c.MetricsAddr, capacity.ListenerMetrics, "metrics"); err != nil {

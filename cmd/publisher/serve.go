@@ -22,6 +22,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/heapfloor"
 	"github.com/opencarte/publisher/cmd/publisher/logging"
 	"github.com/opencarte/publisher/cmd/publisher/node"
+	"github.com/opencarte/publisher/cmd/publisher/settings"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
@@ -61,6 +62,13 @@ type Config struct {
 	// /readyz answers 503; 0: never.
 	ReadyMaxLag time.Duration
 	AdminToken  string
+	// AdminPublicURL is the admin listener's base URL as browsers reach it (a proxy's): the base of
+	// the settings page's login links; empty: the listener's own address.
+	AdminPublicURL string
+	// SettingsLinkLifetime and SettingsSessionLifetime are how long a login link to the settings
+	// page may be opened, and how long the session it opens lasts; 0: their defaults.
+	SettingsLinkLifetime    time.Duration
+	SettingsSessionLifetime time.Duration
 	// SecretKeyFile holds the master keys of webhook signing secrets; SecretKeys, from the
 	// environment, the same in a string. Both empty: <data-dir>/secret-key, generated.
 	SecretKeyFile string
@@ -133,6 +141,9 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ReadyMaxLag, "ready-max-lag", 30*time.Second, "/readyz answers 503 while the read API's documents are behind the bucket for longer than this (0: never)")
 	fs.StringVar(&c.MetricsAddr, "metrics", "", "listen address of GET /metrics (Prometheus), apart from the read API, such as 127.0.0.1:9464; empty: none")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token of the admin API; empty: --admin-token-file, or generated once and kept in <data-dir>/admin-token")
+	fs.StringVar(&c.AdminPublicURL, "admin-public-url", "", "base URL of the admin listener as browsers reach it (behind a proxy, https://...), in the login links of the API settings page (default: the admin listener's address)")
+	fs.DurationVar(&c.SettingsLinkLifetime, "settings-link-lifetime", settings.DefaultLinkLifetime, "how long a login link to the API settings page may be opened (once), from 1m to 1h")
+	fs.DurationVar(&c.SettingsSessionLifetime, "settings-session-lifetime", settings.DefaultSessionLifetime, "how long a session of the API settings page lasts from the opening of its link, from 5m to 24h")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "", "a file holding the bearer token of the admin API (a container secret, say)")
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", "", "master keys of webhook signing secrets, one per line in base64, the first encrypting (default <data-dir>/"+defaultSecretKeyFile+", generated; or "+secretKeysEnv+")")
 	fs.Func("roles", "comma-separated roles to run: api,projector,webhook,clock,admin (default all)", func(s string) error {
@@ -248,6 +259,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	}
 	if cfg.AuditKeep < 1 {
 		return envflag.Usagef("serve", "--audit-keep %d: want at least 1", cfg.AuditKeep)
+	}
+	if err := cfg.checkSettings(); err != nil {
+		return err
 	}
 	if cfg.ChangeRetention < events.DefaultDuplicates {
 		return envflag.Usagef("serve", "--change-retention %s: want at least %s, the window in which a signal sent twice is recognised", cfg.ChangeRetention, events.DefaultDuplicates)
