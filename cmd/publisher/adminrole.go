@@ -48,6 +48,7 @@ func (m *Main) startAdmin(ctx context.Context, signals *events.Signals) error {
 		Commands: m.Commands, Token: token, Deliveries: deliveries,
 		Logger: m.Logger.With("role", roleAdmin), Status: m.status, WaitLimit: m.Config.WaitLimit,
 		Debug: telemetry.Profiles(), Observe: m.metrics.AdminRequests(),
+		LoginLinks: page.CreateLink,
 	}
 	cfg.Projection = m.gens.served
 	if m.Webhooks != nil {
