@@ -105,6 +105,15 @@ func (p *Page) logout(w http.ResponseWriter, r *http.Request, s session, key str
 
 // noSession answers a request without an open session: 401, saying to ask for a new link.
 func (p *Page) noSession(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errNoSession) && r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		// A navigation another site started carries no SameSite=Strict cookie, even after the
+		// login link's redirect: the page loads itself again from its own origin, which sends it.
+		// Without a cookie that load is answered 401 below: it does not loop.
+		v := newView(r, "msg.continue.title")
+		v.Message, v.Refresh = "continue", Path
+		p.write(w, http.StatusOK, "message", v)
+		return
+	}
 	if errors.Is(err, errNoSession) {
 		p.message(w, r, http.StatusUnauthorized, "expired")
 		return

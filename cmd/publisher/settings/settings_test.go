@@ -100,6 +100,12 @@ func TestSession(t *testing.T) {
 	if a := newBrowser(t).do(http.MethodGet, f.web.URL+settings.Path, nil); a.status != http.StatusUnauthorized || !strings.Contains(a.body, "nouveau lien") {
 		t.Errorf("without a session: got %d %.300s, want 401 asking for a new link", a.status, a.body)
 	}
+	// Opened from another site, the page reloads itself from its own origin: the browser sends
+	// its SameSite=Strict cookie only then.
+	if a := newBrowser(t).do(http.MethodGet, f.web.URL+settings.Path, nil, "Sec-Fetch-Site", "cross-site"); a.status != http.StatusOK ||
+		!strings.Contains(a.body, `<meta http-equiv="refresh" content="0;url=`+settings.Path+`">`) {
+		t.Errorf("navigation from another site without the cookie: got %d %.300s, want the page loading itself again", a.status, a.body)
+	}
 	if a := f.post(b, "logout", token(t, page)); a.status != http.StatusOK {
 		t.Errorf("sign out: got %d", a.status)
 	}
