@@ -132,6 +132,8 @@ func TestAdminAnswersAreChecked(t *testing.T) {
 	keyed := append(asJSON, "Idempotency-Key", "token-1")
 	expect(do(t, http.MethodPost, m.AdminURL+"/admin/v1/tokens", []byte(`{"name": "again", "scope": "read"}`), keyed...), 201, "a keyed token")
 	expect(do(t, http.MethodPost, m.AdminURL+"/admin/v1/tokens", []byte(`{"name": "again", "scope": "read"}`), keyed...), 200, "a keyed token again")
+	expect(m.admin(t, http.MethodPost, est+"/login-links", []byte(`{"name": "Marcel"}`)), 201, "login link")
+	expect(m.admin(t, http.MethodPost, "/admin/v1/establishments/nowhere/login-links", nil), 404, "a login link to no establishment")
 
 	// Refusals.
 	expect(do(t, http.MethodGet, m.AdminURL+"/admin/v1/status", nil), 401, "no token")

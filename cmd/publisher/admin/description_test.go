@@ -18,6 +18,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/admin/openapi"
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/tokens"
+	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/readapi/openapi/openapitest"
 )
 
@@ -52,6 +53,7 @@ func fullSurface() []route {
 		Deliveries: &app.Deliveries{}, Platform: &app.Platform{}, Debug: http.NotFoundHandler(),
 		Changes:      func(context.Context, string, int, time.Duration) (any, error) { return nil, nil },
 		Destinations: struct{ Destinations }{}, Tokens: &tokens.Store{},
+		LoginLinks: func(context.Context, domain.Slug, string) (string, time.Time, error) { return "", time.Time{}, nil },
 	}}
 	return a.surface()
 }
