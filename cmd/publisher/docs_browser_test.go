@@ -50,6 +50,38 @@ func TestReferencePagesRenderOffline(t *testing.T) {
 	}
 }
 
+// chromium returns the context of a tab of a new headless Chromium (Debian's chromium package),
+// closed when the test ends.
+func chromium(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath("chromium"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// watchViolations has every page the tab of ctx loads from now on keep the Content-Security-Policy
+// violations it meets in window.violations.
+func watchViolations(t *testing.T, ctx context.Context) {
+	t.Helper()
+	const watch = `window.violations = [];
+document.addEventListener("securitypolicyviolation", e => window.violations.push(e.violatedDirective + " " + e.blockedURI));`
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: watch}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // operationSummaries returns the summary of every operation of the description at url.
 func operationSummaries(t *testing.T, url string) []string {
 	t.Helper()
@@ -83,20 +115,7 @@ func operationSummaries(t *testing.T, url string) []string {
 // every URL the page requested, and the Content-Security-Policy violations it met.
 func render(t *testing.T, url string) (summaries, requests, violations []string) {
 	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath("chromium"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-
+	ctx := chromium(t)
 	// Listening starts the browser and its tab, whose network events chromedp enables.
 	var mu sync.Mutex
 	err := chromedp.Listen(ctx, func(ev any) {
@@ -109,11 +128,7 @@ func render(t *testing.T, url string) (summaries, requests, violations []string)
 	if err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
-	const watch = `window.violations = [];
-document.addEventListener("securitypolicyviolation", e => window.violations.push(e.violatedDirective + " " + e.blockedURI));`
-	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: watch}); err != nil {
-		t.Fatal(err)
-	}
+	watchViolations(t, ctx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, time.Minute)
 	defer cancelTimeout()
 	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(".opblock-summary-description"))); err != nil {
