@@ -108,11 +108,15 @@ func TestSettingsPage(t *testing.T) {
 
 	s.do(chromedp.SetValue(chromedp.CSS("#webhook-url"), receiver.URL+"/hook"))
 	s.submit(`form.add button`)
-	if secret := s.value("#webhook-secret"); !strings.HasPrefix(secret, "whsec_") {
+	secret := s.value("#webhook-secret")
+	if !strings.HasPrefix(secret, "whsec_") {
 		t.Errorf("webhook secret shown: %q", secret)
 	}
 	s.check("webhook-added-en", "en")
 	s.submit(`form[action$="/test"] button`)
+	if strings.Contains(s.html(), secret) {
+		t.Error("the webhook's secret is still on the page after it was shown")
+	}
 	if !strings.Contains(s.text("#status"), "answered 204") || !strings.Contains(s.text("tr.delivery"), "ping") || received.Load() == 0 {
 		t.Errorf("test delivery: status %q, deliveries %q, receiver got %d", s.text("#status"), s.text("tr.delivery"), received.Load())
 	}

@@ -99,16 +99,20 @@ func newFixture(t *testing.T) *fixture {
 
 // newPage returns another page on its own connection to the fixture's server, as another admin
 // process would have.
-func (f *fixture) newPage(t *testing.T) *settings.Page {
+func (f *fixture) newPage(t *testing.T, options ...func(*settings.Config)) *settings.Page {
 	t.Helper()
 	js, err := jetstream.New(natstest.Connect(t, f.srv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := settings.New(t.Context(), settings.Config{
+	cfg := settings.Config{
 		JS: js, Commands: f.commands, PublicURL: "https://read.example.fr",
 		BaseURL: func() string { return f.web.URL }, Logger: slog.New(slog.NewTextHandler(f.logs, nil)), Now: f.clock.now,
-	})
+	}
+	for _, o := range options {
+		o(&cfg)
+	}
+	p, err := settings.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
