@@ -57,14 +57,37 @@ func TestSettingsPage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	link := s.loginLink("Marcel")
+	s.openOnce(s.loginLink("Marcel"))
+	s.enableAndRegenerate()
+	s.navigate(m.AdminURL + settings.Path + "lang/en")
+	s.check("overview-en", "en")
+	s.redirectSnippet()
+	s.webhook(receiver.URL+"/hook", &received)
+	s.postFromAnotherOrigin()
+	s.navigate(m.AdminURL + settings.Path)
+	s.submit(`form.logout button`)
+	if got := s.navigate(m.AdminURL + settings.Path); got != http.StatusUnauthorized {
+		t.Errorf("the page after signing out: got %d, want 401", got)
+	}
+	if v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.violations`)); err != nil || len(v) > 0 {
+		t.Errorf("Content-Security-Policy violations: %q %v", v, err)
+	}
+}
+
+// openOnce follows link from another site onto the page, in French, then opens it again: 410.
+func (s *settingsSession) openOnce(link string) {
 	s.followFromAnotherSite(link)
 	s.check("overview-fr", "fr")
 	if got := s.navigate(link); got != http.StatusGone || !strings.Contains(s.text("h1"), "déjà utilisé") {
-		t.Errorf("the login link opened again: got %d %q, want 410 saying it was used", got, s.text("h1"))
+		s.t.Errorf("the login link opened again: got %d %q, want 410 saying it was used", got, s.text("h1"))
 	}
-	s.navigate(m.AdminURL + settings.Path)
+	s.navigate(s.m.AdminURL + settings.Path)
+}
 
+// enableAndRegenerate disables and enables the API, checks the key shown opens the read API,
+// then regenerates it once the box is ticked: the old key is refused, the new one accepted.
+func (s *settingsSession) enableAndRegenerate() {
+	t, m := s.t, s.m
 	s.submit(`form[action$="/api/disable"] button`)
 	s.submit(`form[action$="/api/enable"] button`)
 	first := s.value("#api-key")
@@ -77,7 +100,7 @@ func TestSettingsPage(t *testing.T) {
 
 	// Not confirmed: the browser does not send the form (the server refuses it too, 422).
 	s.do(void(chromedp.Evaluate[bool](`window.leaving = true`)), chromedp.Click(chromedp.CSS(`form[action$="/api/regenerate"] button`)))
-	if stayed, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.leaving === true && document.querySelector("#confirm-regenerate").validity.valueMissing`)); err != nil || !stayed {
+	if stayed, err := chromedp.Run(s.ctx, chromedp.Evaluate[bool](`window.leaving === true && document.querySelector("#confirm-regenerate").validity.valueMissing`)); err != nil || !stayed {
 		t.Errorf("regenerating without the box ticked: the form was sent (%v)", err)
 	}
 	if got := m.get(t, est, first).status; got != http.StatusOK {
@@ -90,47 +113,42 @@ func TestSettingsPage(t *testing.T) {
 	if got := m.get(t, est, first).status; second == first || got != http.StatusUnauthorized {
 		t.Errorf("the previous key after regenerating: got %d, want 401", got)
 	}
+}
 
-	s.navigate(m.AdminURL + settings.Path + "lang/en")
-	s.check("overview-en", "en")
+// redirectSnippet turns the redirect off and on, and follows a snippet's URL: 302.
+func (s *settingsSession) redirectSnippet() {
 	s.submit(`form[action$="/redirect"] button`) // the demo's redirect is on: off
 	s.submit(`form[action$="/redirect"] button`) // and on again
 	if got := s.text("#redirect-state"); got != "enabled" {
-		t.Errorf("redirect state after turning it on: %q", got)
+		s.t.Errorf("redirect state after turning it on: %q", got)
 	}
 	snippet := regexp.MustCompile(`src="([^"]+)"`).FindStringSubmatch(s.value("#snippet-la-carte-en"))
 	if snippet == nil {
-		t.Fatalf("no <img> in the snippet of la-carte in English")
+		s.t.Fatalf("no <img> in the snippet of la-carte in English")
 	}
-	if r := do(t, http.MethodGet, html.UnescapeString(snippet[1]), nil); r.status != http.StatusFound {
-		t.Errorf("GET %s, the snippet's URL: got %d, want 302", snippet[1], r.status)
+	if r := do(s.t, http.MethodGet, html.UnescapeString(snippet[1]), nil); r.status != http.StatusFound {
+		s.t.Errorf("GET %s, the snippet's URL: got %d, want 302", snippet[1], r.status)
 	}
+}
 
-	s.do(chromedp.SetValue(chromedp.CSS("#webhook-url"), receiver.URL+"/hook"))
+// webhook adds the receiver at url, whose secret is shown once, and sends it a test delivery,
+// which the page lists; received counts what the receiver got.
+func (s *settingsSession) webhook(url string, received *atomic.Int64) {
+	s.do(chromedp.SetValue(chromedp.CSS("#webhook-url"), url))
 	s.submit(`form.add button`)
 	secret := s.value("#webhook-secret")
 	if !strings.HasPrefix(secret, "whsec_") {
-		t.Errorf("webhook secret shown: %q", secret)
+		s.t.Errorf("webhook secret shown: %q", secret)
 	}
 	s.check("webhook-added-en", "en")
 	s.submit(`form[action$="/test"] button`)
 	if strings.Contains(s.html(), secret) {
-		t.Error("the webhook's secret is still on the page after it was shown")
+		s.t.Error("the webhook's secret is still on the page after it was shown")
 	}
 	if !strings.Contains(s.text("#status"), "answered 204") || !strings.Contains(s.text("tr.delivery"), "ping") || received.Load() == 0 {
-		t.Errorf("test delivery: status %q, deliveries %q, receiver got %d", s.text("#status"), s.text("tr.delivery"), received.Load())
+		s.t.Errorf("test delivery: status %q, deliveries %q, receiver got %d", s.text("#status"), s.text("tr.delivery"), received.Load())
 	}
 	s.check("webhook-tested-en", "en")
-
-	s.postFromAnotherOrigin()
-	s.navigate(m.AdminURL + settings.Path)
-	s.submit(`form.logout button`)
-	if got := s.navigate(m.AdminURL + settings.Path); got != http.StatusUnauthorized {
-		t.Errorf("the page after signing out: got %d, want 401", got)
-	}
-	if v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.violations`)); err != nil || len(v) > 0 {
-		t.Errorf("Content-Security-Policy violations: %q %v", v, err)
-	}
 }
 
 // settingsSession is the administrator's browser on the settings page of m.

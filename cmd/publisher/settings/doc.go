@@ -1,6 +1,6 @@
 // Package settings is the establishment administrator's API settings page: a server-rendered
 // HTML page, served on the admin listener under Path, that one establishment's administrator
-// reaches through a one-time login link the platform creates (Links), without any admin token.
+// reaches through a one-time login link the platform creates (CreateLink), without any admin token.
 //
 // A login link is 256 random bits, shown once in its URL: the bucket SETTINGS_LINKS holds its
 // SHA-256 hash with the establishment, the link's id (lnk_…), the name it was made for and who
