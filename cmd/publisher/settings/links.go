@@ -68,7 +68,7 @@ func (p *Page) CreateLink(ctx context.Context, slug domain.Slug, name string) (s
 		ID: app.NewID("lnk"), Slug: slug, Name: name, CreatedBy: creator,
 		Expires: p.now().Add(p.cfg.LinkLifetime).UTC().Truncate(time.Second),
 	}
-	if err := putRecord(ctx, p.links, key, l); err != nil {
+	if err := putRecord(ctx, p.links, MaxLinks, key, l); err != nil {
 		return "", time.Time{}, err
 	}
 	p.cfg.Logger.Info("settings login link created", "link", l.ID, "establishment", slug, "by", creator.ID, "expires", l.Expires)

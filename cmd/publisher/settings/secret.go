@@ -22,8 +22,7 @@ const secretBytes = 32
 // secretLen is the length of a secret in its text form, unpadded base64url.
 var secretLen = base64.RawURLEncoding.EncodedLen(secretBytes)
 
-// maxRecordBytes bounds a record of either bucket; a bucket's bytes are bounded by this times
-// the records it may hold.
+// maxRecordBytes bounds a record of either bucket.
 const maxRecordBytes = 1024
 
 // newSecret returns a new secret in its text form.
@@ -47,12 +46,13 @@ func keyOf(s string) (key string, ok bool) {
 }
 
 // openBucket creates the bucket, or updates it to this configuration: its keys are forgotten
-// ttl after they are written, and it holds at most limit records.
-func openBucket(ctx context.Context, js jetstream.JetStream, name, description string, replicas int, ttl time.Duration, limit int) (jetstream.KeyValue, error) {
+// ttl after they are written. Its count of records is bounded by putRecord, not by a size of the
+// stream's, which JetStream would reserve on its volume whether used or not.
+func openBucket(ctx context.Context, js jetstream.JetStream, name, description string, replicas int, ttl time.Duration) (jetstream.KeyValue, error) {
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: name, Description: description,
 		History: 1, TTL: ttl, Storage: jetstream.FileStorage, Replicas: max(replicas, 1),
-		MaxValueSize: maxRecordBytes, MaxBytes: int64(limit) * maxRecordBytes,
+		MaxValueSize: maxRecordBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("settings: bucket %s: %w", name, err)
@@ -77,11 +77,19 @@ func getRecord(ctx context.Context, kv jetstream.KeyValue, key string, v any) (r
 	return e.Revision(), true, nil
 }
 
-// putRecord stores v at a new key.
-func putRecord(ctx context.Context, kv jetstream.KeyValue, key string, v any) error {
+// putRecord stores v at a new key, unless the bucket holds limit records or more (a count read
+// first: concurrent puts may pass it by a few).
+func putRecord(ctx context.Context, kv jetstream.KeyValue, limit int, key string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: settings: count %s: %w", app.ErrUnavailable, kv.Bucket(), err)
+	}
+	if st.Values() >= uint64(limit) {
+		return fmt.Errorf("%w: settings: %s holds %d records, the most it keeps", app.ErrUnavailable, kv.Bucket(), st.Values())
 	}
 	if _, err := kv.Create(ctx, key, data); err != nil {
 		return fmt.Errorf("%w: settings: store in %s: %w", app.ErrUnavailable, kv.Bucket(), err)

@@ -52,7 +52,7 @@ func (p *Page) startSession(ctx context.Context, w http.ResponseWriter, r *http.
 		Slug: l.Slug, Actor: l.actor(), CSRF: newSecret(),
 		Expires: p.now().Add(p.cfg.SessionLifetime).UTC().Truncate(time.Second),
 	}
-	if err := putRecord(ctx, p.sessions, key, s); err != nil {
+	if err := putRecord(ctx, p.sessions, MaxSessions, key, s); err != nil {
 		return err
 	}
 	http.SetCookie(w, p.cookie(r, secret, int(p.cfg.SessionLifetime/time.Second)))

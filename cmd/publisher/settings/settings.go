@@ -76,11 +76,11 @@ func New(ctx context.Context, cfg Config) (*Page, error) {
 		p.now = time.Now
 	}
 	var err error
-	p.links, err = openBucket(ctx, cfg.JS, LinksBucket, "Login links to the API settings page not yet opened, by their secrets' hashes.", cfg.Replicas, cfg.LinkLifetime, MaxLinks)
+	p.links, err = openBucket(ctx, cfg.JS, LinksBucket, "Login links to the API settings page not yet opened, by their secrets' hashes.", cfg.Replicas, cfg.LinkLifetime)
 	if err != nil {
 		return nil, err
 	}
-	p.sessions, err = openBucket(ctx, cfg.JS, SessionsBucket, "Sessions of the API settings page, by their secrets' hashes.", cfg.Replicas, cfg.SessionLifetime, MaxSessions)
+	p.sessions, err = openBucket(ctx, cfg.JS, SessionsBucket, "Sessions of the API settings page, by their secrets' hashes.", cfg.Replicas, cfg.SessionLifetime)
 	if err != nil {
 		return nil, err
 	}
