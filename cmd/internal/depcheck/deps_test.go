@@ -109,6 +109,9 @@ func TestDependencyDirection(t *testing.T) {
 		// The reference page: Swagger UI's embedded files and the gzip negotiation, nothing of the
 		// read API it is mounted on, so that the admin listener serves one too.
 		{"readapi/apidocs", []string{"domain", "events", "projections", "webhook", "cmd", "readapi", "github.com", "golang.org"}, []string{"readapi/coding", "github.com/swaggest/swgui/v5/static"}},
+		// The read API's use per key, its report and the reader of the reports: nats.go and the
+		// standard library, nothing of the read API, so that the admin role reads it alone.
+		{"readapi/usage", []string{"domain", "events", "projections", "webhook", "cmd", "readapi"}, nil},
 	}
 	all := goList(t, module+"/...")
 	// Every package has its rule: a new one must say what it may depend on.
