@@ -157,6 +157,7 @@ func BenchmarkGetMenuDetailParallel(b *testing.B) {
 	h := newTestServer(b, fixtureSource(b), benchConfig()).Handler()
 	p := hotPaths[1]
 	b.ReportAllocs()
+	b.ResetTimer() // the fixture's setup is not a request's cost
 	b.RunParallel(func(pb *testing.PB) {
 		r := newHotRequest(p.target, p.header)
 		w := newDiscardWriter()
@@ -179,6 +180,7 @@ func BenchmarkGetEstablishmentParallelClients(b *testing.B) {
 	h := newTestServer(b, ipFixture(b, clients), benchConfig()).Handler()
 	var next atomic.Int32
 	b.ReportAllocs()
+	b.ResetTimer() // the fixture's setup is not a request's cost
 	b.RunParallel(func(pb *testing.PB) {
 		i := int(next.Add(1)) % clients
 		slug := fmt.Sprintf("ip-%d", i)
