@@ -15,17 +15,23 @@ import (
 // time, and quotas too large to spend on the real clock.
 func TestHotPathsDoNotAllocate(t *testing.T) {
 	configs := []struct {
-		name   string
-		cfg    Config
-		shared bool // the quotas shared with two other read nodes
+		name    string
+		cfg     Config
+		shared  bool // the quotas shared with two other read nodes
+		tallied bool // each key's use tallied, as while it is reported
 	}{
-		{"SpecQuotas", Config{Now: steppingClock(defaultWindow)}, false},
-		{"HugeQuotas", benchConfig(), false},
-		{"SharedQuotas", benchConfig(), true},
-		{"Metrics", withMetrics(t, benchConfig()), false},
+		{"SpecQuotas", Config{Now: steppingClock(defaultWindow)}, false, false},
+		{"HugeQuotas", benchConfig(), false, false},
+		{"SharedQuotas", benchConfig(), true, false},
+		{"Metrics", withMetrics(t, benchConfig()), false, false},
+		{"Tallied", benchConfig(), false, true},
+		{"SharedTallied", benchConfig(), true, true},
 	}
 	for _, c := range configs {
 		s := newTestServer(t, fixtureSource(t), c.cfg)
+		if c.tallied {
+			tallied(s)
+		}
 		if c.shared {
 			m := &membership{n: 3, every: int64(DefaultQuotaPeriod), offset: s.epoch.UnixNano()}
 			// The two others report on time throughout.
@@ -56,24 +62,32 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	}
 }
 
-// TestRefusalDoesNotAllocate checks that a 429, the answer a flood gets, allocates nothing either.
+// TestRefusalDoesNotAllocate checks that a 429, the answer a flood gets, allocates nothing either:
+// of the per-address quota, or of the key's with its use tallied.
 func TestRefusalDoesNotAllocate(t *testing.T) {
-	h := newTestServer(t, fixtureSource(t), withMetrics(t, Config{IPQuota: 1, Now: newFakeClock().Now})).Handler()
-	p := hotPaths[0]
-	r := newHotRequest(p.target, p.header)
-	w := newDiscardWriter()
-	h.ServeHTTP(w, r) // spends the quota
-	if w.status != p.status {
-		t.Fatalf("first request: got %d, want %d", w.status, p.status)
-	}
-	allocs := testing.AllocsPerRun(200, func() {
-		w.reset()
-		h.ServeHTTP(w, r)
-	})
-	if w.status != http.StatusTooManyRequests {
-		t.Fatalf("status: got %d, want 429", w.status)
-	}
-	if allocs != 0 {
-		t.Errorf("allocations per refused request: got %v, want 0", allocs)
+	for name, cfg := range map[string]Config{
+		"IP":  {IPQuota: 1, Now: newFakeClock().Now},
+		"Key": {KeyQuota: 1, IPQuota: -1, Now: newFakeClock().Now},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := tallied(newTestServer(t, fixtureSource(t), withMetrics(t, cfg))).Handler()
+			p := hotPaths[0]
+			r := newHotRequest(p.target, p.header)
+			w := newDiscardWriter()
+			h.ServeHTTP(w, r) // spends the quota
+			if w.status != p.status {
+				t.Fatalf("first request: got %d, want %d", w.status, p.status)
+			}
+			allocs := testing.AllocsPerRun(200, func() {
+				w.reset()
+				h.ServeHTTP(w, r)
+			})
+			if w.status != http.StatusTooManyRequests {
+				t.Fatalf("status: got %d, want 429", w.status)
+			}
+			if allocs != 0 {
+				t.Errorf("allocations per refused request: got %v, want 0", allocs)
+			}
+		})
 	}
 }

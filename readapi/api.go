@@ -47,7 +47,7 @@ func (s *Server) getMenu(w http.ResponseWriter, r *http.Request, ps httprouter.P
 		v = e.menuDetails[menuType]
 	}
 	if v == nil {
-		if s.chargeKey(w, r, e, a, true) {
+		if s.chargeKey(w, r, e, a, chargeRequest) {
 			writeError(w, r, notFound)
 		}
 		return

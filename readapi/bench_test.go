@@ -76,10 +76,18 @@ func benchConfig() Config {
 	return Config{KeyQuota: hugeQuota, IPQuota: hugeQuota, RedirectQuota: hugeQuota}
 }
 
-// benchmarkHotPath measures hotPaths[i] on a server whose quotas never refuse.
+// tallied has s tally each key's use, as it does in service while it reports it (ReportUsage).
+func tallied(s *Server) *Server {
+	if s.keyQuota != nil {
+		s.keyQuota.lim.tallying.Store(true)
+	}
+	return s
+}
+
+// benchmarkHotPath measures hotPaths[i] on a server whose quotas never refuse, tallying use.
 func benchmarkHotPath(b *testing.B, i int) {
 	p := hotPaths[i]
-	benchmarkServer(b, newTestServer(b, fixtureSource(b), benchConfig()).Handler(), p.target, p.header, p.status)
+	benchmarkServer(b, tallied(newTestServer(b, fixtureSource(b), benchConfig())).Handler(), p.target, p.header, p.status)
 }
 
 func benchmarkServer(b *testing.B, h http.Handler, target string, header http.Header, status int) {
@@ -140,7 +148,7 @@ func BenchmarkGetEstablishmentQuotasOff(b *testing.B) {
 func BenchmarkGetEstablishmentSpecQuotas(b *testing.B) {
 	p := hotPaths[0]
 	cfg := Config{Now: steppingClock(defaultWindow)}
-	benchmarkServer(b, newTestServer(b, fixtureSource(b), cfg).Handler(), p.target, p.header, p.status)
+	benchmarkServer(b, tallied(newTestServer(b, fixtureSource(b), cfg)).Handler(), p.target, p.header, p.status)
 }
 
 // BenchmarkGetEstablishmentAccessLog is the success path with the access log on, written as
@@ -154,7 +162,7 @@ func BenchmarkGetEstablishmentAccessLog(b *testing.B) {
 }
 
 func BenchmarkGetMenuDetailParallel(b *testing.B) {
-	h := newTestServer(b, fixtureSource(b), benchConfig()).Handler()
+	h := tallied(newTestServer(b, fixtureSource(b), benchConfig())).Handler()
 	p := hotPaths[1]
 	b.ReportAllocs()
 	b.ResetTimer() // the fixture's setup is not a request's cost
@@ -177,7 +185,7 @@ func BenchmarkGetMenuDetailParallel(b *testing.B) {
 // BenchmarkGetMenuDetailParallel has every goroutine contend for one client's quota state.
 func BenchmarkGetEstablishmentParallelClients(b *testing.B) {
 	const clients = 64
-	h := newTestServer(b, ipFixture(b, clients), benchConfig()).Handler()
+	h := tallied(newTestServer(b, ipFixture(b, clients), benchConfig())).Handler()
 	var next atomic.Int32
 	b.ReportAllocs()
 	b.ResetTimer() // the fixture's setup is not a request's cost
@@ -209,5 +217,32 @@ func BenchmarkLimiterNewClients(b *testing.B) {
 		i++
 		binary.BigEndian.PutUint32(k[:4], i)
 		l.take(k, 0)
+	}
+}
+
+// BenchmarkKeyTooManyRequests measures a request refused by the key's quota, tallied in its use.
+func BenchmarkKeyTooManyRequests(b *testing.B) {
+	p := hotPaths[0]
+	h := tallied(newTestServer(b, fixtureSource(b), Config{KeyQuota: 1, IPQuota: -1, Now: newFakeClock().Now})).Handler()
+	h.ServeHTTP(newDiscardWriter(), newHotRequest(p.target, p.header))
+	benchmarkServer(b, h, p.target, p.header, http.StatusTooManyRequests)
+}
+
+// BenchmarkKeyQuotaTally is the cost of tallying a key's use: one admitted request of a known
+// key under its quota, without and with the tally.
+func BenchmarkKeyQuotaTally(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "Off", true: "On"}[on], func(b *testing.B) {
+			l := newLimiter(hugeQuota, int64(defaultWindow), defaultMaxClients)
+			l.tallying.Store(on)
+			k := clientKey{1}
+			l.take(k, 0)
+			b.ReportAllocs()
+			for b.Loop() {
+				if !l.take(k, 0).allowed {
+					b.Fatal("refused")
+				}
+			}
+		})
 	}
 }

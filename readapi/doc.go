@@ -18,9 +18,10 @@
 //
 // # Imports
 //
-// The standard library, nats.go's jetstream package, httprouter, projections/dockey, the key
-// layout and record shared with the projector, and its own subpackages: openapi (the
-// description), apidocs (the reference page) and coding (gzip negotiation). Never domain,
+// The standard library, nats.go and its jetstream package, httprouter, projections/dockey, the
+// key layout and record shared with the projector, and its own subpackages: openapi (the
+// description), apidocs (the reference page), coding (gzip negotiation) and usage (the report
+// of each key's use). Never domain,
 // events or rendering code. The quota limiter is our own (limiter.go), not
 // golang.org/x/time/rate: it needs one timestamp per client, a bounded table and no allocation.
 //
@@ -159,4 +160,16 @@
 //     a server announce less than it would admit.
 //   - The limiters read Config.Now (time.Now by default, monotonic), so tests run them on a
 //     fake clock.
+//
+// # Use per key
+//
+// While Server.ReportUsage runs (the read role runs it whenever it has NATS, embedded or not,
+// shared quotas or not), the per-key quota tallies what each valid key's requests came to: the
+// requests counted against its quota, the 304s and the 429s of its quota. The tally is one more
+// map update under the shard lock the request already holds, and allocates nothing once the
+// key is in the shard's table. Every second the tallies are published on usage.Subject and
+// start again from zero; a reader (package usage) sums the nodes' reports over the window for
+// the settings page. A 429 of the per-address quota is answered before the key is looked at,
+// and counts for no key; a 412 counts for none either. With the per-key quota off, nothing is
+// tallied or reported.
 package readapi

@@ -52,6 +52,11 @@ type limiter struct {
 	// nodes, when the quota is shared with other read nodes (see quotaShare), says how many
 	// there are; nil while this node counts alone.
 	nodes atomic.Pointer[membership]
+
+	// tallying is set while each client's use is reported (see Server.ReportUsage): requests
+	// admitted and refused, and those only looked at for a 304, are tallied in the shards.
+	tallying  atomic.Bool
+	untallied atomic.Uint64 // answers not tallied since the last report: a shard's use table was full
 }
 
 type limiterShard struct {
@@ -63,7 +68,11 @@ type limiterShard struct {
 	// touched lists the clients with requests admitted here and not yet reported to the other
 	// nodes, each once.
 	touched []clientKey
-	_       [64 - 48]byte // one cache line per shard: no false sharing between locks
+	// use indexes in useRows, while the limiter is tallying, each client tallied since the last
+	// usage report; a known client's tally is one lookup.
+	use     map[clientKey]int32
+	useRows []useRow
+	_       [128 - 80]byte // two cache lines per shard: no false sharing between locks
 }
 
 // shareEntry is what this node admitted of one client while the quota is shared.
@@ -117,6 +126,7 @@ func (l *limiter) take(k clientKey, now int64) decision {
 	}
 	next := tat + l.interval
 	if next-now > l.window {
+		l.tally(sh, k, useLimited)
 		sh.mu.Unlock()
 		return decision{reset: next - l.window - now}
 	}
@@ -124,6 +134,7 @@ func (l *limiter) take(k clientKey, now int64) decision {
 		se := sh.shared[k]
 		se.spin = k[7] ^ k[15]
 		if wait, ok := l.admitShare(&se, m, tat, now); !ok {
+			l.tally(sh, k, useLimited)
 			sh.mu.Unlock()
 			return decision{reset: wait}
 		}
@@ -135,6 +146,7 @@ func (l *limiter) take(k clientKey, now int64) decision {
 		}
 		sh.shared[k] = se
 	}
+	l.tally(sh, k, useRequests)
 	l.storeUnlock(sh, k, next, found, now)
 	return l.state(next - now)
 }
@@ -233,10 +245,19 @@ func (l *limiter) report(b []byte, tag byte) []byte {
 }
 
 // peek reports what a request of client k at now would find, without counting one.
-func (l *limiter) peek(k clientKey, now int64) decision {
+func (l *limiter) peek(k clientKey, now int64) decision { return l.look(k, now, false) }
+
+// revalidated is peek for a request answered 304: not counted against the quota, it is tallied
+// in the client's use.
+func (l *limiter) revalidated(k clientKey, now int64) decision { return l.look(k, now, true) }
+
+func (l *limiter) look(k clientKey, now int64, revalidated bool) decision {
 	sh := l.shard(k)
 	sh.mu.Lock()
 	tat, found := sh.tat[k]
+	if revalidated {
+		l.tally(sh, k, useNotModified)
+	}
 	sh.mu.Unlock()
 	if !found || tat < now {
 		tat = now

@@ -164,21 +164,33 @@ func (s *Server) admitClient(w http.ResponseWriter, r *http.Request) (admission,
 	return a, true
 }
 
+// keyCharge is what an answer to a request with a valid key costs the key.
+type keyCharge uint8
+
+const (
+	chargeRequest     keyCharge = iota // counted against the quota: every answer but these two
+	chargeNotModified                  // a 304: not counted, only tallied in the key's use
+	chargeNothing                      // a 412: neither
+)
+
 // chargeKey applies the per-key quota to a request made with the valid key of e. It counts the
-// request, or, when count is false (the answer is a 304), only looks at the key's state. The
-// RateLimit field then reports the more restrictive of the per-IP and per-key states. A refused
-// request is answered with a 429 here, and chargeKey returns false; a look never refuses.
-func (s *Server) chargeKey(w http.ResponseWriter, r *http.Request, e *served, a admission, count bool) bool {
+// request, or, for a 304 or a 412, only looks at the key's state. The RateLimit field then
+// reports the more restrictive of the per-IP and per-key states. A refused request is answered
+// with a 429 here, and chargeKey returns false; a look never refuses.
+func (s *Server) chargeKey(w http.ResponseWriter, r *http.Request, e *served, a admission, c keyCharge) bool {
 	p := s.keyQuota
 	if p == nil {
 		return true
 	}
 	k := clientKey(e.keyHash[:len(clientKey{})])
 	var d decision
-	if count {
+	switch c {
+	case chargeRequest:
 		d = p.lim.take(k, a.now)
 		s.reportForgotten(p, a.now)
-	} else {
+	case chargeNotModified:
+		d = p.lim.revalidated(k, a.now)
+	default:
 		d = p.lim.peek(k, a.now)
 	}
 	h := w.Header()

@@ -89,17 +89,17 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, a *fixedAnswer) {
 func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request, e *served, a admission, d *document) {
 	gz := d.gzip != nil && coding.AcceptsGzip(r)
 	if ifMatch := r.Header[ifMatchHeader]; ifMatch != nil && !matchesIfMatch(ifMatch, d.etag, d.gzipETag) {
-		s.chargeKey(w, r, e, a, false)
+		s.chargeKey(w, r, e, a, chargeNothing)
 		writeError(w, r, preconditionFailed)
 		return
 	}
 	if notModified(r, d.etag) || d.gzip != nil && notModified(r, d.gzipETag) {
-		s.chargeKey(w, r, e, a, false)
+		s.chargeKey(w, r, e, a, chargeNotModified)
 		setDocumentHeaders(w.Header(), e, d, gz)
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	if !s.chargeKey(w, r, e, a, true) {
+	if !s.chargeKey(w, r, e, a, chargeRequest) {
 		return
 	}
 	h := w.Header()
