@@ -68,15 +68,39 @@ func (c *Commands) List(ctx context.Context) ([]string, error) {
 // HoldsKey says whether key opens the public API of establishment slug: its API is on and key is
 // its current key. It reports domain.ErrNotFound for an unknown establishment.
 func (c *Commands) HoldsKey(ctx context.Context, slug domain.Slug, key domain.APIKey) (bool, error) {
+	var holds bool
+	err := c.read(ctx, slug, func(est *domain.Establishment) {
+		same := subtle.ConstantTimeCompare([]byte(est.APIKeyHash), []byte(key.Hash())) == 1
+		holds = est.PublicAPIEnabled && same
+	})
+	return holds, err
+}
+
+// KeyHash returns the SHA-256 of the current API key of establishment slug in hex, what the read
+// API checks keys against and counts their use by, or "" while its API is off. The key itself is
+// never kept. It reports domain.ErrNotFound for an unknown establishment.
+func (c *Commands) KeyHash(ctx context.Context, slug domain.Slug) (string, error) {
+	var hash string
+	err := c.read(ctx, slug, func(est *domain.Establishment) {
+		if est.PublicAPIEnabled {
+			hash = est.APIKeyHash
+		}
+	})
+	return hash, err
+}
+
+// read calls fn with the current state of establishment slug, as the log has it, under its lock,
+// or reports domain.ErrNotFound for an unknown establishment. fn must not keep est.
+func (c *Commands) read(ctx context.Context, slug domain.Slug, fn func(est *domain.Establishment)) error {
 	defer c.locks.lock(slug)()
 	a, err := c.repo.get(ctx, slug)
 	if err != nil {
-		return false, unavailable(err)
+		return unavailable(err)
 	}
 	defer c.repo.put(a)
 	if !a.est.Created {
-		return false, fmt.Errorf("establishment %q: %w", slug, domain.ErrNotFound)
+		return fmt.Errorf("establishment %q: %w", slug, domain.ErrNotFound)
 	}
-	same := subtle.ConstantTimeCompare([]byte(a.est.APIKeyHash), []byte(key.Hash())) == 1
-	return a.est.PublicAPIEnabled && same, nil
+	fn(a.est)
+	return nil
 }

@@ -48,3 +48,44 @@ func TestHoldsKey(t *testing.T) {
 		t.Errorf("unknown establishment: got %v, want ErrNotFound", err)
 	}
 }
+
+// KeyHash is the hash of the current key while the API is on: the issued key's, the regenerated
+// one's, none once the API is off.
+func TestKeyHash(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	c, _ := e.commands(t, Config{})
+	var issued KeyResult
+	var slug domain.Slug
+	for i := 0; issued.APIKey == ""; i++ {
+		s := establishment(i)
+		slug, issued = domain.Slug(s.Slug), mustImport(t, c, s)
+	}
+	hash := func() string {
+		t.Helper()
+		h, err := c.KeyHash(t.Context(), slug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if got := hash(); got != issued.APIKey.Hash() {
+		t.Errorf("after the import: got %q, want the issued key's hash", got)
+	}
+	next, err := c.RegenerateKey(t.Context(), Request{Slug: slug})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hash(); got != next.APIKey.Hash() {
+		t.Errorf("after a regeneration: got %q, want the new key's hash", got)
+	}
+	if _, err := c.DisableAPI(t.Context(), Request{Slug: slug}); err != nil {
+		t.Fatal(err)
+	}
+	if got := hash(); got != "" {
+		t.Errorf("with the API off: got %q, want none", got)
+	}
+	if _, err := c.KeyHash(t.Context(), "nowhere"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("unknown establishment: got %v, want ErrNotFound", err)
+	}
+}
