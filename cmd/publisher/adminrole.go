@@ -38,6 +38,9 @@ func (m *Main) startAdmin(ctx context.Context, signals *events.Signals) error {
 		return err
 	}
 	m.AdminToken = token
+	if err := m.startUsage(); err != nil {
+		return err
+	}
 	hooks := webhookapp.NewDeliveries(m.Webhooks)
 	deliveries := app.NewDeliveries(m.Commands, hooks, hooks)
 	page, err := m.openSettings(ctx, deliveries)

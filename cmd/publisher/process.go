@@ -28,6 +28,7 @@ import (
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections/runner"
 	"github.com/opencarte/publisher/readapi"
+	apiusage "github.com/opencarte/publisher/readapi/usage"
 	"github.com/opencarte/publisher/webhook"
 	"github.com/opencarte/publisher/webhook/destination"
 )
@@ -53,6 +54,9 @@ type Main struct {
 	Clock      *settableClock
 	ClockRole  *clock.Clock        // nil unless the clock role runs
 	Webhooks   *webhook.Dispatcher // nil unless the webhook or admin role runs
+	// APIUsage answers an establishment's use of the read API as the read nodes report it, when
+	// the admin role runs.
+	APIUsage func(ctx context.Context, slug domain.Slug) (apiusage.Usage, error)
 
 	node      *node.Node          // the NATS this process talks to, and its connections
 	loops     *supervise.Group    // the roles' loops, and what of the process is degraded

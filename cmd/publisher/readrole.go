@@ -119,6 +119,8 @@ func (m *Main) serveAPI(ctx context.Context, mc *nats.Conn, mjs jetstream.JetStr
 	if m.NATS == nil && c.QuotaShareEvery >= 0 {
 		m.loops.Go("quota sharing", func(ctx context.Context) error { return srv.ShareQuotas(ctx, mc, c.QuotaShareEvery) })
 	}
+	// Each read node reports the use of each key, which the admin role shows.
+	m.loops.Go("usage reports", func(ctx context.Context) error { return srv.ReportUsage(ctx, mc, 0) })
 	m.listeners.ServeAPI(srv.Handler())
 	return nil
 }
