@@ -124,7 +124,7 @@ func (m *Main) openSettings(ctx context.Context, deliveries *app.Deliveries) (*s
 	return provision(ctx, m, "the settings page", func(ctx context.Context) (*settings.Page, error) {
 		return settings.New(ctx, settings.Config{
 			JS: js, Replicas: m.Config.Replicas, Commands: m.Commands, Deliveries: deliveries,
-			PublicURL: m.PublicURL(), BaseURL: func() string { return base },
+			Usage: m.settingsUsage, PublicURL: m.PublicURL(), BaseURL: func() string { return base },
 			LinkLifetime: m.Config.SettingsLinkLifetime, SessionLifetime: m.Config.SettingsSessionLifetime,
 			Logger: m.Logger.With("role", roleAdmin), Now: m.Config.Now,
 		})

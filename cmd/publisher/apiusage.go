@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/opencarte/publisher/cmd/publisher/app"
+	"github.com/opencarte/publisher/cmd/publisher/settings"
 	"github.com/opencarte/publisher/domain"
 	apiusage "github.com/opencarte/publisher/readapi/usage"
 )
@@ -37,4 +38,10 @@ func apiUsage(cmds *app.Commands, r *apiusage.Reader) func(ctx context.Context, 
 		}
 		return r.Of(hash), nil
 	}
+}
+
+// settingsUsage is APIUsage as the settings page shows it.
+func (m *Main) settingsUsage(ctx context.Context, slug domain.Slug) (settings.Usage, error) {
+	u, err := m.APIUsage(ctx, slug)
+	return settings.Usage(u), err
 }

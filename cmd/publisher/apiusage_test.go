@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,8 +16,8 @@ import (
 )
 
 // TestAPIUsageThroughTheBinary: the use of an establishment's key, 200s, a 304 and a 429 on the
-// read API, reaches the admin role's APIUsage against the key's quota; a regenerated key starts
-// from nothing, as its quota does; an unknown establishment is not found.
+// read API, reaches the admin role's APIUsage against the key's quota, and the settings page; a
+// regenerated key starts from nothing, as its quota does; an unknown establishment is not found.
 func TestAPIUsageThroughTheBinary(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.KeyQuota, c.IPQuota = 3, 100 })
 	demo, _ := os.ReadFile("demo.json")
@@ -46,6 +49,10 @@ func TestAPIUsageThroughTheBinary(t *testing.T) {
 		return got == want
 	})
 
+	if page := settingsPage(t, m); !strings.Contains(page, `id="usage-requests">3 of a quota of 3<`) {
+		t.Errorf("the settings page does not show the 3 requests of 3:\n%s", page)
+	}
+
 	keyOf(t, m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/api/regenerate-key", nil))
 	if got, err := m.APIUsage(t.Context(), "chez-marcel"); err != nil || got != (apiusage.Usage{Quota: 3, Window: time.Hour}) {
 		t.Errorf("after a regeneration: got %+v, %v, want no use", got, err)
@@ -53,4 +60,33 @@ func TestAPIUsageThroughTheBinary(t *testing.T) {
 	if _, err := m.APIUsage(t.Context(), "nowhere"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("unknown establishment: got %v, want ErrNotFound", err)
 	}
+}
+
+// settingsPage opens chez-marcel's settings page in English through a login link, and returns it.
+func settingsPage(t *testing.T, m *Main) string {
+	t.Helper()
+	r := m.admin(t, http.MethodPost, "/admin/v1/establishments/chez-marcel/login-links", nil)
+	link, _ := r.json(t)["url"].(string)
+	if r.status != http.StatusCreated || link == "" {
+		t.Fatalf("login link: got %d %s", r.status, r.body)
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, link, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept-Language", "en")
+	resp, err := (&http.Client{Jar: jar}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("settings page: got %d, %v", resp.StatusCode, err)
+	}
+	return string(body)
 }
