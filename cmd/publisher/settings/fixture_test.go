@@ -184,7 +184,7 @@ func (b *browser) do(method, u string, form url.Values, header ...string) answer
 // signIn opens a new link in b and returns the page it lands on.
 func (f *fixture) signIn(t *testing.T, b *browser) answer {
 	t.Helper()
-	if a := b.do(http.MethodGet, f.link(t, "Marcel"), nil); a.status != http.StatusSeeOther || a.header.Get("Location") != settings.Path {
+	if a := f.enter(t, b, f.link(t, "Marcel")); a.status != http.StatusSeeOther || a.header.Get("Location") != settings.Path {
 		t.Fatalf("open link: got %d to %q, want 303 to %s", a.status, a.header.Get("Location"), settings.Path)
 	}
 	page := b.do(http.MethodGet, f.web.URL+settings.Path, nil)
@@ -193,6 +193,18 @@ func (f *fixture) signIn(t *testing.T, b *browser) answer {
 	}
 	return page
 }
+
+// enter opens link in b as its page's button does: the page first, then its form.
+func (f *fixture) enter(t *testing.T, b *browser, link string) answer {
+	t.Helper()
+	if a := b.do(http.MethodGet, link, nil); a.status != http.StatusOK || !strings.Contains(a.body, `name="secret"`) {
+		t.Fatalf("the login link's page: got %d %.300s", a.status, a.body)
+	}
+	return b.do(http.MethodPost, f.web.URL+settings.Path+"open", url.Values{"secret": {secretOf(link)}})
+}
+
+// secretOf returns the secret of a login link.
+func secretOf(link string) string { return link[strings.LastIndex(link, "/")+1:] }
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 

@@ -8,13 +8,45 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/app"
 )
 
-// open opens a login link: a session starts and the browser goes to the page, the link's secret
-// gone from its address. A link used or expired is answered 410.
+// open answers a login link with a page whose button opens it. A link is used by that page's POST
+// (enter), never by a GET: link previews and scanners send GETs, and another site could send one
+// to sign a visitor in to a session it chose. A link used or expired is answered 410.
 func (p *Page) open(w http.ResponseWriter, r *http.Request) {
-	l, err := p.consumeLink(r.Context(), r.PathValue("secret"))
+	secret := r.PathValue("secret")
+	l, err := p.peekLink(r.Context(), secret)
 	if errors.Is(err, errLinkGone) {
 		p.message(w, r, http.StatusGone, "linkgone")
 		return
+	}
+	if err != nil {
+		p.fault(w, r, "read login link", err)
+		return
+	}
+	v := newView(r, "open.title")
+	v.Slug, v.Actor, v.Secret = l.Slug, l.actor(), secret
+	p.write(w, http.StatusOK, "open", v)
+}
+
+// enter opens the login link the form of open carries: a session starts, any session the browser
+// had ends, and the browser goes to the page. A form from another origin is refused (403); a link
+// used or expired is answered 410.
+func (p *Page) enter(w http.ResponseWriter, r *http.Request) {
+	if err := p.origin.Check(r); err != nil {
+		p.message(w, r, http.StatusForbidden, "origin")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		p.message(w, r, http.StatusBadRequest, "badform")
+		return
+	}
+	l, err := p.consumeLink(r.Context(), r.PostForm.Get("secret"))
+	if errors.Is(err, errLinkGone) {
+		p.message(w, r, http.StatusGone, "linkgone")
+		return
+	}
+	if _, key, serr := p.sessionOf(r); err == nil && serr == nil {
+		err = p.endSession(r.Context(), w, r, key)
 	}
 	if err == nil {
 		err = p.startSession(r.Context(), w, r, l)
@@ -105,15 +137,6 @@ func (p *Page) logout(w http.ResponseWriter, r *http.Request, s session, key str
 
 // noSession answers a request without an open session: 401, saying to ask for a new link.
 func (p *Page) noSession(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, errNoSession) && r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		// A navigation another site started carries no SameSite=Strict cookie, even after the
-		// login link's redirect: the page loads itself again from its own origin, which sends it.
-		// Without a cookie that load is answered 401 below: it does not loop.
-		v := newView(r, "msg.continue.title")
-		v.Message, v.Refresh = "continue", Path
-		p.write(w, http.StatusOK, "message", v)
-		return
-	}
 	if errors.Is(err, errNoSession) {
 		p.message(w, r, http.StatusUnauthorized, "expired")
 		return

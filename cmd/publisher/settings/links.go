@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -24,8 +25,8 @@ const (
 	// MaxLinks is how many links made within a LinkLifetime the bucket holds: more are refused
 	// (503) until older ones are opened or expire.
 	MaxLinks = 10_000
-	// MaxNameBytes bounds the name a link is made for.
-	MaxNameBytes = 100
+	// MaxName bounds, in characters, the name a link is made for.
+	MaxName = 100
 )
 
 // errLinkGone is a link that was opened already, expired, or never was: the three look alike.
@@ -55,13 +56,14 @@ func (l link) actor() app.Actor {
 // *domain.FieldError for a bad name.
 func (p *Page) CreateLink(ctx context.Context, slug domain.Slug, name string) (string, time.Time, error) {
 	name = strings.TrimSpace(name)
-	if len(name) > MaxNameBytes || strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return "", time.Time{}, &domain.FieldError{Field: "name", Reason: fmt.Sprintf("want one line of at most %d bytes", MaxNameBytes)}
+	if err := domain.ValidateLine(name, MaxName); err != nil {
+		return "", time.Time{}, &domain.FieldError{Field: "name", Reason: err.Error()}
 	}
 	if _, err := p.cfg.Commands.Get(ctx, slug); err != nil {
 		return "", time.Time{}, err
 	}
 	creator, _ := app.ActorOf(ctx)
+	creator = app.Actor{ID: cut(creator.ID, MaxName), Name: cut(creator.Name, MaxName)}
 	secret := newSecret()
 	key, _ := keyOf(secret)
 	l := link{
@@ -73,6 +75,24 @@ func (p *Page) CreateLink(ctx context.Context, slug domain.Slug, name string) (s
 	}
 	p.cfg.Logger.Info("settings login link created", "link", l.ID, "establishment", slug, "by", creator.ID, "expires", l.Expires)
 	return strings.TrimRight(p.cfg.BaseURL(), "/") + Path + "open/" + secret, l.Expires, nil
+}
+
+// peekLink returns the link of secret, still to be opened; errLinkGone when it was opened,
+// expired or never was.
+func (p *Page) peekLink(ctx context.Context, secret string) (link, error) {
+	key, ok := keyOf(secret)
+	if !ok {
+		return link{}, errLinkGone
+	}
+	var l link
+	_, found, err := getRecord(ctx, p.links, key, &l)
+	switch {
+	case err != nil:
+		return link{}, err
+	case !found || !p.now().Before(l.Expires):
+		return link{}, errLinkGone
+	}
+	return l, nil
 }
 
 // consumeLink opens the link of secret once: it deletes its record, expecting the revision it
@@ -99,6 +119,14 @@ func (p *Page) consumeLink(ctx context.Context, secret string) (link, error) {
 		return link{}, errLinkGone
 	}
 	return l, nil
+}
+
+// cut returns s cut to at most n characters: a record keeps its fields within maxRecordBytes.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
 }
 
 // cmpErr returns err, or otherwise when err is nil.

@@ -13,7 +13,7 @@ var fr = map[string]string{
 	"copied":    "Copié dans le presse-papiers.",
 	"copyfail":  "La copie a échoué : sélectionnez le texte et copiez-le.",
 	"title":     "Réglages de l'API",
-	"signed_as": "Connecté avec le lien %s.",
+	"signed_as": "Connecté en tant que %s.",
 	"on":        "activée",
 	"off":       "désactivée",
 
@@ -47,7 +47,7 @@ var fr = map[string]string{
 	"redirect.disable":  "Désactiver la redirection",
 	"redirect.snippets": "Extraits à coller dans votre site",
 	"redirect.intro":    "Ces adresses mènent toujours au fichier en cours ; celles des menus demandent que la redirection soit activée.",
-	"snippet.master":    "Carte complète",
+	"snippet.master":    "Carte complète (%s)",
 	"snippet.menu":      "Menu « %s » (%s)",
 	"snippet.img":       "Image",
 	"snippet.link":      "Lien",
@@ -131,9 +131,9 @@ var fr = map[string]string{
 	"msg.internal.body":     "Une erreur inattendue est survenue. Réessayez ; si elle persiste, prévenez votre plateforme.",
 	"msg.loggedout.title":   "Vous êtes déconnecté",
 	"msg.loggedout.body":    "Votre session est terminée. Pour revenir, demandez à votre plateforme un nouveau lien.",
-	"msg.continue.title":    "Connexion",
-	"msg.continue.body":     "Ouverture de vos réglages…",
-	"msg.continue.link":     "Continuer vers les réglages",
+	"open.title":            "Ouvrir les réglages de l'API",
+	"open.body":             "Ce lien ouvre les réglages de l'API de %s, au nom de %s. Il ne s'ouvre qu'une fois.",
+	"open.button":           "Ouvrir les réglages",
 }
 
 var en = map[string]string{
@@ -145,7 +145,7 @@ var en = map[string]string{
 	"copied":    "Copied to the clipboard.",
 	"copyfail":  "Copying failed: select the text and copy it.",
 	"title":     "API settings",
-	"signed_as": "Signed in with link %s.",
+	"signed_as": "Signed in as %s.",
 	"on":        "enabled",
 	"off":       "disabled",
 
@@ -179,7 +179,7 @@ var en = map[string]string{
 	"redirect.disable":  "Disable the redirect",
 	"redirect.snippets": "Snippets to paste into your website",
 	"redirect.intro":    "These addresses always lead to the current file; those of the menus need the redirect enabled.",
-	"snippet.master":    "Full menu",
+	"snippet.master":    "Full menu (%s)",
 	"snippet.menu":      "Menu “%s” (%s)",
 	"snippet.img":       "Image",
 	"snippet.link":      "Link",
@@ -263,7 +263,7 @@ var en = map[string]string{
 	"msg.internal.body":     "An unexpected error happened. Try again; if it goes on, tell your platform.",
 	"msg.loggedout.title":   "You are signed out",
 	"msg.loggedout.body":    "Your session has ended. To come back, ask your platform for a new link.",
-	"msg.continue.title":    "Signing in",
-	"msg.continue.body":     "Opening your settings…",
-	"msg.continue.link":     "Continue to the settings",
+	"open.title":            "Open the API settings",
+	"open.body":             "This link opens the API settings of %s, as %s. It opens once.",
+	"open.button":           "Open the settings",
 }

@@ -3,6 +3,7 @@ package settings
 import (
 	"cmp"
 	"context"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -77,12 +78,15 @@ type snippet struct {
 	Code   string
 }
 
-// snippets returns the snippets of the redirects of e on the read API at base: the full menu,
-// then each menu type delivered on the web in each language.
+// snippets returns the snippets of the redirects of e on the read API at base: the full menu, then
+// each menu type delivered on the web, each in each language.
 func snippets(base string, e domain.EstablishmentInput) []snippet {
 	base = strings.TrimRight(base, "/")
 	q := url.Values{"establishment": {e.Slug}}
-	out := []snippet{{ID: "snippet-master", Code: snippetCode(base+"/r/master_menu?"+q.Encode(), e.Name, "fr")}}
+	var out []snippet
+	for _, locale := range []string{"fr", "en"} {
+		out = append(out, snippet{ID: "snippet-master-" + locale, Locale: locale, Code: snippetCode(base+"/r/master_menu?"+q.Encode(), e.Name, locale)})
+	}
 	for _, mt := range e.MenuTypes {
 		if mt.WebDelivery == nil || !*mt.WebDelivery {
 			continue
@@ -100,13 +104,10 @@ func snippets(base string, e domain.EstablishmentInput) []snippet {
 
 // snippetCode is an <img> and a link to u, their texts in locale.
 func snippetCode(u, name, locale string) string {
-	alt := htmlText(name)
-	return `<img src="` + htmlText(u) + `" alt="` + alt + `">` + "\n" +
-		`<a href="` + htmlText(u) + `">` + htmlText(tables[locale]["snippet.linktext"]) + `</a>`
+	alt := html.EscapeString(name)
+	return `<img src="` + html.EscapeString(u) + `" alt="` + alt + `">` + "\n" +
+		`<a href="` + html.EscapeString(u) + `">` + html.EscapeString(tables[locale]["snippet.linktext"]) + `</a>`
 }
-
-// htmlText escapes s for an HTML attribute or text.
-var htmlText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace
 
 // hooks is the webhook section: the endpoints shown, each with its last deliveries.
 type hooks struct {

@@ -23,7 +23,7 @@ const secretBytes = 32
 var secretLen = base64.RawURLEncoding.EncodedLen(secretBytes)
 
 // maxRecordBytes bounds a record of either bucket.
-const maxRecordBytes = 1024
+const maxRecordBytes = 4096
 
 // newSecret returns a new secret in its text form.
 func newSecret() string {

@@ -137,6 +137,7 @@ func (p *Page) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET "+Path+"{$}", p.show)
 	m.HandleFunc("GET "+Path+"open/{secret}", p.open)
+	m.HandleFunc("POST "+Path+"open", p.enter)
 	m.HandleFunc("GET "+Path+"lang/{lang}", p.setLanguage)
 	m.HandleFunc("GET "+Path+"assets/{name}", p.asset)
 	m.HandleFunc("POST "+Path+"logout", p.form(p.logout))

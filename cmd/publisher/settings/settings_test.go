@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,19 +25,30 @@ func TestLinkOpensOnce(t *testing.T) {
 	other := f.newPage(t)
 	for range 5 {
 		u := f.link(t, "Marcel")
-		path := strings.TrimPrefix(u, f.web.URL)
+		// Reading the link's page, as a link preview would, uses nothing.
+		for range 2 {
+			if a := newBrowser(t).do(http.MethodGet, u, nil); a.status != http.StatusOK {
+				t.Fatalf("the link's page: got %d", a.status)
+			}
+		}
+		form := url.Values{"secret": {secretOf(u)}}.Encode()
 		answers := make([]int, 2)
 		var wg sync.WaitGroup
 		for i, page := range []*settings.Page{f.page, other} {
 			wg.Go(func() {
 				rec := httptest.NewRecorder()
-				page.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, path, nil))
+				req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, settings.Path+"open", strings.NewReader(form))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				page.ServeHTTP(rec, req)
 				answers[i] = rec.Code
 			})
 		}
 		wg.Wait()
 		if slices.Sort(answers); !slices.Equal(answers, []int{http.StatusSeeOther, http.StatusGone}) {
 			t.Fatalf("two openings at once: got %v, want one 303 and one 410", answers)
+		}
+		if a := f.post(newBrowser(t), "open", "", "secret", secretOf(u)); a.status != http.StatusGone {
+			t.Errorf("third opening: got %d, want 410", a.status)
 		}
 		if a := newBrowser(t).do(http.MethodGet, u, nil); a.status != http.StatusGone || !strings.Contains(a.body, "already opened") && !strings.Contains(a.body, "déjà été ouvert") {
 			t.Errorf("third opening: got %d %.200s, want 410 saying the link was used", a.status, a.body)
@@ -83,7 +95,7 @@ func TestCreateLinkRefusals(t *testing.T) {
 func TestSession(t *testing.T) {
 	f := newFixture(t)
 	b := newBrowser(t)
-	open := b.do(http.MethodGet, f.link(t, "Marcel"), nil)
+	open := f.enter(t, b, f.link(t, "Marcel"))
 	cookie := open.header.Get("Set-Cookie")
 	for _, want := range []string{"settings-session=", "Path=" + settings.Path, "HttpOnly", "SameSite=Strict"} {
 		if !strings.Contains(cookie, want) {
@@ -100,12 +112,17 @@ func TestSession(t *testing.T) {
 	if a := newBrowser(t).do(http.MethodGet, f.web.URL+settings.Path, nil); a.status != http.StatusUnauthorized || !strings.Contains(a.body, "nouveau lien") {
 		t.Errorf("without a session: got %d %.300s, want 401 asking for a new link", a.status, a.body)
 	}
-	// Opened from another site, the page reloads itself from its own origin: the browser sends
-	// its SameSite=Strict cookie only then.
-	if a := newBrowser(t).do(http.MethodGet, f.web.URL+settings.Path, nil, "Sec-Fetch-Site", "cross-site"); a.status != http.StatusOK ||
-		!strings.Contains(a.body, `<meta http-equiv="refresh" content="0;url=`+settings.Path+`">`) {
-		t.Errorf("navigation from another site without the cookie: got %d %.300s, want the page loading itself again", a.status, a.body)
+	// A link opened in a browser with a session ends that session.
+	site, _ := url.Parse(f.web.URL + settings.Path)
+	var previous string
+	for _, c := range b.client.Jar.Cookies(site) {
+		previous = c.Name + "=" + c.Value
 	}
+	f.enter(t, b, f.link(t, "Marcel"))
+	if a := newBrowser(t).do(http.MethodGet, f.web.URL+settings.Path, nil, "Cookie", previous); a.status != http.StatusUnauthorized {
+		t.Errorf("the session a new link replaced: got %d, want 401", a.status)
+	}
+	page = b.do(http.MethodGet, f.web.URL+settings.Path, nil)
 	if a := f.post(b, "logout", token(t, page)); a.status != http.StatusOK {
 		t.Errorf("sign out: got %d", a.status)
 	}
@@ -127,7 +144,8 @@ func TestSecureCookie(t *testing.T) {
 	f := newFixture(t)
 	u := f.link(t, "")
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, strings.TrimPrefix(u, f.web.URL), nil)
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, settings.Path+"open", strings.NewReader(url.Values{"secret": {secretOf(u)}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.TLS = &tls.ConnectionState{}
 	f.page.ServeHTTP(rec, req)
 	cookie := rec.Header().Get("Set-Cookie")

@@ -19,7 +19,7 @@ type view struct {
 	table   map[string]string
 	Title   string // message key of the page's title
 	Message string // for a message page: the key of its texts, "msg.<Message>.title" and ".body"
-	Refresh string // for a message page: where it goes on at once
+	Secret  string // for the page opening a login link: the link's secret, posted back
 	Signed  bool   // a session is open: the page shows the sign-out form
 	CSRF    string
 	Actor   app.Actor
