@@ -170,7 +170,8 @@ func (s *settingsSession) loginLink(name string) string {
 	return u
 }
 
-// followFromAnotherSite opens link from a page of another site, as a back office's link is.
+// followFromAnotherSite opens link from a page of another site, as a back office's link is: its
+// page, then its button.
 func (s *settingsSession) followFromAnotherSite(link string) {
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, `<!doctype html><title>Back office</title><a id="go" href="%s">API settings</a>`, html.EscapeString(link))
@@ -179,6 +180,9 @@ func (s *settingsSession) followFromAnotherSite(link string) {
 	// localhost and 127.0.0.1 are two sites: the navigation is cross-site.
 	s.navigate(strings.Replace(site.URL, "127.0.0.1", "localhost", 1))
 	s.do(chromedp.Click(chromedp.CSS("#go")))
+	s.do(chromedp.WaitVisible(chromedp.CSS("#open")))
+	s.check("open-fr", "fr")
+	s.submit("#open")
 	s.do(chromedp.WaitVisible(chromedp.CSS("#api-title")))
 	if loc, _ := chromedp.Run(s.ctx, chromedp.Location()); loc != s.m.AdminURL+settings.Path {
 		s.t.Errorf("after the login link: at %s, want %s, without the link's secret", loc, s.m.AdminURL+settings.Path)
