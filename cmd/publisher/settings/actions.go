@@ -13,22 +13,37 @@ import (
 // RotationGrace is how long a webhook's previous secret still signs after the page rotates it.
 const RotationGrace = 24 * time.Hour
 
+// request is the command of a form of the page: its establishment's, its id following from the
+// session, the form's path and the rendering the form came from (its "once" field), so that the
+// form sent again, as a reload does, is applied once; app answers the repeat as a duplicate,
+// without the key or secret the first answer showed.
+func request(r *http.Request, s session, key string) app.Request {
+	req := app.Request{Slug: s.Slug}
+	if once := r.PostForm.Get("once"); once != "" {
+		req.CommandID = app.KeyedCommandID("settings "+key+" "+r.URL.Path+" "+once, nil)
+	}
+	return req
+}
+
 // enableAPI turns the API on; the answer shows the key it made, this once.
-func (p *Page) enableAPI(w http.ResponseWriter, r *http.Request, s session, _ string) {
-	res, err := p.cfg.Commands.EnableAPI(r.Context(), app.Request{Slug: s.Slug})
+func (p *Page) enableAPI(w http.ResponseWriter, r *http.Request, s session, key string) {
+	res, err := p.cfg.Commands.EnableAPI(r.Context(), request(r, s, key))
 	if err != nil {
 		p.refused(w, r, s, err)
 		return
 	}
 	o := outcome{Notice: "done.api-enabled", Key: string(res.APIKey)}
-	if res.APIKey == "" {
+	switch {
+	case res.Duplicate:
+		o.Notice = "done.repeat"
+	case res.APIKey == "":
 		o.Notice = "api.already"
 	}
 	p.render(w, r, s, o)
 }
 
-func (p *Page) disableAPI(w http.ResponseWriter, r *http.Request, s session, _ string) {
-	if _, err := p.cfg.Commands.DisableAPI(r.Context(), app.Request{Slug: s.Slug}); err != nil {
+func (p *Page) disableAPI(w http.ResponseWriter, r *http.Request, s session, key string) {
+	if _, err := p.cfg.Commands.DisableAPI(r.Context(), request(r, s, key)); err != nil {
 		p.refused(w, r, s, err)
 		return
 	}
@@ -36,20 +51,24 @@ func (p *Page) disableAPI(w http.ResponseWriter, r *http.Request, s session, _ s
 }
 
 // regenerateKey replaces the key once the form's box confirms it; the answer shows the new key.
-func (p *Page) regenerateKey(w http.ResponseWriter, r *http.Request, s session, _ string) {
+func (p *Page) regenerateKey(w http.ResponseWriter, r *http.Request, s session, key string) {
 	if r.PostForm.Get("confirm") != "yes" {
 		p.render(w, r, s, outcome{Status: http.StatusUnprocessableEntity, NeedConfirm: true})
 		return
 	}
-	res, err := p.cfg.Commands.RegenerateKey(r.Context(), app.Request{Slug: s.Slug})
+	res, err := p.cfg.Commands.RegenerateKey(r.Context(), request(r, s, key))
 	if err != nil {
 		p.refused(w, r, s, err)
+		return
+	}
+	if res.Duplicate {
+		p.render(w, r, s, outcome{Notice: "done.repeat"})
 		return
 	}
 	p.render(w, r, s, outcome{Notice: "done.key-regenerated", Key: string(res.APIKey)})
 }
 
-func (p *Page) setRedirect(w http.ResponseWriter, r *http.Request, s session, _ string) {
+func (p *Page) setRedirect(w http.ResponseWriter, r *http.Request, s session, key string) {
 	var on bool
 	switch r.PostForm.Get("enabled") {
 	case "on":
@@ -59,7 +78,7 @@ func (p *Page) setRedirect(w http.ResponseWriter, r *http.Request, s session, _ 
 		p.refused(w, r, s, &domain.FieldError{Field: "enabled", Reason: `want "on" or "off"`})
 		return
 	}
-	if _, err := p.cfg.Commands.SetMenuRedirect(r.Context(), app.Request{Slug: s.Slug}, on); err != nil {
+	if _, err := p.cfg.Commands.SetMenuRedirect(r.Context(), request(r, s, key), on); err != nil {
 		p.refused(w, r, s, err)
 		return
 	}
@@ -67,14 +86,18 @@ func (p *Page) setRedirect(w http.ResponseWriter, r *http.Request, s session, _ 
 }
 
 // addWebhook registers a receiver; the answer shows its signing secret, this once.
-func (p *Page) addWebhook(w http.ResponseWriter, r *http.Request, s session, _ string) {
+func (p *Page) addWebhook(w http.ResponseWriter, r *http.Request, s session, key string) {
 	if p.cfg.Deliveries == nil {
 		p.message(w, r, http.StatusNotFound, "notfound")
 		return
 	}
-	res, err := p.cfg.Commands.RegisterWebhook(r.Context(), app.Request{Slug: s.Slug}, strings.TrimSpace(r.PostForm.Get("url")))
+	res, err := p.cfg.Commands.RegisterWebhook(r.Context(), request(r, s, key), strings.TrimSpace(r.PostForm.Get("url")))
 	if err != nil {
 		p.refused(w, r, s, err)
+		return
+	}
+	if res.Duplicate {
+		p.render(w, r, s, outcome{Notice: "done.repeat"})
 		return
 	}
 	p.render(w, r, s, outcome{

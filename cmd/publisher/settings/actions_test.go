@@ -57,6 +57,24 @@ func TestKeyShownOnce(t *testing.T) {
 	if holds, _ := f.commands.HoldsKey(t.Context(), slug, domain.APIKey(second)); !holds {
 		t.Error("the new key does not open the API")
 	}
+	// The same form sent again, as a reload does, regenerates nothing and shows no key.
+	once := regexp.MustCompile(`name="once" value="([^"]+)"`).FindStringSubmatch(regenerated.body)
+	if once == nil {
+		t.Fatal("no once field in the page's forms")
+	}
+	sent := f.post(b, "api/regenerate", csrf, "confirm", "yes", "once", once[1])
+	third := shownKey(sent)
+	if sent.status != http.StatusOK || third == "" || third == second {
+		t.Fatalf("regenerate from the page: got %d, key %q", sent.status, third)
+	}
+	again := f.post(b, "api/regenerate", csrf, "confirm", "yes", "once", once[1])
+	if again.status != http.StatusOK || shownKey(again) != "" || !strings.Contains(again.body, "déjà été envoyé") {
+		t.Errorf("the form sent again: got %d, key %q, want it said done already", again.status, shownKey(again))
+	}
+	if holds, _ := f.commands.HoldsKey(t.Context(), slug, domain.APIKey(third)); !holds {
+		t.Error("the form sent again replaced the key it had shown")
+	}
+	second = third
 
 	later := b.do(http.MethodGet, f.web.URL+settings.Path, nil)
 	for _, key := range []string{first, second} {

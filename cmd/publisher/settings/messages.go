@@ -107,6 +107,7 @@ var fr = map[string]string{
 	"done.webhook-removed": "Le webhook est supprimé.",
 	"done.api-enabled":     "L'API est activée.",
 	"done.key-regenerated": "La clé est régénérée : l'ancienne ne fonctionne plus.",
+	"done.repeat":          "Ce formulaire avait déjà été envoyé : rien n'a été refait. Une clé ou un secret n'est affiché qu'une fois.",
 	"done.webhook-added":   "Le webhook est ajouté.",
 	"done.secret-rotated":  "Le secret du webhook est renouvelé.",
 
@@ -239,6 +240,7 @@ var en = map[string]string{
 	"done.webhook-removed": "The webhook is removed.",
 	"done.api-enabled":     "The API is enabled.",
 	"done.key-regenerated": "The key is regenerated: the previous one no longer works.",
+	"done.repeat":          "This form had been sent already: nothing was done again. A key or secret is shown only once.",
 	"done.webhook-added":   "The webhook is added.",
 	"done.secret-rotated":  "The webhook's secret is rotated.",
 

@@ -42,6 +42,7 @@ func (p *Page) settingsView(r *http.Request, s session, o outcome) (*view, error
 	}
 	v := newView(r, "title")
 	v.Signed, v.CSRF, v.Actor, v.outcome = true, s.CSRF, s.Actor, o
+	v.Once = app.NewID("once")
 	e := st.Establishment
 	v.Slug, v.Name, v.Active = s.Slug, cmp.Or(e.Name, e.Slug), e.Status == "active"
 	if e.Settings != nil {

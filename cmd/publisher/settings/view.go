@@ -22,6 +22,7 @@ type view struct {
 	Secret  string // for the page opening a login link: the link's secret, posted back
 	Signed  bool   // a session is open: the page shows the sign-out form
 	CSRF    string
+	Once    string // names this rendering's forms: one sent again (a reload) is applied once
 	Actor   app.Actor
 
 	outcome
