@@ -23,7 +23,7 @@ func (p *Page) open(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := newView(r, "open.title")
-	v.Slug, v.Actor, v.Secret = l.Slug, l.actor(), secret
+	v.Slug, v.Actor, v.LinkSecret = l.Slug, l.actor(), secret
 	p.write(w, http.StatusOK, "open", v)
 }
 

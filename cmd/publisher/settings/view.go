@@ -15,15 +15,15 @@ import (
 // view is what a template of the page is given: the texts of its language, the state shown and
 // what the form before it did.
 type view struct {
-	Lang    string
-	table   map[string]string
-	Title   string // message key of the page's title
-	Message string // for a message page: the key of its texts, "msg.<Message>.title" and ".body"
-	Secret  string // for the page opening a login link: the link's secret, posted back
-	Signed  bool   // a session is open: the page shows the sign-out form
-	CSRF    string
-	Once    string // names this rendering's forms: one sent again (a reload) is applied once
-	Actor   app.Actor
+	Lang       string
+	table      map[string]string
+	Title      string // message key of the page's title
+	Message    string // for a message page: the key of its texts, "msg.<Message>.title" and ".body"
+	LinkSecret string // for the page opening a login link: the link's secret, posted back
+	Signed     bool   // a session is open: the page shows the sign-out form
+	CSRF       string
+	Once       string // names this rendering's forms: one sent again (a reload) is applied once
+	Actor      app.Actor
 
 	outcome
 	Slug       domain.Slug
