@@ -6,11 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/opencarte/publisher/cmd/publisher/settings"
 	"github.com/opencarte/publisher/domain"
 	apiusage "github.com/opencarte/publisher/readapi/usage"
 )
@@ -74,10 +76,13 @@ func settingsPage(t *testing.T, m *Main) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodGet, link, nil)
+	// The link's page posts its secret back: that opens it.
+	form := url.Values{"secret": {link[strings.LastIndex(link, "/")+1:]}}
+	req, err := http.NewRequest(http.MethodPost, m.AdminURL+settings.Path+"open", strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept-Language", "en")
 	resp, err := (&http.Client{Jar: jar}).Do(req)
 	if err != nil {
