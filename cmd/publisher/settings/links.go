@@ -64,7 +64,7 @@ func (p *Page) CreateLink(ctx context.Context, slug domain.Slug, name string) (s
 	}
 	creator, _ := app.ActorOf(ctx)
 	creator = app.Actor{ID: cut(creator.ID, MaxName), Name: cut(creator.Name, MaxName)}
-	secret := newSecret()
+	secret := app.NewSecret()
 	key, _ := keyOf(secret)
 	l := link{
 		ID: app.NewID("lnk"), Slug: slug, Name: name, CreatedBy: creator,

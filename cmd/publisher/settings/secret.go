@@ -2,10 +2,7 @@ package settings
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,33 +13,19 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/app"
 )
 
-// secretBytes is the randomness of a login link's or a session's secret: 256 bits.
-const secretBytes = 32
-
-// secretLen is the length of a secret in its text form, unpadded base64url.
-var secretLen = base64.RawURLEncoding.EncodedLen(secretBytes)
-
 // maxRecordBytes bounds a record of either bucket.
 const maxRecordBytes = 4096
-
-// newSecret returns a new secret in its text form.
-func newSecret() string {
-	var b [secretBytes]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
 
 // keyOf returns the bucket key of secret s: the hex SHA-256 of its text, never s itself. ok is
 // false for text that no secret of this package has the shape of.
 func keyOf(s string) (key string, ok bool) {
-	if len(s) != secretLen {
+	if len(s) != app.SecretLen {
 		return "", false
 	}
 	if _, err := base64.RawURLEncoding.DecodeString(s); err != nil {
 		return "", false
 	}
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:]), true
+	return app.SecretDigest(s), true
 }
 
 // openBucket creates the bucket, or updates it to this configuration: its keys are forgotten

@@ -46,10 +46,10 @@ type session struct {
 
 // startSession opens a session for the link l and sets its cookie on w.
 func (p *Page) startSession(ctx context.Context, w http.ResponseWriter, r *http.Request, l link) error {
-	secret := newSecret()
+	secret := app.NewSecret()
 	key, _ := keyOf(secret)
 	s := session{
-		Slug: l.Slug, Actor: l.actor(), CSRF: newSecret(),
+		Slug: l.Slug, Actor: l.actor(), CSRF: app.NewSecret(),
 		Expires: p.now().Add(p.cfg.SessionLifetime).UTC().Truncate(time.Second),
 	}
 	if err := putRecord(ctx, p.sessions, MaxSessions, key, s); err != nil {

@@ -3,10 +3,6 @@ package tokens
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -207,17 +203,14 @@ func (s *Store) Create(ctx context.Context, req Request, commandID string) (Crea
 	} else if n >= s.max {
 		return Created{}, &app.Refusal{Kind: app.KindConflict, Err: fmt.Errorf("there are %d tokens, the most this service keeps: revoke some first", n)}
 	}
-	var secret [32]byte
-	_, _ = rand.Read(secret[:])
 	now := s.now().UTC().Truncate(time.Second)
 	creator, _ := app.ActorOf(ctx)
 	t := Token{
 		ID: id, Name: req.Name, Scope: req.Scope, Establishments: req.Establishments,
 		CreatedAt: now, ExpiresAt: now.Add(ttl), CreatedBy: creator,
 	}
-	sec := base64.RawURLEncoding.EncodeToString(secret[:])
-	sum := sha256.Sum256([]byte(sec))
-	data, err := json.Marshal(record{Token: t, Hash: hex.EncodeToString(sum[:]), CommandID: commandID})
+	sec := app.NewSecret()
+	data, err := json.Marshal(record{Token: t, Hash: app.SecretDigest(sec), CommandID: commandID})
 	if err != nil {
 		return Created{}, err
 	}

@@ -2,9 +2,7 @@ package tokens
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,9 +45,7 @@ func (s *Store) Verify(ctx context.Context, bearer string) (Token, bool, error) 
 			s.cache.Add(id, rec)
 		}
 	}
-	sum := sha256.Sum256([]byte(secret))
-	want, err := hex.DecodeString(rec.Hash)
-	if err != nil || subtle.ConstantTimeCompare(sum[:], want) != 1 || !s.now().Before(rec.ExpiresAt) {
+	if subtle.ConstantTimeCompare([]byte(app.SecretDigest(secret)), []byte(rec.Hash)) != 1 || !s.now().Before(rec.ExpiresAt) {
 		return Token{}, false, nil
 	}
 	return rec.Token, true, nil
