@@ -53,6 +53,15 @@ func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, res ap
 	writeJSON(w, status, body)
 }
 
+// answerValue writes v with status, or the refusal err when it is one.
+func (a *API) answerValue(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, status, v)
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

@@ -21,7 +21,7 @@ func (a *API) getAudit(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 		return
 	}
 	page, err := a.cfg.Commands.Audit(r.Context(), slug, r.URL.Query().Get("before"), limit)
-	a.answerPage(w, r, page, err)
+	a.answerValue(w, r, http.StatusOK, page, err)
 }
 
 // getPlatformAudit answers a page of the audit of the commands on no one establishment.
@@ -31,15 +31,7 @@ func (a *API) getPlatformAudit(w http.ResponseWriter, r *http.Request, _ httprou
 		return
 	}
 	page, err := a.cfg.Commands.PlatformAudit(r.Context(), r.URL.Query().Get("before"), limit)
-	a.answerPage(w, r, page, err)
-}
-
-func (a *API) answerPage(w http.ResponseWriter, r *http.Request, page app.AuditPage, err error) {
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, page)
+	a.answerValue(w, r, http.StatusOK, page, err)
 }
 
 // queryLimit reads ?limit=, a whole number from 1 to most; def when left out. On failure it has

@@ -39,17 +39,17 @@ func (a *API) createDestination(w http.ResponseWriter, r *http.Request, _ httpro
 		return
 	}
 	st, err := a.cfg.Destinations.Create(r.Context(), body)
-	a.answerDestination(w, r, http.StatusCreated, st, err)
+	a.answerValue(w, r, http.StatusCreated, st, err)
 }
 
 func (a *API) listDestinations(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	list, err := a.cfg.Destinations.List(r.Context())
-	a.answerDestination(w, r, http.StatusOK, list, err)
+	a.answerValue(w, r, http.StatusOK, list, err)
 }
 
 func (a *API) getDestination(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	st, err := a.cfg.Destinations.Get(r.Context(), ps.ByName("id"))
-	a.answerDestination(w, r, http.StatusOK, st, err)
+	a.answerValue(w, r, http.StatusOK, st, err)
 }
 
 func (a *API) removeDestination(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -63,14 +63,6 @@ func (a *API) removeDestination(w http.ResponseWriter, r *http.Request, ps httpr
 func (a *API) pauseDestination(paused bool) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		st, err := a.cfg.Destinations.Pause(r.Context(), ps.ByName("id"), paused)
-		a.answerDestination(w, r, http.StatusOK, st, err)
+		a.answerValue(w, r, http.StatusOK, st, err)
 	}
-}
-
-func (a *API) answerDestination(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, status, v)
 }

@@ -43,20 +43,12 @@ func (a *API) createToken(w http.ResponseWriter, r *http.Request, _ httprouter.P
 
 func (a *API) listTokens(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	list, err := a.cfg.Tokens.List(r.Context())
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"tokens": list})
+	a.answerValue(w, r, http.StatusOK, map[string]any{"tokens": list}, err)
 }
 
 func (a *API) getToken(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	t, err := a.cfg.Tokens.Get(r.Context(), ps.ByName("id"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, t)
+	a.answerValue(w, r, http.StatusOK, t, err)
 }
 
 // revokeToken answers 204: the token is refused from now on.

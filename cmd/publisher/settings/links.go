@@ -104,8 +104,11 @@ func (p *Page) consumeLink(ctx context.Context, secret string) (link, error) {
 	}
 	var l link
 	rev, found, err := getRecord(ctx, p.links, key, &l)
-	if err != nil || !found {
-		return link{}, cmpErr(err, errLinkGone)
+	if err != nil {
+		return link{}, err
+	}
+	if !found {
+		return link{}, errLinkGone
 	}
 	if err := p.links.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil {
 		// Another opening deleted it first, or the bucket did not answer: read it again to tell.
@@ -127,12 +130,4 @@ func cut(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n])
-}
-
-// cmpErr returns err, or otherwise when err is nil.
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
 }
