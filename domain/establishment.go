@@ -185,17 +185,8 @@ func (mt MenuType) Current(today LocalDate) (MenuVersion, bool) {
 
 // periodHolds reports whether the rotation period that contains ref also contains today.
 func periodHolds(r Rotation, ref, today LocalDate) bool {
-	switch r {
-	case RotationDaily:
-		return ref == today
-	case RotationWeekly:
-		ry, rw := ref.Time().ISOWeek()
-		ty, tw := today.Time().ISOWeek()
-		return ry == ty && rw == tw
-	case RotationMonthly:
-		return ref.Year == today.Year && ref.Month == today.Month
-	}
-	return false
+	first, last, ok := r.Period(ref)
+	return ok && !today.Before(first) && !last.Before(today)
 }
 
 // SpecialHoursComing returns the exceptions whose last day is today or later, ordered by start

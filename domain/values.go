@@ -305,6 +305,23 @@ func ParseRotation(s string) (Rotation, error) {
 // Dated reports whether versions are chosen by date.
 func (r Rotation) Dated() bool { return r != RotationNone && r != "" }
 
+// Period returns the first and last days of the rotation period that contains d: d itself for
+// daily, its ISO week (Monday to Sunday) for weekly, its month for monthly. It reports false for a
+// rotation that is not dated.
+func (r Rotation) Period(d LocalDate) (first, last LocalDate, ok bool) {
+	switch r {
+	case RotationDaily:
+		return d, d, true
+	case RotationWeekly:
+		first = d.AddDays(-((int(d.Time().Weekday()) + 6) % 7)) // back to Monday
+		return first, first.AddDays(6), true
+	case RotationMonthly:
+		first = LocalDate{d.Year, d.Month, 1}
+		return first, DateOf(first.Time().AddDate(0, 1, -1)), true
+	}
+	return LocalDate{}, LocalDate{}, false
+}
+
 // Status is the activation status of an establishment.
 type Status string
 

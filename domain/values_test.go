@@ -575,3 +575,33 @@ func mustClock(tb testing.TB, s string) domain.ClockTime {
 var cmpOpts = cmp.Options{
 	cmp.Comparer(func(a, b domain.ClockTime) bool { return a == b }),
 }
+
+func TestRotationPeriod(t *testing.T) {
+	date := func(s string) domain.LocalDate {
+		d, err := domain.ParseLocalDate(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		rotation    domain.Rotation
+		day         string
+		first, last string
+	}{
+		{domain.RotationDaily, "2026-11-22", "2026-11-22", "2026-11-22"},
+		{domain.RotationWeekly, "2026-11-22", "2026-11-16", "2026-11-22"}, // a Sunday: the week that ends
+		{domain.RotationWeekly, "2026-11-16", "2026-11-16", "2026-11-22"}, // a Monday: the week that starts
+		{domain.RotationWeekly, "2027-01-01", "2026-12-28", "2027-01-03"}, // across the year
+		{domain.RotationMonthly, "2028-02-10", "2028-02-01", "2028-02-29"}, // a leap February
+		{domain.RotationMonthly, "2026-12-31", "2026-12-01", "2026-12-31"},
+	} {
+		first, last, ok := tc.rotation.Period(date(tc.day))
+		if !ok || first.String() != tc.first || last.String() != tc.last {
+			t.Errorf("%s period of %s: got %s to %s (%t), want %s to %s", tc.rotation, tc.day, first, last, ok, tc.first, tc.last)
+		}
+	}
+	if _, _, ok := domain.RotationNone.Period(date("2026-11-22")); ok {
+		t.Error("a menu without rotation has a period")
+	}
+}
