@@ -82,6 +82,40 @@ func TestCreatedBoundHolds(t *testing.T) {
 				})
 			}
 		},
+		"many tiny items with every diet and a price": func(s *domain.EstablishmentInput) {
+			web := true
+			price := "1.00"
+			var items []domain.ItemInput
+			for i := range 400 {
+				it := item(int64(i + 1))
+				it.GlutenFree, it.Vegetarian, it.Vegan, it.Price, it.ALaCarte = true, true, true, &price, ptr(true)
+				items = append(items, it)
+			}
+			s.MenuTypes = []domain.MenuTypeInput{{
+				Slug: "m", Name: "M", Kind: "card", Source: "generated", WebDelivery: &web, Rotation: "none",
+				Versions: []domain.VersionInput{{ID: "v", Sections: []domain.SectionInput{{Name: &domain.TextInput{FR: ptr("S")}, Items: items}}}},
+			}}
+		},
+		"text the JSON-LD escapes": func(s *domain.EstablishmentInput) {
+			// Every other character escaped, the rest at random: what gzip codes worst.
+			rnd := rand.New(rand.NewPCG(1, 2))
+			var b strings.Builder
+			for range 1900 {
+				b.WriteByte("<&>"[rnd.IntN(3)])
+				b.WriteByte(byte('!' + rnd.IntN(90)))
+			}
+			escaped := b.String()
+			s.Description = &escaped
+			for i := range s.MenuTypes {
+				for j := range s.MenuTypes[i].Versions {
+					for k := range s.MenuTypes[i].Versions[j].Sections {
+						for l := range s.MenuTypes[i].Versions[j].Sections[k].Items {
+							s.MenuTypes[i].Versions[j].Sections[k].Items[l].Description = &domain.TextInput{FR: &escaped, EN: &escaped}
+						}
+					}
+				}
+			}
+		},
 		"many exceptions and ranges": func(s *domain.EstablishmentInput) {
 			s.SpecialHours = nil
 			for i := range 100 {

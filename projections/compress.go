@@ -33,8 +33,8 @@ func Compress(b *dockey.Bundle) {
 }
 
 // EachDocument calls fn with the resource name of every document of b, the variant's name after
-// a dot for menu resources ("menus.fr", "menus/la-carte.en"), and the document; changes fn
-// makes are kept.
+// a dot for menu resources ("menus.fr", "menus/la-carte.en") and the JSON-LD ("jsonld.fr"), and
+// the document; changes fn makes are kept.
 func EachDocument(b *dockey.Bundle, fn func(name string, d *dockey.Document)) {
 	variants := func(prefix string, v *dockey.Variants) {
 		fn(prefix+".all", &v.All)
@@ -48,6 +48,8 @@ func EachDocument(b *dockey.Bundle, fn func(name string, d *dockey.Document)) {
 		variants(MenuResource(slug), &v)
 		b.MenuDetails[slug] = v
 	}
+	fn(ResourceJSONLD+".fr", &b.JSONLD.FR)
+	fn(ResourceJSONLD+".en", &b.JSONLD.EN)
 }
 
 // gzipWriters reuses compressors: each holds several hundred kilobytes of window and tables, far

@@ -59,7 +59,18 @@
 //     error is logged and the previous bundle stays. Other write failures are retried with
 //     backoff until the context ends.
 //   - Update.Resources (and so runner.Change.Resources) lists "establishment", "hours", "menus",
-//     then "menus/<slug>" by slug for every menu detail that changed, appeared or disappeared.
+//     then "menus/<slug>" by slug for every menu detail that changed, appeared or disappeared, then
+//     "jsonld".
+//   - The JSON-LD resource is a schema.org document in French and in English (jsonld.go holds
+//     the mapping). Unlike the others it carries no content_revision, not a schema.org term: its
+//     bytes change only with the content, and the bundle's revision with them. It is written with
+//     <, > and & escaped, so that it can be pasted into an HTML script element as it is. Nothing
+//     in it is null; a blank text is left out. Prices are euros, the currency of every
+//     establishment served. A wine shop is a LiquorStore, a caterer a FoodEstablishment, a retail
+//     store a Store; those that are no FoodEstablishment, which alone have menus in schema.org,
+//     list theirs under subjectOf. A rotating menu covers the period of its reference date
+//     (temporalCoverage), and its url is the file /r/menus redirects to in the document's
+//     language.
 //   - An establishment is served (Served) when it is active with its API enabled: otherwise the
 //     read API answers 404 for it. A bundle that stops or starts being served without a rise of a
 //     public bundle's revision (its API disabled or enabled, a move back to draft) announces a

@@ -110,9 +110,15 @@ func checkStoredPrint(tb testing.TB, b *dockey.Bundle, value []byte) {
 // without HTML escaping, without the trailing newline.
 func encodeWithEncodingJSON(tb testing.TB, v any) []byte {
 	tb.Helper()
+	return encodeWithEncodingJSONHTML(tb, v, false)
+}
+
+// encodeWithEncodingJSONHTML is encodeWithEncodingJSON with the HTML escaping given.
+func encodeWithEncodingJSONHTML(tb testing.TB, v any, html bool) []byte {
+	tb.Helper()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	enc.SetEscapeHTML(html)
 	if err := enc.Encode(v); err != nil {
 		tb.Fatalf("encoding/json: %v", err)
 	}
@@ -123,7 +129,7 @@ func encodeWithEncodingJSON(tb testing.TB, v any) []byte {
 func TestDocumentsEncodeAsEncodingJSON(t *testing.T) {
 	for _, path := range []string{"../cmd/publisher/demo.json", "testdata/dated/snapshot.json", "testdata/uploaded-only/snapshot.json"} {
 		e := fixture.Load(t, path, fixture.Date(t, "2026-11-22"))
-		menus := activeMenus(e)
+		menus := withSections(activeMenus(e))
 		docs := []any{establishmentDoc(e), hoursDoc(e)}
 		for _, v := range allVariants {
 			docs = append(docs, menuListDoc(e, menus, v))
@@ -132,8 +138,14 @@ func TestDocumentsEncodeAsEncodingJSON(t *testing.T) {
 			}
 		}
 		for i, d := range docs {
-			if got, want := encodeJSON(d), encodeWithEncodingJSON(t, d); !bytes.Equal(got, want) {
+			if got, want := encodeJSON(d, false), encodeWithEncodingJSON(t, d); !bytes.Equal(got, want) {
 				t.Errorf("%s, document %d (%T):\n got %s\nwant %s", path, i, d, got, want)
+			}
+		}
+		for _, v := range []variant{variantFR, variantEN} {
+			d := jsonldDoc(e, menus, v)
+			if got, want := encodeJSON(d, true), encodeWithEncodingJSONHTML(t, d, true); !bytes.Equal(got, want) {
+				t.Errorf("%s, JSON-LD %s:\n got %s\nwant %s", path, v.locale(), got, want)
 			}
 		}
 	}
@@ -161,12 +173,26 @@ func FuzzDocumentEncoding(f *testing.F) {
 		var scratch Scratch // a replay's encoder: the same bytes, brace replaced, in one buffer
 		for _, d := range docs {
 			want := encodeWithEncodingJSON(t, d)
-			if got := encodeJSON(d); !bytes.Equal(got, want) {
+			if got := encodeJSON(d, false); !bytes.Equal(got, want) {
 				t.Errorf("%T:\n got %q\nwant %q", d, got, want)
 			}
 			if tail := scratch.template(headRevision, d).tail; string(tail) != ","+string(want[1:]) {
 				t.Errorf("%T from a scratch:\n got %q\nwant %q", d, tail, ","+string(want[1:]))
 			}
+		}
+		// The JSON-LD, HTML escaping on: its text goes into a script element.
+		ld := jsonldBody{
+			Context: name, Type: text, Name: name, Description: text, Geo: &geoLD{Type: name, Latitude: lat, Longitude: lon},
+			Hours: []hoursLD{{Type: text, DayOfWeek: []string{name}, Opens: text}},
+			HasMenu: []menuLD{{Type: name, Name: text, InLanguage: name, Sections: []sectionLD{{Type: text, Name: name,
+				Items: []itemLD{{Type: name, Name: text, Description: text, Diets: []string{text}}}}}}},
+		}
+		want := encodeWithEncodingJSONHTML(t, ld, true)
+		if got := encodeJSON(ld, true); !bytes.Equal(got, want) {
+			t.Errorf("JSON-LD:\n got %q\nwant %q", got, want)
+		}
+		if got := scratch.encode(ld, true); !bytes.Equal(got, want) {
+			t.Errorf("JSON-LD from a scratch:\n got %q\nwant %q", got, want)
 		}
 	})
 }

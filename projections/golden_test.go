@@ -106,6 +106,8 @@ func goldenFiles(tb testing.TB, b *dockey.Bundle) map[string][]byte {
 	for slug, v := range b.MenuDetails {
 		addVariants("menu."+slug, v)
 	}
+	add("jsonld.fr.json", b.JSONLD.FR)
+	add("jsonld.en.json", b.JSONLD.EN)
 	access := struct {
 		Slug                string                     `json:"slug"`
 		Revision            int64                      `json:"content_revision"`
@@ -131,7 +133,9 @@ func goldenFiles(tb testing.TB, b *dockey.Bundle) map[string][]byte {
 var etagPattern = regexp.MustCompile(`^"[0-9a-f]{16}"$`)
 
 // TestDocumentsWellFormed checks what every document of every case shares: valid compact JSON,
-// the bundle's revision, an entity tag of its own bytes, no escaped HTML characters.
+// an entity tag of its own bytes; the bundle's revision and no escaped HTML characters in every
+// document of the specification, and the reverse in the JSON-LD, which holds no revision and
+// goes into an HTML script element: no <, > or & but escaped.
 func TestDocumentsWellFormed(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,18 +151,24 @@ func TestDocumentsWellFormed(t *testing.T) {
 					t.Errorf("%s: not JSON: %v", name, err)
 					continue
 				}
-				if doc.Revision == nil || *doc.Revision != 123456789 {
-					t.Errorf("%s: content_revision %v, want 123456789", name, doc.Revision)
-				}
 				var compact bytes.Buffer
 				if err := json.Compact(&compact, body); err != nil || !bytes.Equal(compact.Bytes(), body) {
 					t.Errorf("%s: not compact JSON", name)
+				}
+				if strings.HasPrefix(name, "jsonld.") {
+					if doc.Revision != nil || strings.ContainsAny(string(body), "<>&") {
+						t.Errorf("%s: a revision or an unescaped <, > or & in %s", name, body)
+					}
+					continue
+				}
+				if doc.Revision == nil || *doc.Revision != 123456789 {
+					t.Errorf("%s: content_revision %v, want 123456789", name, doc.Revision)
 				}
 				if strings.Contains(string(body), `\u00`) {
 					t.Errorf("%s: escaped characters in %s", name, body)
 				}
 			}
-			docs := []dockey.Document{b.Establishment, b.Hours, b.Menus.All, b.Menus.FR, b.Menus.EN}
+			docs := []dockey.Document{b.Establishment, b.Hours, b.Menus.All, b.Menus.FR, b.Menus.EN, b.JSONLD.FR, b.JSONLD.EN}
 			for _, v := range b.MenuDetails {
 				docs = append(docs, v.All, v.FR, v.EN)
 			}
@@ -182,6 +192,7 @@ func TestRenderRevisionFollowsTheGoldens(t *testing.T) {
 	fingerprints := map[int]string{
 		1: "1baa4ccc94594cf45f4d8c05aaf85f98b920eb4c1bea3058ca7644f680bbe853",
 		2: "a1642bf467a8f859cb1cdef9e27c853319baad134c0f247928759920cec0108e", // a draft holds no document
+		3: "23e78154827d59cbf91253f748ac7e397388981f5c1b1de054eba4f83fe9a3a8", // the JSON-LD documents
 	}
 	h := sha256.New()
 	for _, tc := range goldenCases {

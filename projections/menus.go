@@ -44,6 +44,25 @@ type activeMenu struct {
 	version domain.MenuVersion
 	// referenceDate is the version's, written once for the six documents that show it.
 	referenceDate *string
+	// sections are the version's in French and in English, made once for the documents that
+	// show them (withSections); nil until then.
+	sections [2][]sectionBody
+}
+
+// withSections returns menus with their sections made in both languages.
+func withSections(menus []activeMenu) []activeMenu {
+	for i := range menus {
+		menus[i].sections = [2][]sectionBody{sectionsOf(menus[i], domain.LocaleFR), sectionsOf(menus[i], domain.LocaleEN)}
+	}
+	return menus
+}
+
+// sectionsIn returns the sections of m with text in locale l, as withSections made them.
+func (m *activeMenu) sectionsIn(l domain.Locale) []sectionBody {
+	if l == domain.LocaleEN {
+		return m.sections[1]
+	}
+	return m.sections[0]
 }
 
 // activeMenus returns, in position order, the menu types with web delivery that have a current
@@ -132,7 +151,7 @@ func menuDetailDoc(m activeMenu, v variant) menuDetailBody {
 		MenuType:      menuTypeOf(m.MenuTypeAttrs),
 		ReferenceDate: m.referenceDate,
 		Assets:        assetsOf(m.version, v),
-		Sections:      sectionsOf(m, v.locale()),
+		Sections:      m.sectionsIn(v.locale()),
 	}
 }
 

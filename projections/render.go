@@ -35,7 +35,7 @@ func Render(e *domain.Establishment, revision int64) dockey.Bundle {
 // another, it replays the whole log and stores again every bundle whose bytes differ.
 // TestRenderRevisionFollowsTheGoldens fails when the rendering of the golden establishments
 // changes and this number does not.
-const RenderRevision = 2
+const RenderRevision = 3
 
 // RenderWith renders the public content of e, giving uploaded files their URLs under files (the
 // public base URL of the read API), its documents encoded into s unless nil.
@@ -53,7 +53,11 @@ type Rendering struct {
 	hours         template
 	menus         variantTemplates
 	details       map[string]variantTemplates // by menu type slug; nil when there is none
+	jsonld        [2]fixedBody                // in French and in English
 }
+
+// fixedBody is a rendered document that holds no revision: its bytes are the same at every one.
+type fixedBody []byte
 
 // variantTemplates are the three renderings of one menu resource.
 type variantTemplates struct {
@@ -72,7 +76,7 @@ func render(e *domain.Establishment, s *Scratch) Rendering {
 // renderAll renders every document of e, whatever its status: what its bundle holds once it is
 // active, and what the write side measures before accepting a change.
 func renderAll(e *domain.Establishment, s *Scratch) Rendering {
-	menus := activeMenus(e)
+	menus := withSections(activeMenus(e))
 	c := Rendering{
 		access:        accessOf(e, menus),
 		public:        true,
@@ -91,6 +95,10 @@ func renderAll(e *domain.Establishment, s *Scratch) Rendering {
 			}
 			c.details[string(m.Slug)] = vt
 		}
+	}
+	c.jsonld = [2]fixedBody{
+		s.encode(jsonldDoc(e, menus, variantFR), true),
+		s.encode(jsonldDoc(e, menus, variantEN), true),
 	}
 	return c
 }
@@ -111,7 +119,14 @@ func (c Rendering) Bundle(revision int64) dockey.Bundle {
 			b.MenuDetails[slug] = vt.stamp(revision)
 		}
 	}
+	b.JSONLD = dockey.Localized{FR: c.jsonld[0].document(), EN: c.jsonld[1].document()}
 	return b
+}
+
+// document returns a copy of f with its entity tag.
+func (f fixedBody) document() dockey.Document {
+	body := bytes.Clone([]byte(f))
+	return dockey.Document{Body: body, ETag: ETag(body)}
 }
 
 func (vt variantTemplates) stamp(revision int64) dockey.Variants {
@@ -169,19 +184,31 @@ func (s *Scratch) Reset() {
 // returns the template of the document it makes: its bytes in s, or in a slice of their own when
 // s is nil.
 func (s *Scratch) template(head string, v any) template {
+	return newTemplate(head, s.encode(v, false))
+}
+
+// encode returns the compact encoding of v (see encodeJSON), with the characters <, > and &
+// escaped when html is set: in s, or in a slice of its own when s is nil.
+func (s *Scratch) encode(v any, html bool) []byte {
 	if s == nil {
-		return newTemplate(head, encodeJSON(v))
+		return encodeJSON(v, html)
 	}
 	if s.enc == nil {
 		s.enc = gojson.NewEncoder(&s.buf)
 	}
 	start := s.buf.Len()
-	if err := s.enc.EncodeWithOption(v, gojson.DisableHTMLEscape()); err != nil {
+	var err error
+	if html {
+		err = s.enc.EncodeWithOption(v)
+	} else {
+		err = s.enc.EncodeWithOption(v, gojson.DisableHTMLEscape())
+	}
+	if err != nil {
 		panic(fmt.Sprintf("projections: encode %T: %v", v, err))
 	}
 	b := s.buf.Bytes()
 	end := len(b) - 1 // the encoder's newline left out
-	return newTemplate(head, b[start:end:end])
+	return b[start:end:end]
 }
 
 // newTemplate returns the template of the document whose encoding is body, which it takes.
@@ -229,14 +256,20 @@ func etagOf(h uint64) string {
 	return string(b[:])
 }
 
-// encodeJSON returns, in a slice of its own, the compact encoding of v as encoding/json writes it
-// with HTML escaping off: UTF-8 and the characters <, > and & left as they are, and no trailing
-// newline. The encoder is goccy/go-json's, about twice as fast on documents, and the projector
+// encodeJSON returns, in a slice of its own, the compact encoding of v as encoding/json writes it,
+// with no trailing newline: with HTML escaping off unless html is set, UTF-8 and the characters
+// <, > and & left as they are. The encoder is goccy/go-json's, about twice as fast on documents, and the projector
 // renders a whole log of them when it replays; FuzzDocumentEncoding checks that it writes what
 // encoding/json does. The document types hold only strings, integers, booleans and finite floats,
 // so encoding cannot fail; a failure is a programming error.
-func encodeJSON(v any) []byte {
-	body, err := gojson.MarshalWithOption(v, gojson.DisableHTMLEscape())
+func encodeJSON(v any, html bool) []byte {
+	var body []byte
+	var err error
+	if html {
+		body, err = gojson.Marshal(v)
+	} else {
+		body, err = gojson.MarshalWithOption(v, gojson.DisableHTMLEscape())
+	}
 	if err != nil {
 		panic(fmt.Sprintf("projections: encode %T: %v", v, err))
 	}

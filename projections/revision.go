@@ -13,7 +13,7 @@ type Update struct {
 	// Write says the bundle differs from the stored one and must be stored.
 	Write bool
 	// Resources lists what to announce: the resources whose bytes changed (establishment, hours,
-	// menus, then menus/<slug> by slug) when the revision of a public bundle rose, with every
+	// menus, then menus/<slug> by slug, then jsonld) when the revision of a public bundle rose, with every
 	// resource the bundle had, or has, when it also stopped or started being served; every
 	// resource the bundle had, or has, for a Transition. It is empty when there is nothing to
 	// announce.
@@ -93,7 +93,7 @@ func NextSummary(prev *BundleSummary, c Rendering, floor int64, sequence uint64)
 
 // ChangedResources lists the resources whose document bytes differ between a and b (a nil a has
 // no documents): establishment, hours, menus, then menus/<slug> by slug for every menu detail that
-// changed, appeared or disappeared.
+// changed, appeared or disappeared, then jsonld.
 func ChangedResources(a, b *dockey.Bundle) []string {
 	if a == nil {
 		a = &dockey.Bundle{}
@@ -124,6 +124,9 @@ func ChangedResources(a, b *dockey.Bundle) []string {
 		if inA != inB || !sameVariants(va, vb) {
 			out = append(out, MenuResource(slug))
 		}
+	}
+	if !sameBody(a.JSONLD.FR, b.JSONLD.FR) || !sameBody(a.JSONLD.EN, b.JSONLD.EN) {
+		out = append(out, ResourceJSONLD)
 	}
 	return out
 }

@@ -12,7 +12,7 @@ func TestChangedResourcesOfAppearingMenu(t *testing.T) {
 	before := Render(e, 1)
 	e.MenuTypes = append(e.MenuTypes, menuType("nouveau", domain.SourceUploaded, domain.MenuVersion{ID: "v1"}))
 	after := render(e, nil).Bundle(1)
-	if diff := cmp.Diff([]string{"menus", "menus/nouveau"}, ChangedResources(&before, &after)); diff != "" {
+	if diff := cmp.Diff([]string{"menus", "menus/nouveau", "jsonld"}, ChangedResources(&before, &after)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -46,7 +46,7 @@ func (s *BundleSummary) Served() bool { return Served(&s.access) }
 
 // Summarize returns the summary of b.
 func Summarize(b *dockey.Bundle) *BundleSummary {
-	s := &BundleSummary{revision: b.Revision, sequence: b.Sequence, access: accessFields(b), docs: make(map[string]docSummary, 5+3*len(b.MenuDetails))}
+	s := &BundleSummary{revision: b.Revision, sequence: b.Sequence, access: accessFields(b), docs: make(map[string]docSummary, len(fixedDocuments)+3*len(b.MenuDetails))}
 	EachDocument(b, func(name string, d *dockey.Document) {
 		s.docs[name] = docSummary{digest: xxhash.Sum64(d.Body), hashed: true, etag: d.ETag}
 	})
@@ -57,9 +57,9 @@ func Summarize(b *dockey.Bundle) *BundleSummary {
 // without stamping a document: the digest of each is that of its template's parts, hashed one
 // after the other.
 func (c Rendering) summaryAt(revision int64, sequence uint64) *BundleSummary {
-	s := &BundleSummary{revision: revision, sequence: sequence, access: accessFields(&c.access), docs: make(map[string]docSummary, 5+3*len(c.details))}
+	s := &BundleSummary{revision: revision, sequence: sequence, access: accessFields(&c.access), docs: make(map[string]docSummary, len(fixedDocuments)+3*len(c.details))}
 	if !c.public {
-		// No document: Summarize finds the five of the fixed resources, empty.
+		// No document: Summarize finds those of the fixed resources, empty.
 		for _, name := range fixedDocuments {
 			s.docs[name] = docSummary{digest: emptyDigest, hashed: true}
 		}
@@ -82,11 +82,18 @@ func (c Rendering) summaryAt(revision int64, sequence uint64) *BundleSummary {
 	for slug, vt := range c.details {
 		variants(MenuResource(slug), &vt)
 	}
+	for i, name := range [...]string{ResourceJSONLD + ".fr", ResourceJSONLD + ".en"} {
+		d := xxhash.Sum64(c.jsonld[i])
+		s.docs[name] = docSummary{digest: d, hashed: true, etag: etagOf(d)}
+	}
 	return s
 }
 
 // fixedDocuments names the documents every bundle has, whatever its menus.
-var fixedDocuments = []string{ResourceEstablishment, ResourceHours, ResourceMenus + ".all", ResourceMenus + ".fr", ResourceMenus + ".en"}
+var fixedDocuments = []string{
+	ResourceEstablishment, ResourceHours, ResourceMenus + ".all", ResourceMenus + ".fr", ResourceMenus + ".en",
+	ResourceJSONLD + ".fr", ResourceJSONLD + ".en",
+}
 
 // sameDocuments reports whether a and b describe the same documents, by name and digest: what
 // changedSince finds no change in. A document whose digest a does not know differs.
@@ -122,8 +129,8 @@ func accessFields(b *dockey.Bundle) dockey.Bundle {
 }
 
 // changedSince lists the resources of b whose documents differ from those s describes, in
-// Change.Resources order: establishment, hours, menus, then menus/<slug> by slug for every menu
-// detail that changed, appeared or disappeared. A nil s has no documents.
+// Change.Resources order (see inOrder), a menu detail that appeared or disappeared included. A nil
+// s has no documents.
 func changedSince(s *BundleSummary, b *dockey.Bundle) []string {
 	if s == nil {
 		s = &BundleSummary{}
@@ -141,14 +148,7 @@ func changedSince(s *BundleSummary, b *dockey.Bundle) []string {
 			changed[resourceOf(name)] = true
 		}
 	}
-	var out []string
-	for _, r := range []string{ResourceEstablishment, ResourceHours, ResourceMenus} {
-		if changed[r] {
-			out = append(out, r)
-			delete(changed, r)
-		}
-	}
-	return append(out, slices.Sorted(maps.Keys(changed))...)
+	return inOrder(changed)
 }
 
 // resourceOf returns the resource of a document's name: the name without its variant. Slugs
@@ -206,7 +206,7 @@ func mergeResources(lists ...[]string) []string {
 }
 
 // inOrder lists the resources of names in Change.Resources order: establishment, hours, menus,
-// then the menu details by slug. It empties names.
+// the menu details by slug, then jsonld. It empties names.
 func inOrder(names map[string]bool) []string {
 	var out []string
 	for _, r := range []string{ResourceEstablishment, ResourceHours, ResourceMenus} {
@@ -215,7 +215,13 @@ func inOrder(names map[string]bool) []string {
 			delete(names, r)
 		}
 	}
-	return append(out, slices.Sorted(maps.Keys(names))...)
+	jsonld := names[ResourceJSONLD]
+	delete(names, ResourceJSONLD)
+	out = append(out, slices.Sorted(maps.Keys(names))...)
+	if jsonld {
+		out = append(out, ResourceJSONLD)
+	}
+	return out
 }
 
 // storedDoc, storedVariants and storedBundle are a stored bundle without its bodies and codings,
@@ -229,6 +235,11 @@ type storedVariants struct {
 	All storedDoc `json:"all"`
 	FR  storedDoc `json:"fr"`
 	EN  storedDoc `json:"en"`
+}
+
+type storedLocalized struct {
+	FR storedDoc `json:"fr"`
+	EN storedDoc `json:"en"`
 }
 
 type storedBundle struct {
@@ -245,6 +256,7 @@ type storedBundle struct {
 	Hours               storedDoc                  `json:"hours"`
 	Menus               storedVariants             `json:"menus"`
 	MenuDetails         map[string]storedVariants  `json:"menu_details"`
+	JSONLD              storedLocalized            `json:"jsonld"`
 }
 
 // SummarizeStored returns the summary of a bundle as stored. The digest of each body is read
@@ -274,6 +286,7 @@ func storedOf(b *dockey.Bundle) *storedBundle {
 		Slug: b.Slug, Revision: b.Revision, Sequence: b.Sequence, Status: b.Status, APIEnabled: b.APIEnabled,
 		KeyHash: b.KeyHash, MenuRedirectEnabled: b.MenuRedirectEnabled, MasterMenuURL: b.MasterMenuURL,
 		Redirects: b.Redirects, Establishment: doc(&b.Establishment), Hours: doc(&b.Hours), Menus: vars(&b.Menus),
+		JSONLD: storedLocalized{FR: doc(&b.JSONLD.FR), EN: doc(&b.JSONLD.EN)},
 	}
 	if len(b.MenuDetails) > 0 {
 		sb.MenuDetails = make(map[string]storedVariants, len(b.MenuDetails))
@@ -290,7 +303,7 @@ func (sb *storedBundle) summary() *BundleSummary {
 		Slug: sb.Slug, Revision: sb.Revision, Status: sb.Status, APIEnabled: sb.APIEnabled, KeyHash: sb.KeyHash,
 		MenuRedirectEnabled: sb.MenuRedirectEnabled, MasterMenuURL: sb.MasterMenuURL, Redirects: sb.Redirects,
 	}
-	s := &BundleSummary{revision: sb.Revision, sequence: sb.Sequence, access: accessFields(&b), docs: make(map[string]docSummary, 5+3*len(sb.MenuDetails))}
+	s := &BundleSummary{revision: sb.Revision, sequence: sb.Sequence, access: accessFields(&b), docs: make(map[string]docSummary, len(fixedDocuments)+3*len(sb.MenuDetails))}
 	add := func(name string, d storedDoc) {
 		digest, ok := digestOfTag(d.ETag)
 		if d.ETag == "" {
@@ -309,6 +322,8 @@ func (sb *storedBundle) summary() *BundleSummary {
 	for slug, v := range sb.MenuDetails {
 		variants(MenuResource(slug), v)
 	}
+	add(ResourceJSONLD+".fr", sb.JSONLD.FR)
+	add(ResourceJSONLD+".en", sb.JSONLD.EN)
 	return s
 }
 

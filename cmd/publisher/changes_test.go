@@ -166,7 +166,7 @@ func TestChangesCommand(t *testing.T) {
 	if code := cli(t.Context(), append([]string{"changes"}, flags...), &out, &errs, noEnv); code != exitOK {
 		t.Fatalf("changes: exit %d: %s", code, errs.String())
 	}
-	line := regexp.MustCompile(`^chez-marcel [1-9][0-9]* served establishment,hours,menus,menus/la-carte,menus/menu-du-jour,menus/vins\n$`)
+	line := regexp.MustCompile(`^chez-marcel [1-9][0-9]* served establishment,hours,menus,menus/la-carte,menus/menu-du-jour,menus/vins,jsonld\n$`)
 	if !line.MatchString(out.String()) {
 		t.Errorf("changes printed %q, want one line matching %s", out.String(), line)
 	}

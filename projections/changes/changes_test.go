@@ -145,7 +145,7 @@ func TestFirstSyncThenChanges(t *testing.T) {
 	if len(first.Changes) != 2 {
 		t.Fatalf("first page: %+v, want 2 entries", first.Changes)
 	}
-	want := events.Change{Establishment: "a", Revision: 3, Resources: []string{"establishment", "hours", "menus"}, Served: true}
+	want := events.Change{Establishment: "a", Revision: 3, Resources: []string{"establishment", "hours", "menus", "jsonld"}, Served: true}
 	if diff := cmp.Diff(want, first.Changes[0], ignoreReadAt); diff != "" {
 		t.Errorf("first entry (-want +got):\n%s", diff)
 	}

@@ -73,6 +73,9 @@ type Bundle struct {
 	Hours         Document            `json:"hours"`
 	Menus         Variants            `json:"menus"`
 	MenuDetails   map[string]Variants `json:"menu_details,omitempty"`
+	// JSONLD is the schema.org JSON-LD document in each language. Its bodies hold no
+	// content_revision; they are absent from a bundle stored before they were rendered.
+	JSONLD Localized `json:"jsonld"`
 }
 
 // Redirect is the first page URL of a current menu per requested locale; empty means no file
@@ -88,6 +91,12 @@ type Variants struct {
 	All Document `json:"all"`
 	FR  Document `json:"fr"`
 	EN  Document `json:"en"`
+}
+
+// Localized holds the renderings of a resource in French and in English.
+type Localized struct {
+	FR Document `json:"fr"`
+	EN Document `json:"en"`
 }
 
 // Document is one rendered response body, ready to be written as it is.

@@ -22,7 +22,7 @@ func EncodeBundle(b *Bundle) ([]byte, error) {
 	size := 512 + len(b.MasterMenuURL) + 64*len(b.Redirects)
 	docSize := func(d *Document) int { return len(d.Body) + base64.StdEncoding.EncodedLen(len(d.Gzip)) + 64 }
 	variantsSize := func(v *Variants) int { return docSize(&v.All) + docSize(&v.FR) + docSize(&v.EN) }
-	size += docSize(&b.Establishment) + docSize(&b.Hours) + variantsSize(&b.Menus)
+	size += docSize(&b.Establishment) + docSize(&b.Hours) + variantsSize(&b.Menus) + docSize(&b.JSONLD.FR) + docSize(&b.JSONLD.EN)
 	for _, v := range b.MenuDetails {
 		size += variantsSize(&v)
 	}
@@ -77,7 +77,11 @@ func EncodeBundle(b *Bundle) ([]byte, error) {
 		buf.WriteString(`,"menu_details":`)
 		writeObject(buf, b.MenuDetails, func(v Variants) { writeVariants(buf, &v) })
 	}
-	buf.WriteByte('}')
+	buf.WriteString(`,"jsonld":{"fr":`)
+	writeDocument(buf, &b.JSONLD.FR)
+	buf.WriteString(`,"en":`)
+	writeDocument(buf, &b.JSONLD.EN)
+	buf.WriteString(`}}`)
 	return buf.Bytes(), nil
 }
 

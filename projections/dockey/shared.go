@@ -353,6 +353,18 @@ func (w *walker) variants(v *Variants) bool {
 	})
 }
 
+func (w *walker) localized(l *Localized) bool {
+	return w.object(func(name string) bool {
+		switch name {
+		case "fr":
+			return w.document(&l.FR)
+		case "en":
+			return w.document(&l.EN)
+		}
+		return false
+	})
+}
+
 func (w *walker) redirect(r *Redirect) bool {
 	return w.object(func(name string) bool {
 		switch name {
@@ -406,6 +418,8 @@ func (w *walker) bundle(b *Bundle) bool {
 				b.MenuDetails[menuType] = v
 				return ok
 			})
+		case "jsonld":
+			return w.localized(&b.JSONLD)
 		}
 		return false
 	})

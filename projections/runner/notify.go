@@ -151,7 +151,7 @@ func (p *Projector) reannounce(ctx context.Context, t *tracked, last Announcemen
 // one: an active bundle of a higher revision is a change of content with every resource; a bundle
 // served, or not, while the last announcement of a revision not above its own said otherwise is a
 // transition. A draft's transition lists the resources its bundle keeps (establishment, hours,
-// menus): the menus it had are no longer known. Nothing is announced of a bundle never announced
+// menus, jsonld): the menus it had are no longer known. Nothing is announced of a bundle never announced
 // that is not active: no one could read it.
 func lost(slug string, s *projections.BundleSummary, last Announcement) (Change, bool) {
 	c := Change{Slug: slug, Revision: s.Revision(), Resources: s.Resources(), Unserved: !s.Served()}
@@ -163,7 +163,7 @@ func lost(slug string, s *projections.BundleSummary, last Announcement) (Change,
 	case c.Unserved:
 		c.Transition = projections.TransitionUnserved
 		if len(c.Resources) == 0 {
-			c.Resources = []string{projections.ResourceEstablishment, projections.ResourceHours, projections.ResourceMenus}
+			c.Resources = []string{projections.ResourceEstablishment, projections.ResourceHours, projections.ResourceMenus, projections.ResourceJSONLD}
 		}
 	default:
 		c.Transition = projections.TransitionServed

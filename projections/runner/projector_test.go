@@ -200,7 +200,7 @@ func entry(t *testing.T, kv jetstream.KeyValue, slug string) (dockey.Bundle, []b
 }
 
 func allDemoResources() []string {
-	return []string{"establishment", "hours", "menus", "menus/la-carte", "menus/menu-du-jour", "menus/vins"}
+	return []string{"establishment", "hours", "menus", "menus/la-carte", "menus/menu-du-jour", "menus/vins", "jsonld"}
 }
 
 func TestProjectorEndToEnd(t *testing.T) {
@@ -235,7 +235,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 		}
 	}
 	want := []Change{
-		{Slug: cave, Revision: 3, Resources: []string{"establishment", "hours", "menus", "menus/carte-des-vins", "menus/cocktails", "menus/planches"}, Unserved: true},
+		{Slug: cave, Revision: 3, Resources: []string{"establishment", "hours", "menus", "menus/carte-des-vins", "menus/cocktails", "menus/planches", "jsonld"}, Unserved: true},
 		{Slug: demo, Revision: 2, Resources: allDemoResources()},
 	}
 	// Establishments are reconciled at once, on several workers: in no order between them.
@@ -254,7 +254,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 	if b.Revision != int64(seq) {
 		t.Errorf("revision after an identity change: got %d, want %d", b.Revision, seq)
 	}
-	if diff := cmp.Diff([]Change{{Slug: demo, Revision: int64(seq), Resources: []string{"establishment"}}}, rec.take()); diff != "" {
+	if diff := cmp.Diff([]Change{{Slug: demo, Revision: int64(seq), Resources: []string{"establishment", "jsonld"}}}, rec.take()); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 	if got := rec.lastStored(demo); got != kvRev {
@@ -345,7 +345,7 @@ func TestProjectorEndToEnd(t *testing.T) {
 	// It goes on with live records.
 	seq = n.append(t, demo, domain.DayStarted{Date: fixture.Date(t, "2026-11-23")})
 	p2.waitFor(t, seq)
-	if diff := cmp.Diff([]Change{{Slug: demo, Revision: int64(seq), Resources: []string{"menus", "menus/menu-du-jour"}}}, rec2.take()); diff != "" {
+	if diff := cmp.Diff([]Change{{Slug: demo, Revision: int64(seq), Resources: []string{"menus", "menus/menu-du-jour", "jsonld"}}}, rec2.take()); diff != "" {
 		t.Errorf("changes after restart (-want +got):\n%s", diff)
 	}
 	if err := p2.stop(t); !errors.Is(err, context.Canceled) {
@@ -403,7 +403,7 @@ func TestProjectorNeverGoesBelowStoredRevisions(t *testing.T) {
 	if b, _, r := entry(t, n.kv, cave); b.Revision != 500 || r != caveKV {
 		t.Errorf("%s: revision %d kv revision %d, want 500 unchanged at %d", cave, b.Revision, r, caveKV)
 	}
-	if diff := cmp.Diff([]Change{{Slug: demo, Revision: 1001, Resources: []string{"establishment"}}}, rec.take()); diff != "" {
+	if diff := cmp.Diff([]Change{{Slug: demo, Revision: 1001, Resources: []string{"establishment", "jsonld"}}}, rec.take()); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 

@@ -172,7 +172,7 @@ func TestAnnounceSwitchTellsLostTransitions(t *testing.T) {
 	slices.SortFunc(got, func(a, b Change) int { return strings.Compare(a.Slug, b.Slug) })
 	want := []Change{
 		{Slug: "api-coupee", Revision: 10, Resources: allDemoResources(), Unserved: true, Transition: projections.TransitionUnserved},
-		{Slug: "brouillon", Revision: 12, Resources: []string{"establishment", "hours", "menus"}, Unserved: true, Transition: projections.TransitionUnserved},
+		{Slug: "brouillon", Revision: 12, Resources: []string{"establishment", "hours", "menus", "jsonld"}, Unserved: true, Transition: projections.TransitionUnserved},
 		{Slug: "nouveau-contenu", Revision: 15, Resources: allDemoResources()},
 	}
 	if diff := cmp.Diff(want, got); diff != "" || count != len(want) {

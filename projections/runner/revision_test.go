@@ -95,14 +95,14 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 			events:        func() []domain.Event { return imported },
 			wantWrite:     true,
 			wantRevision:  1,
-			wantResources: []string{"establishment", "hours", "menus", "menus/la-carte", "menus/vins"},
+			wantResources: []string{"establishment", "hours", "menus", "menus/la-carte", "menus/vins", "jsonld"},
 		},
 		{
 			name:          "the first day makes the daily menu current",
 			events:        func() []domain.Event { return []domain.Event{domain.DayStarted{Date: fixture.Date(t, "2026-11-22")}} },
 			wantWrite:     true,
 			wantRevision:  2,
-			wantResources: []string{"hours", "menus", "menus/menu-du-jour"},
+			wantResources: []string{"hours", "menus", "menus/menu-du-jour", "jsonld"},
 		},
 		{
 			name: "a webhook registration changes nothing public",
@@ -140,7 +140,7 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 			events:        func() []domain.Event { return []domain.Event{domain.DayStarted{Date: fixture.Date(t, "2026-11-23")}} },
 			wantWrite:     true,
 			wantRevision:  7,
-			wantResources: []string{"menus", "menus/menu-du-jour"},
+			wantResources: []string{"menus", "menus/menu-du-jour", "jsonld"},
 		},
 		{
 			name: "an identity change touches the establishment only",
@@ -151,7 +151,7 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 			},
 			wantWrite:     true,
 			wantRevision:  8,
-			wantResources: []string{"establishment"},
+			wantResources: []string{"establishment", "jsonld"},
 		},
 		{
 			name:         "a day without a new version and with the same exceptions changes nothing",
@@ -163,21 +163,21 @@ func TestRevisionFollowsVisibleChanges(t *testing.T) {
 			events:        func() []domain.Event { return []domain.Event{domain.PublicAPIDisabled{}} },
 			wantWrite:     true,
 			wantRevision:  8,
-			wantResources: []string{"establishment", "hours", "menus", "menus/la-carte", "menus/menu-du-jour", "menus/vins"},
+			wantResources: []string{"establishment", "hours", "menus", "menus/la-carte", "menus/menu-du-jour", "menus/vins", "jsonld"},
 		},
 		{
 			name:          "removing a menu type removes its detail",
 			events:        func() []domain.Event { return []domain.Event{domain.MenuTypeRemoved{MenuType: "vins"}} },
 			wantWrite:     true,
 			wantRevision:  11,
-			wantResources: []string{"menus", "menus/vins"},
+			wantResources: []string{"menus", "menus/vins", "jsonld"},
 		},
 		{
 			name:          "a passing exception leaves the hours",
 			events:        func() []domain.Event { return []domain.Event{domain.DayStarted{Date: fixture.Date(t, "2026-12-25")}} },
 			wantWrite:     true,
 			wantRevision:  12,
-			wantResources: []string{"hours"},
+			wantResources: []string{"hours", "jsonld"},
 		},
 		{
 			name: "removing a webhook and the same day again change nothing",
@@ -248,7 +248,7 @@ func TestRevisionNeverGoesBack(t *testing.T) {
 	})
 	t.Run("nothing stored", func(t *testing.T) {
 		u := projections.Next(nil, c, 9)
-		if !u.Write || u.Bundle.Revision != 9 || len(u.Resources) != 6 {
+		if !u.Write || u.Bundle.Revision != 9 || len(u.Resources) != 7 {
 			t.Errorf("got write %v revision %d resources %v, want every resource at 9", u.Write, u.Bundle.Revision, u.Resources)
 		}
 	})
@@ -304,7 +304,7 @@ func TestDraftEditsAreNotPublished(t *testing.T) {
 		}
 	}
 	active := s.record("x", domain.Activated{})
-	if want := []string{projections.ResourceEstablishment, projections.ResourceHours, projections.ResourceMenus}; !active.Write || active.Bundle.Revision != 4 || !slices.Equal(active.Resources, want) {
+	if want := []string{projections.ResourceEstablishment, projections.ResourceHours, projections.ResourceMenus, projections.ResourceJSONLD}; !active.Write || active.Bundle.Revision != 4 || !slices.Equal(active.Resources, want) {
 		t.Errorf("activation: got write %v revision %d resources %v, want a write at 4 announcing %v", active.Write, active.Bundle.Revision, active.Resources, want)
 	}
 	checkRevisions(t, &active.Bundle)
@@ -331,7 +331,7 @@ func TestServedTransitions(t *testing.T) {
 	}
 	snap := fixture.ReadSnapshot(t, "../../cmd/publisher/demo.json")
 	const slug = "chez-marcel"
-	all := []string{"establishment", "hours", "menus", "menus/la-carte", "menus/vins"}
+	all := []string{"establishment", "hours", "menus", "menus/la-carte", "menus/vins", "jsonld"}
 	steps := []struct {
 		name           string
 		events         []domain.Event
@@ -341,7 +341,7 @@ func TestServedTransitions(t *testing.T) {
 	}{
 		{"import", fixture.ImportEvents(t, domain.New(slug), snap), "", all, true},
 		{"api disabled", []domain.Event{domain.PublicAPIDisabled{}}, projections.TransitionUnserved, all, false},
-		{"identity while unserved", []domain.Event{domain.IdentityChanged{Identity: domain.Identity{Name: "Chez Marcel et Fils", BusinessType: "restaurant"}}}, "", []string{"establishment"}, false},
+		{"identity while unserved", []domain.Event{domain.IdentityChanged{Identity: domain.Identity{Name: "Chez Marcel et Fils", BusinessType: "restaurant"}}}, "", []string{"establishment", "jsonld"}, false},
 		{"api enabled", []domain.Event{domain.PublicAPIEnabled{KeyHash: domain.NewAPIKey([32]byte{7}).Hash()}}, projections.TransitionServed, all, true},
 		{"new key", []domain.Event{domain.APIKeyRegenerated{KeyHash: domain.NewAPIKey([32]byte{8}).Hash()}}, "", nil, true},
 		{"redirect setting", []domain.Event{domain.MenuRedirectChanged{Enabled: false}}, "", nil, true},

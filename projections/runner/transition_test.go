@@ -32,7 +32,7 @@ func TestServedTransitionsAreAnnounced(t *testing.T) {
 		return []domain.Event{domain.EstablishmentCreated{TimeZone: "Europe/Paris"},
 			domain.IdentityChanged{Identity: domain.Identity{Name: name, BusinessType: "restaurant"}}}
 	}
-	fixed := []string{"establishment", "hours", "menus"}
+	fixed := []string{"establishment", "hours", "menus", "jsonld"}
 	var seq uint64
 	steps := []struct {
 		name   string
@@ -45,7 +45,7 @@ func TestServedTransitionsAreAnnounced(t *testing.T) {
 		}},
 		{"identity while unserved", demo, []domain.Event{domain.IdentityChanged{Identity: domain.Identity{Name: "Chez Marcel et Fils", BusinessType: "restaurant"}}}, func() []Change {
 			demoRevision = int64(seq)
-			return []Change{{Slug: demo, Revision: demoRevision, Resources: []string{"establishment"}, Unserved: true}}
+			return []Change{{Slug: demo, Revision: demoRevision, Resources: []string{"establishment", "jsonld"}, Unserved: true}}
 		}},
 		{"api enabled", demo, []domain.Event{domain.PublicAPIEnabled{KeyHash: key(1)}}, func() []Change {
 			return []Change{{Slug: demo, Revision: demoRevision, Resources: allDemoResources(), Transition: projections.TransitionServed}}
