@@ -33,6 +33,23 @@ func (s *Server) getMenus(w http.ResponseWriter, r *http.Request, ps httprouter.
 	}
 }
 
+// getJSONLD serves GET /api/v1/establishments/:slug/jsonld in the language of the locale
+// parameter, French unless it is en. A bundle that has no JSON-LD yet answers 404, counted.
+func (s *Server) getJSONLD(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	e, a := s.authorize(w, r, ps.ByName(paramSlug))
+	if e == nil {
+		return
+	}
+	d := e.jsonld.pick(menuLocale(r.URL.RawQuery))
+	if d.body == nil {
+		if s.chargeKey(w, r, e, a, chargeRequest) {
+			writeError(w, r, notFound)
+		}
+		return
+	}
+	s.serveDocument(w, r, e, a, d)
+}
+
 // getMenu serves GET /api/v1/establishments/:slug/menus/:menu_type in the variant of the locale
 // parameter. Only active menu types with a current version have a document; any other is 404,
 // which counts against the key like any request made with a valid key.

@@ -291,6 +291,8 @@ func eachDocument(e *served, fn func(*document)) {
 	for _, v := range e.menuDetails {
 		vars(v)
 	}
+	fn(&e.jsonld.fr)
+	fn(&e.jsonld.en)
 }
 
 // documentBytes returns the bytes of e's bodies and their gzip codings.

@@ -256,6 +256,8 @@ func bundleDocumentBytes(b *dockey.Bundle) int {
 	for _, v := range b.MenuDetails {
 		vars(v)
 	}
+	doc(b.JSONLD.FR)
+	doc(b.JSONLD.EN)
 	return n
 }
 

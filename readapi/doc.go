@@ -1,4 +1,5 @@
-// Package readapi serves the public read API (the four /api/v1 endpoints) and the two file
+// Package readapi serves the public read API (the four /api/v1 endpoints of the specification
+// and the establishment's schema.org JSON-LD, /api/v1/establishments/:slug/jsonld) and the two file
 // redirects (/r/master_menu, /r/menus) from documents it did not make. The invariants it keeps
 // with the other packages, the auth order and the quota order, are listed under "Architecture and
 // invariants" in the repository's README, and detailed below.
@@ -63,7 +64,11 @@
 //     A key opens only its own establishment. An invalid or unknown menu type is then 404.
 //   - locale: for the menu list and detail, absent selects the all-assets variant, "en" the
 //     English one, and "fr" or any other value, empty included, the French one; never an error.
-//     The establishment and hours endpoints ignore it. Its value is read as url.Values.Get would.
+//     The establishment and hours endpoints ignore it; the JSON-LD is English for "en" and French
+//     otherwise, absent included. Its value is read as url.Values.Get would.
+//   - The JSON-LD answers application/ld+json, under the same key, quotas, entity tags, gzip and
+//     Content-Revision as the other documents. A bundle stored before it was rendered has none:
+//     the resource is then 404, counted against the key, until the projector stores it again.
 //   - Redirects need no key. Both answer 404 with the JSON error body for an invalid, unknown or
 //     non-active establishment or a missing establishment parameter. /r/master_menu serves an
 //     active establishment whatever its API and redirect settings and is 404 without a unified

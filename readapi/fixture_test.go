@@ -50,6 +50,10 @@ func keyHash(key string) string {
 func testDoc(slug, resource string, rev int64) dockey.Document {
 	body := fmt.Sprintf(`{"content_revision":%d,"slug":%q,"resource":%q,"text":%q}`, rev, slug, resource,
 		strings.Repeat("Velouté de potimarron, crème crue et noisettes. ", 8))
+	if strings.HasPrefix(resource, "jsonld.") { // a JSON-LD document holds no revision
+		body = fmt.Sprintf(`{"@context":"https://schema.org","@type":"Restaurant","name":%q,"description":%q}`, slug+" "+resource,
+			strings.Repeat("Velouté de potimarron, crème crue et noisettes. ", 8))
+	}
 	return dockey.Document{Body: json.RawMessage(body), ETag: fmt.Sprintf(`"%016x"`, xxhash.Sum64String(body)), Gzip: gzipOf(body)}
 }
 
@@ -92,6 +96,7 @@ func testBundle(slug string, rev int64) dockey.Bundle {
 			"lunch":     testVariants(slug, "menus/lunch", rev),
 			"wine-list": testVariants(slug, "menus/wine-list", rev),
 		},
+		JSONLD: dockey.Localized{FR: testDoc(slug, "jsonld.fr", rev), EN: testDoc(slug, "jsonld.en", rev)},
 	}
 	switch slug {
 	case alice:
@@ -100,6 +105,7 @@ func testBundle(slug string, rev int64) dockey.Bundle {
 		b.KeyHash = keyHash(keyBob)
 		b.MenuRedirectEnabled = false
 		b.MasterMenuURL = ""
+		b.JSONLD = dockey.Localized{} // stored before the JSON-LD was rendered
 	case dan:
 		b.KeyHash = keyHash(keyDan)
 		b.Status = dockey.StatusDraft

@@ -13,7 +13,7 @@ import (
 
 // The routes requests are counted by, in the order of Metrics' tables.
 var metricRoutes = [...]string{
-	"establishment", "hours", "menus", "menu", "redirect_master_menu", "redirect_menus", "file",
+	"establishment", "hours", "menus", "menu", "jsonld", "redirect_master_menu", "redirect_menus", "file",
 	"healthz", "readyz", "openapi", "docs", "other",
 }
 
@@ -22,6 +22,7 @@ const (
 	routeHours
 	routeMenus
 	routeMenu
+	routeJSONLD
 	routeRedirectMasterMenu
 	routeRedirectMenus
 	routeFile

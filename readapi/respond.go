@@ -9,12 +9,13 @@ import (
 
 // Pre-built header values, shared by every response. net/http only reads them.
 var (
-	jsonContentType = []string{"application/json"}
-	privateNoCache  = []string{"private, no-cache"}
-	noStore         = []string{"no-store"}
-	allowGetHead    = []string{"GET, HEAD"}
-	varyEncoding    = []string{"Accept-Encoding"}
-	gzipEncoding    = []string{"gzip"}
+	jsonContentType   = []string{"application/json"}
+	jsonldContentType = []string{"application/ld+json"}
+	privateNoCache    = []string{"private, no-cache"}
+	noStore           = []string{"no-store"}
+	allowGetHead      = []string{"GET, HEAD"}
+	varyEncoding      = []string{"Accept-Encoding"}
+	gzipEncoding      = []string{"gzip"}
 )
 
 // contentRevisionHeader is the canonical form of Content-Revision, the content_revision of the
@@ -104,7 +105,7 @@ func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request, e *served
 	}
 	h := w.Header()
 	setDocumentHeaders(h, e, d, gz)
-	h["Content-Type"] = jsonContentType
+	h["Content-Type"] = d.contentType
 	body := d.body
 	if gz {
 		h["Content-Encoding"] = gzipEncoding

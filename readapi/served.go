@@ -32,6 +32,7 @@ type served struct {
 	hours         document
 	menus         variants
 	menuDetails   map[string]*variants // by menu type slug
+	jsonld        localized            // schema.org JSON-LD, application/ld+json
 
 	size int // bytes of the arrays compact moved the entry's bytes into, equal pieces once
 }
@@ -44,10 +45,11 @@ type redirect struct {
 
 // document is one stored response body with its pre-built headers. The zero document is absent.
 type document struct {
-	body       []byte
-	etag       string
-	etagHeader []string
-	length     []string
+	contentType []string // jsonContentType but for the JSON-LD
+	body        []byte
+	etag        string
+	etagHeader  []string
+	length      []string
 
 	// gzip is the stored gzip coding of body, kept only when it is smaller; nil otherwise.
 	gzip           []byte
@@ -59,6 +61,19 @@ type document struct {
 // variants holds the three renderings of a menu resource.
 type variants struct {
 	all, fr, en document
+}
+
+// localized holds the renderings of a resource in French and in English.
+type localized struct {
+	fr, en document
+}
+
+// pick returns the rendering of locale l: French unless l is English.
+func (v *localized) pick(l locale) *document {
+	if l == localeEN {
+		return &v.en
+	}
+	return &v.fr
 }
 
 // locale is the rendering a request selects with its locale query parameter.
@@ -191,9 +206,11 @@ func newServed(b *dockey.Bundle) (*served, error) {
 	}
 
 	// Documents must be complete whenever the API may serve them; otherwise they are kept only
-	// if well formed.
-	required := e.apiOpen()
-	doc := func(name string, d dockey.Document) document {
+	// if well formed. The JSON-LD is never required: a bundle stored before it was rendered has
+	// none, and the resource answers 404 until the projector stores the bundle again, which it
+	// does when it starts.
+	open := e.apiOpen()
+	doc := func(name string, d dockey.Document, required bool) document {
 		out, err := newDocument(d, required)
 		if err != nil {
 			fail("%s: %w", name, err)
@@ -202,13 +219,13 @@ func newServed(b *dockey.Bundle) (*served, error) {
 	}
 	vars := func(name string, v dockey.Variants) variants {
 		return variants{
-			all: doc(name+".all", v.All),
-			fr:  doc(name+".fr", v.FR),
-			en:  doc(name+".en", v.EN),
+			all: doc(name+".all", v.All, open),
+			fr:  doc(name+".fr", v.FR, open),
+			en:  doc(name+".en", v.EN, open),
 		}
 	}
-	e.establishment = doc("establishment", b.Establishment)
-	e.hours = doc("hours", b.Hours)
+	e.establishment = doc("establishment", b.Establishment, open)
+	e.hours = doc("hours", b.Hours, open)
 	e.menus = vars("menus", b.Menus)
 	if len(b.MenuDetails) > 0 {
 		e.menuDetails = make(map[string]*variants, len(b.MenuDetails))
@@ -220,6 +237,12 @@ func newServed(b *dockey.Bundle) (*served, error) {
 		}
 		vv := vars("menu_details."+menuType, v)
 		e.menuDetails[menuType] = &vv
+	}
+	e.jsonld = localized{fr: doc("jsonld.fr", b.JSONLD.FR, false), en: doc("jsonld.en", b.JSONLD.EN, false)}
+	for _, d := range []*document{&e.jsonld.fr, &e.jsonld.en} {
+		if d.body != nil {
+			d.contentType = jsonldContentType
+		}
 	}
 
 	if len(errs) > 0 {
@@ -246,10 +269,11 @@ func newDocument(d dockey.Document, required bool) (document, error) {
 		return document{}, fmt.Errorf("etag %q is not a strong entity tag", d.ETag)
 	}
 	doc := document{
-		body:       d.Body,
-		etag:       d.ETag,
-		etagHeader: []string{d.ETag},
-		length:     []string{strconv.Itoa(len(d.Body))},
+		contentType: jsonContentType,
+		body:        d.Body,
+		etag:        d.ETag,
+		etagHeader:  []string{d.ETag},
+		length:      []string{strconv.Itoa(len(d.Body))},
 	}
 	// A coding that is not gzip, or not smaller, is not worth serving; the body still is.
 	if len(d.Gzip) > 2 && d.Gzip[0] == 0x1f && d.Gzip[1] == 0x8b && len(d.Gzip) < len(d.Body) {

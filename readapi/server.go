@@ -229,6 +229,7 @@ func (s *Server) routes() http.Handler {
 	get("/api/v1/establishments/:slug/hours", s.measured(routeHours, s.getHours))
 	get("/api/v1/establishments/:slug/menus", s.measured(routeMenus, s.getMenus))
 	get("/api/v1/establishments/:slug/menus/:menu_type", s.measured(routeMenu, s.getMenu))
+	get("/api/v1/establishments/:slug/jsonld", s.measured(routeJSONLD, s.getJSONLD))
 	get("/r/master_menu", s.measured(routeRedirectMasterMenu, s.redirectMasterMenu))
 	get("/r/menus", s.measured(routeRedirectMenus, s.redirectMenus))
 	get("/files/:name", s.measured(routeFile, s.serveFile))

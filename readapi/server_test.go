@@ -28,6 +28,11 @@ func ok(d string) answer {
 	return answer{status: http.StatusOK, body: d}
 }
 
+// ld is a 200 answering a JSON-LD document.
+func ld(d string) answer {
+	return answer{status: http.StatusOK, body: d, header: map[string]string{"Content-Type": "application/ld+json"}}
+}
+
 func errAnswer(status int, body string) answer {
 	return answer{status: status, body: body}
 }
@@ -83,8 +88,12 @@ func checkAnswer(tb testing.TB, w *httptest.ResponseRecorder, method string, wan
 				tb.Errorf("Cache-Control: got %q, want %q", got, "no-store")
 			}
 		}
-		if ct != "application/json" {
-			tb.Errorf("Content-Type: got %q, want %q", ct, "application/json")
+		wantCT := "application/json"
+		if v, ok := want.header["Content-Type"]; ok {
+			wantCT = v
+		}
+		if ct != wantCT {
+			tb.Errorf("Content-Type: got %q, want %q", ct, wantCT)
 		}
 		if got, want := res.Header.Get("Content-Length"), strconv.Itoa(len(want.body)); got != want {
 			tb.Errorf("Content-Length: got %q, want %q", got, want)
@@ -127,6 +136,23 @@ func TestHandler(t *testing.T) {
 			want: ok(body(alice, "menus/wine-list.all"))},
 		{name: "other establishment with its own key", target: est + bob, header: withKey(keyBob),
 			want: ok(body(bob, "establishment"))},
+
+		// The JSON-LD: French unless the locale is en, served as application/ld+json.
+		{name: "jsonld", target: alEst + "/jsonld", header: withKey(keyAlice),
+			want: answer{status: 200, body: body(alice, "jsonld.fr"), header: map[string]string{
+				"Content-Type": "application/ld+json", "Etag": etag(alice, "jsonld.fr"), "Cache-Control": "private, no-cache", "Content-Revision": "7"}}},
+		{name: "jsonld locale fr", target: alEst + "/jsonld?locale=fr", header: withKey(keyAlice), want: ld(body(alice, "jsonld.fr"))},
+		{name: "jsonld locale en", target: alEst + "/jsonld?locale=en", header: withKey(keyAlice),
+			want: answer{status: 200, body: body(alice, "jsonld.en"), header: map[string]string{"Content-Type": "application/ld+json", "Etag": etag(alice, "jsonld.en")}}},
+		{name: "jsonld locale de is fr", target: alEst + "/jsonld?locale=de", header: withKey(keyAlice), want: ld(body(alice, "jsonld.fr"))},
+		{name: "jsonld not modified", target: alEst + "/jsonld?locale=en", header: http.Header{"X-Api-Key": {keyAlice}, "If-None-Match": {etag(alice, "jsonld.en")}},
+			want: answer{status: 304, header: map[string]string{"Etag": etag(alice, "jsonld.en"), "Content-Revision": "7"}}},
+		{name: "jsonld no key", target: alEst + "/jsonld", want: errAnswer(401, bodyUnauthorized)},
+		{name: "jsonld wrong key", target: alEst + "/jsonld", header: withKey(keyBob), want: errAnswer(401, bodyUnauthorized)},
+		{name: "jsonld draft", target: est + dan + "/jsonld", header: withKey(keyDan), want: errAnswer(404, bodyNotFound)},
+		{name: "jsonld api disabled", target: est + quinn + "/jsonld", header: withKey(keyQuinn), want: errAnswer(404, bodyNotFound)},
+		{name: "jsonld not rendered yet", target: est + bob + "/jsonld", header: withKey(keyBob), want: errAnswer(404, bodyNotFound)},
+		{name: "jsonld unknown slug", target: est + "nobody/jsonld", header: withKey(keyAlice), want: errAnswer(404, bodyNotFound)},
 
 		// Locale.
 		{name: "menus locale fr", target: alEst + "/menus?locale=fr", header: withKey(keyAlice), want: ok(body(alice, "menus.fr"))},
