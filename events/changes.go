@@ -22,7 +22,7 @@ type Change struct {
 	// Revision is its newest content_revision.
 	Revision int64 `json:"content_revision"`
 	// Resources names what changed: "establishment", "hours", "menus", then
-	// "menus/<menu_type_slug>" by slug. Never null.
+	// "menus/<menu_type_slug>" by slug, then "jsonld". Never null.
 	Resources []string `json:"resources"`
 	// Served is false when the read API answers 404 for the establishment: in draft, or its API
 	// disabled.
@@ -168,7 +168,8 @@ func entrySize(slug string, revision int64, resources []string) int {
 }
 
 // MergeResources returns the union of the lists, without duplicates, in the API's order:
-// "establishment", "hours", "menus", then the menu details by name. It never returns nil.
+// "establishment", "hours", "menus", then the menu details by name, then "jsonld". It never
+// returns nil.
 func MergeResources(lists ...[]string) []string {
 	out := []string{}
 	for _, l := range lists {
@@ -191,7 +192,9 @@ func resourceRank(r string) int {
 		return 2
 	case strings.HasPrefix(r, "menus/"):
 		return 3
-	default:
+	case r == "jsonld":
 		return 4
+	default:
+		return 5
 	}
 }

@@ -228,12 +228,12 @@ var ignoreReadAt = cmpopts.IgnoreFields(events.Change{}, "Seq", "Synced", "At")
 func TestMergeResources(t *testing.T) {
 	t.Parallel()
 	got := events.MergeResources(
-		[]string{"menus/plat-du-jour", "hours"},
+		[]string{"menus/plat-du-jour", "jsonld", "hours"},
 		[]string{"menus", "menus/carte", "hours"},
 		nil,
-		[]string{"establishment", "menus/carte", "other"},
+		[]string{"establishment", "menus/carte", "jsonld", "other"},
 	)
-	want := []string{"establishment", "hours", "menus", "menus/carte", "menus/plat-du-jour", "other"}
+	want := []string{"establishment", "hours", "menus", "menus/carte", "menus/plat-du-jour", "jsonld", "other"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("MergeResources (-want +got):\n%s", diff)
 	}

@@ -49,8 +49,9 @@ type Signal struct {
 	Establishment string `json:"establishment"`
 	// Revision is the new content_revision.
 	Revision int64 `json:"content_revision"`
-	// Resources names the resources whose bytes changed: "establishment", "hours", "menus" and
-	// "menus/<menu_type_slug>" for each menu detail that changed, appeared or disappeared.
+	// Resources names the resources whose bytes changed: "establishment", "hours", "menus",
+	// "menus/<menu_type_slug>" for each menu detail that changed, appeared or disappeared, and
+	// "jsonld".
 	Resources []string `json:"resources"`
 	// Time is when the revision was stored.
 	Time time.Time `json:"time"`

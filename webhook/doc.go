@@ -112,7 +112,7 @@
 //   - Payload: {"id", "type", "timestamp", "data": {"establishment", "content_revision",
 //     "resources"}}, the envelope of the Standard Webhooks specification. "resources" names what
 //     to re-read: "establishment", "hours", "menus", "menus/<menu_type_slug>" (a menu type that
-//     disappeared is listed too: its detail now answers 404), in that order.
+//     disappeared is listed too: its detail now answers 404), "jsonld", in that order.
 //   - Debounce: a fixed window of Config.Window (30 s) from the first change the dispatcher
 //     takes, not a sliding one, so a stream of changes still yields a delivery per window. The
 //     window is timed by the NATS server's clock; the dispatcher sets its end from its own

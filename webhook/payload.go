@@ -38,7 +38,8 @@ type PayloadData struct {
 	// Revision is the establishment's newest content_revision; absent in a ping.
 	Revision int64 `json:"content_revision,omitempty"`
 	// Resources lists what changed since the last delivery this endpoint accepted, in the order
-	// "establishment", "hours", "menus", then "menus/<menu_type_slug>" by slug; absent in a ping.
+	// "establishment", "hours", "menus", then "menus/<menu_type_slug>" by slug, then "jsonld";
+	// absent in a ping.
 	Resources []string `json:"resources,omitempty"`
 	// EndpointID is the pinged endpoint; present in a ping only.
 	EndpointID string `json:"endpoint_id,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -199,6 +200,15 @@ func TestEndToEnd(t *testing.T) {
 		got := m.get(t, path, key)
 		if got.status != 200 || got.revision(t) != rev1 || got.header.Get("Content-Type") != "application/json" {
 			t.Errorf("GET %s: got %d rev %s, want 200 at revision %d", path, got.status, got.body, rev1)
+		}
+	}
+	// The JSON-LD, checked against the description as every answer here is: no revision in
+	// its body, the establishment's in its header.
+	for path, want := range map[string]string{est + "/jsonld": `"inLanguage":"fr"`, est + "/jsonld?locale=en": `"name":"Leeks vinaigrette"`} {
+		got := m.get(t, path, key)
+		if got.status != 200 || got.header.Get("Content-Type") != "application/ld+json" || got.header.Get("Content-Revision") != strconv.FormatInt(rev1, 10) ||
+			!bytes.HasPrefix(got.body, []byte(`{"@context":"https://schema.org","@type":"Restaurant","name":"Chez Marcel"`)) || !bytes.Contains(got.body, []byte(want)) {
+			t.Errorf("GET %s: got %d %s revision %s: %s", path, got.status, got.header.Get("Content-Type"), got.header.Get("Content-Revision"), got.body)
 		}
 	}
 	if got := m.get(t, est+"/menus/menu-du-jour", key); !bytes.Contains(got.body, []byte("Poireaux vinaigrette")) {

@@ -67,7 +67,8 @@ type Change struct {
 	Slug     string
 	Revision int64
 	// Resources lists the resources whose bytes changed: "establishment", "hours", "menus", then
-	// "menus/<menu_type_slug>" by slug for each menu detail that changed, appeared or disappeared;
+	// "menus/<menu_type_slug>" by slug for each menu detail that changed, appeared or disappeared,
+	// then "jsonld";
 	// for a transition, every resource the bundle had or has, and so for a rise that also started or
 	// stopped serving the establishment.
 	Resources []string

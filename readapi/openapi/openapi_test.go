@@ -48,6 +48,7 @@ func TestPathsAndOperations(t *testing.T) {
 	want := map[string]string{
 		"/api/v1/establishments/{slug}":                        "getEstablishment",
 		"/api/v1/establishments/{slug}/hours":                  "getOpeningHours",
+		"/api/v1/establishments/{slug}/jsonld":                 "getJSONLD",
 		"/api/v1/establishments/{slug}/menus":                  "listMenus",
 		"/api/v1/establishments/{slug}/menus/{menu_type_slug}": "getMenu",
 		"/r/master_menu":                                       "redirectMasterMenu",
@@ -128,7 +129,8 @@ func TestLocaleIsNotAnEnum(t *testing.T) {
 	want := map[string]bool{
 		"/api/v1/establishments/{slug}/menus":                  true,
 		"/api/v1/establishments/{slug}/menus/{menu_type_slug}": true,
-		"/r/menus": true,
+		"/api/v1/establishments/{slug}/jsonld":                 true,
+		"/r/menus":                                             true,
 	}
 	for path, item := range doc.Paths.Map() {
 		p := item.Get.Parameters.GetByInAndName("query", "locale")
