@@ -96,9 +96,10 @@ func printRequests(out io.Writer, cfg Config, key domain.APIKey, cardURL string)
   curl -s %s %s/menus/la-carte
   curl -s %s '%s/menus/menu-du-jour?locale=en'
   curl -s %s %s/menus/vins
+  curl -s %s '%s/jsonld?locale=en'    # schema.org JSON-LD, for search engines
   curl -si '%s/r/master_menu?establishment=%s'
   curl -si '%s/r/menus?establishment=%s&menu_type=la-carte&locale=en'
-`, h, api, h, api, h, api, h, api, h, api, h, api, base, Slug, base, Slug)
+`, h, api, h, api, h, api, h, api, h, api, h, api, h, api, base, Slug, base, Slug)
 	if cardURL != "" {
 		fmt.Fprintf(out, "  curl -sI %s    # the unified card, uploaded: served by this service\n", cardURL)
 	}
