@@ -147,7 +147,7 @@ func jsonldDoc(e *domain.Establishment, menus []activeMenu, v variant) jsonldBod
 	if lat, lon := finite(id.Latitude), finite(id.Longitude); lat != nil && lon != nil {
 		body.Geo = &geoLD{Type: "GeoCoordinates", Latitude: *lat, Longitude: *lon}
 	}
-	var list []menuLD
+	list := make([]menuLD, 0, len(menus))
 	for _, m := range menus {
 		list = append(list, menuOf(m, v))
 	}
@@ -227,7 +227,8 @@ func specialHoursLD(coming []domain.SpecialHours) []hoursLD {
 // that rotates covers the period of its reference date, a day or an ISO 8601 interval of days
 // (temporalCoverage); its url is the file /r/menus redirects to in that language, when there is
 // one; a generated menu lists its sections and items, with text in that language falling back to
-// French field by field.
+// French field by field, each price an Offer in euros, a number written as the item gives it,
+// with two decimals, and the item's diets schema.org's.
 func menuOf(m activeMenu, v variant) menuLD {
 	l := v.locale()
 	out := menuLD{Type: "Menu", Name: m.Name, InLanguage: string(l), URL: firstPage(m.version.Assets, domain.LanguageScope(l))}
@@ -238,30 +239,47 @@ func menuOf(m activeMenu, v variant) menuLD {
 			out.TemporalCoverage = first.String() + "/" + last.String()
 		}
 	}
-	for _, s := range m.sectionsIn(l) {
-		sec := sectionLD{Type: "MenuSection", Name: s.Name}
+	sections := m.sectionsIn(l)
+	if len(sections) > 0 {
+		out.Sections = make([]sectionLD, 0, len(sections))
+	}
+	for _, s := range sections {
+		sec := sectionLD{Type: "MenuSection", Name: s.Name, Items: make([]itemLD, 0, len(s.Items))}
+		offers := make([]offerLD, 0, len(s.Items)) // the items' offers, in one allocation
 		for _, it := range s.Items {
-			sec.Items = append(sec.Items, itemOf(it))
+			ld := itemLD{Type: "MenuItem", Name: it.Name, Description: text(it.Description), Diets: diets(it)}
+			if it.Price != nil {
+				offers = append(offers, offerLD{Type: "Offer", Price: json.Number(*it.Price), Currency: currency})
+				ld.Offers = &offers[len(offers)-1]
+			}
+			sec.Items = append(sec.Items, ld)
 		}
 		out.Sections = append(out.Sections, sec)
 	}
 	return out
 }
 
-// itemOf returns item it, rendered for the menu detail, as a MenuItem: its price an Offer in
-// euros, a number written as the item gives it, with two decimals; its diets schema.org's.
-func itemOf(it itemBody) itemLD {
-	out := itemLD{Type: "MenuItem", Name: it.Name, Description: text(it.Description)}
-	if it.Price != nil {
-		out.Offers = &offerLD{Type: "Offer", Price: json.Number(*it.Price), Currency: currency}
-	}
-	for _, d := range [...]struct {
-		on   bool
-		diet string
-	}{{it.GlutenFree, "GlutenFreeDiet"}, {it.Vegetarian, "VegetarianDiet"}, {it.Vegan, "VeganDiet"}} {
-		if d.on {
-			out.Diets = append(out.Diets, schemaOrg+d.diet)
+// dietSets holds every list of schema.org diets an item can have, indexed by its flags (gluten
+// free 1, vegetarian 2, vegan 4), so that listing an item's diets allocates nothing.
+var dietSets = func() (sets [8][]string) {
+	names := [...]string{schemaOrg + "GlutenFreeDiet", schemaOrg + "VegetarianDiet", schemaOrg + "VeganDiet"}
+	for i := 1; i < len(sets); i++ {
+		for bit, name := range names {
+			if i&(1<<bit) != 0 {
+				sets[i] = append(sets[i], name)
+			}
 		}
 	}
-	return out
+	return sets
+}()
+
+// diets returns the schema.org diets item it is suitable for, nil for none.
+func diets(it itemBody) []string {
+	i := 0
+	for bit, on := range [...]bool{it.GlutenFree, it.Vegetarian, it.Vegan} {
+		if on {
+			i |= 1 << bit
+		}
+	}
+	return dietSets[i]
 }
