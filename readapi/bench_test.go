@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 )
@@ -42,23 +43,26 @@ func (w *discardWriter) reset() {
 }
 
 // hotPaths are the requests that must not allocate once pools are warm.
-var hotPaths = []struct {
+// hotPath is a request the read API answers often, and the status it gets.
+type hotPath struct {
 	name, target string
 	header       http.Header
 	status       int
-}{
+}
+
+var hotPaths = []hotPath{
 	{"Establishment", "/api/v1/establishments/" + alice, http.Header{"X-Api-Key": {keyAlice}}, http.StatusOK},
 	{"MenuDetail", "/api/v1/establishments/" + alice + "/menus/lunch?locale=en", http.Header{"X-Api-Key": {keyAlice}}, http.StatusOK},
 	{"NotModified", "/api/v1/establishments/" + alice + "/menus/lunch?locale=en",
 		http.Header{"X-Api-Key": {keyAlice}, "If-None-Match": {`"other", ` + etag(alice, "menus/lunch.en")}}, http.StatusNotModified},
 	{"MenuDetailGzip", "/api/v1/establishments/" + alice + "/menus/lunch?locale=en",
 		http.Header{"X-Api-Key": {keyAlice}, "Accept-Encoding": {"br;q=1.0, gzip;q=0.8, *;q=0.1"}}, http.StatusOK},
-	{"JSONLD", "/api/v1/establishments/" + alice + "/jsonld?locale=en", http.Header{"X-Api-Key": {keyAlice}}, http.StatusOK},
-	{"JSONLDGzip", "/api/v1/establishments/" + alice + "/jsonld",
-		http.Header{"X-Api-Key": {keyAlice}, "Accept-Encoding": {"gzip"}}, http.StatusOK},
 	{"RedirectMenus", "/r/menus?establishment=" + alice + "&menu_type=lunch&locale=en", nil, http.StatusFound},
 	{"Unauthorized", "/api/v1/establishments/" + alice, http.Header{"X-Api-Key": {keyBob}}, http.StatusUnauthorized},
 	{"NotFound", "/api/v1/establishments/nobody", http.Header{"X-Api-Key": {keyAlice}}, http.StatusNotFound},
+	{"JSONLD", "/api/v1/establishments/" + alice + "/jsonld?locale=en", http.Header{"X-Api-Key": {keyAlice}}, http.StatusOK},
+	{"JSONLDGzip", "/api/v1/establishments/" + alice + "/jsonld",
+		http.Header{"X-Api-Key": {keyAlice}, "Accept-Encoding": {"gzip"}}, http.StatusOK},
 }
 
 func newHotRequest(target string, header http.Header) *http.Request {
@@ -87,8 +91,13 @@ func tallied(s *Server) *Server {
 	return s
 }
 
-// benchmarkHotPath measures hotPaths[i] on a server whose quotas never refuse, tallying use.
-func benchmarkHotPath(b *testing.B, i int) {
+// benchmarkHotPath measures the hot path named name on a server whose quotas never refuse,
+// tallying use.
+func benchmarkHotPath(b *testing.B, name string) {
+	i := slices.IndexFunc(hotPaths, func(p hotPath) bool { return p.name == name })
+	if i < 0 {
+		b.Fatalf("no hot path %s", name)
+	}
 	p := hotPaths[i]
 	benchmarkServer(b, tallied(newTestServer(b, fixtureSource(b), benchConfig())).Handler(), p.target, p.header, p.status)
 }
@@ -111,23 +120,27 @@ func benchmarkServer(b *testing.B, h http.Handler, target string, header http.He
 }
 
 func BenchmarkGetEstablishment(b *testing.B) {
-	benchmarkHotPath(b, 0)
+	benchmarkHotPath(b, "Establishment")
 }
 
 func BenchmarkGetMenuDetail(b *testing.B) {
-	benchmarkHotPath(b, 1)
+	benchmarkHotPath(b, "MenuDetail")
 }
 
 func BenchmarkNotModified(b *testing.B) {
-	benchmarkHotPath(b, 2)
+	benchmarkHotPath(b, "NotModified")
 }
 
 func BenchmarkRedirectMenus(b *testing.B) {
-	benchmarkHotPath(b, 3)
+	benchmarkHotPath(b, "RedirectMenus")
 }
 
 func BenchmarkUnauthorized(b *testing.B) {
-	benchmarkHotPath(b, 4)
+	benchmarkHotPath(b, "Unauthorized")
+}
+
+func BenchmarkGetJSONLD(b *testing.B) {
+	benchmarkHotPath(b, "JSONLD")
 }
 
 // BenchmarkTooManyRequests measures a refused request: the per-IP quota of one request is spent.
