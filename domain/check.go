@@ -156,7 +156,7 @@ func checkOptURL(field string, s *string, fe *FieldErrorList) {
 }
 
 func checkName(field, s string, fe *FieldErrorList) {
-	if blank(s) {
+	if Blank(s) {
 		fe.add(field, "required")
 	} else if err := validateLine(s, maxName); err != nil {
 		fe.add(field, "%v", err)
@@ -277,11 +277,11 @@ func itemValid(it Item) bool {
 
 // textValid reports whether checkText finds nothing wrong with t.
 func textValid(t Text, check func(string, int) error, max int) bool {
-	return !blank(t.FR) && check(t.FR, max) == nil && (t.EN == "" || check(t.EN, max) == nil)
+	return !Blank(t.FR) && check(t.FR, max) == nil && (t.EN == "" || check(t.EN, max) == nil)
 }
 
 func checkText(p string, t Text, check func(string, int) error, max int, fe *FieldErrorList) {
-	if blank(t.FR) {
+	if Blank(t.FR) {
 		fe.add(p+".fr", "required")
 	} else if err := check(t.FR, max); err != nil {
 		fe.add(p+".fr", "%v", err)

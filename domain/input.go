@@ -196,7 +196,7 @@ func (s EstablishmentInput) validateIdentity(fe *FieldErrorList) Identity {
 		MenuURL:        optURL("menu_url", s.MenuURL, fe),
 		LogoURL:        optURL("logo_url", s.LogoURL, fe),
 	}
-	if blank(s.Name) {
+	if Blank(s.Name) {
 		fe.add("name", "required")
 	} else if err := validateLine(s.Name, maxName); err != nil {
 		fe.add("name", "%v", err)
@@ -240,14 +240,14 @@ func (s EstablishmentInput) validateIdentity(fe *FieldErrorList) Identity {
 // longer text). A blank English text is no translation: readers get the French one.
 func (t TextInput) validate(p string, check func(string, int) error, max int, fe *FieldErrorList) Text {
 	var out Text
-	if t.FR == nil || blank(*t.FR) {
+	if t.FR == nil || Blank(*t.FR) {
 		fe.add(p+".fr", "required")
 	} else if err := check(*t.FR, max); err != nil {
 		fe.add(p+".fr", "%v", err)
 	} else {
 		out.FR = *t.FR
 	}
-	if t.EN != nil && !blank(*t.EN) {
+	if t.EN != nil && !Blank(*t.EN) {
 		if err := check(*t.EN, max); err != nil {
 			fe.add(p+".en", "%v", err)
 		} else {

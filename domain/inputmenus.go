@@ -51,7 +51,7 @@ func (m MenuTypeInput) validateAttrs(p string, position int, fe *FieldErrorList)
 	if a.Slug, err = ParseSlug(m.Slug); err != nil {
 		fe.add(p+".slug", "%v", err)
 	}
-	if blank(m.Name) {
+	if Blank(m.Name) {
 		fe.add(p+".name", "required")
 	} else if err := validateLine(m.Name, maxName); err != nil {
 		fe.add(p+".name", "%v", err)

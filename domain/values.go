@@ -460,9 +460,9 @@ func scanText(s string, max int, line bool) error {
 	return nil
 }
 
-// blank reports whether s shows nothing: only white space and invisible formatting characters
+// Blank reports whether s shows nothing: only white space and invisible formatting characters
 // such as a zero-width space or a byte order mark.
-func blank(s string) bool {
+func Blank(s string) bool {
 	return !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) })
 }
 

@@ -590,9 +590,9 @@ func TestRotationPeriod(t *testing.T) {
 		first, last string
 	}{
 		{domain.RotationDaily, "2026-11-22", "2026-11-22", "2026-11-22"},
-		{domain.RotationWeekly, "2026-11-22", "2026-11-16", "2026-11-22"}, // a Sunday: the week that ends
-		{domain.RotationWeekly, "2026-11-16", "2026-11-16", "2026-11-22"}, // a Monday: the week that starts
-		{domain.RotationWeekly, "2027-01-01", "2026-12-28", "2027-01-03"}, // across the year
+		{domain.RotationWeekly, "2026-11-22", "2026-11-16", "2026-11-22"},  // a Sunday: the week that ends
+		{domain.RotationWeekly, "2026-11-16", "2026-11-16", "2026-11-22"},  // a Monday: the week that starts
+		{domain.RotationWeekly, "2027-01-01", "2026-12-28", "2027-01-03"},  // across the year
 		{domain.RotationMonthly, "2028-02-10", "2028-02-01", "2028-02-29"}, // a leap February
 		{domain.RotationMonthly, "2026-12-31", "2026-12-01", "2026-12-31"},
 	} {
