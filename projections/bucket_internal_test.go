@@ -96,8 +96,9 @@ func TestCreatedBoundHolds(t *testing.T) {
 				Versions: []domain.VersionInput{{ID: "v", Sections: []domain.SectionInput{{Name: &domain.TextInput{FR: ptr("S")}, Items: items}}}},
 			}}
 		},
-		"text the JSON-LD escapes": func(s *domain.EstablishmentInput) {
-			// Every other character escaped, the rest at random: what gzip codes worst.
+		"text escaped everywhere": func(s *domain.EstablishmentInput) {
+			// Every other character one the JSON-LD and the payload escape, the rest at random:
+			// what gzip codes worst.
 			rnd := rand.New(rand.NewPCG(1, 2))
 			var b strings.Builder
 			for range 1900 {

@@ -37,9 +37,9 @@
 //
 // # Decisions on what the specification leaves open
 //
-//   - Documents are compact JSON in the field order of the specification's tables, UTF-8 and the
-//     characters <, > and & written as they are, no trailing newline. Every "T | null" key is
-//     present; arrays are never null. category repeats public_category. language is always "fr".
+//   - The documents of the specification's resources are compact JSON in the field order of its
+//     tables, UTF-8 and the characters <, > and & written as they are, no trailing newline. Every
+//     "T | null" key is present; arrays are never null. category repeats public_category. language is always "fr".
 //   - Menu resources have three variants: no locale (French text, every file), fr (French text,
 //     files fr and fr_en) and en (English text falling back to French field by field, files en
 //     and fr_en). A menu type exists only with web delivery and a current version on the
@@ -65,8 +65,8 @@
 //     the mapping). Unlike the others it carries no content_revision, not a schema.org term: its
 //     bytes change only with the content, and the bundle's revision with them. It is written with
 //     <, > and & escaped, so that it can be pasted into an HTML script element as it is. Nothing
-//     in it is null; a blank text is left out. Prices are euros, the currency of every
-//     establishment served. A wine shop is a LiquorStore, a caterer a FoodEstablishment, a retail
+//     in it is null; a blank text is left out. Prices are taken as euros: nothing gives
+//     them a currency. A wine shop is a LiquorStore, a caterer a FoodEstablishment, a retail
 //     store a Store; those that are no FoodEstablishment, which alone have menus in schema.org,
 //     list theirs under subjectOf. A rotating menu covers the period of its reference date
 //     (temporalCoverage), and its url is the file /r/menus redirects to in the document's

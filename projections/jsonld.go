@@ -2,7 +2,7 @@ package projections
 
 import (
 	"encoding/json"
-	"strings"
+	"slices"
 
 	"github.com/opencarte/publisher/domain"
 )
@@ -80,8 +80,8 @@ type offerLD struct {
 	Currency string      `json:"priceCurrency"`
 }
 
-// currency is the currency of every price: the establishments are French, and neither the
-// specification nor an import gives prices another one.
+// currency is the currency of every price: neither the specification nor an import gives prices
+// a currency, and the service takes them as euros.
 const currency = "EUR"
 
 // schemaTypes maps a business type to its schema.org type. A wine shop is a LiquorStore, "a shop
@@ -160,9 +160,10 @@ func jsonldDoc(e *domain.Establishment, menus []activeMenu, v variant) jsonldBod
 	return body
 }
 
-// text returns *p, or "" for nil or blank text, which the documents leave out.
+// text returns *p, or "" for nil or blank text (see domain.Blank), which the document leaves
+// out.
 func text(p *string) string {
-	if p == nil || strings.TrimSpace(*p) == "" {
+	if p == nil || domain.Blank(*p) {
 		return ""
 	}
 	return *p
@@ -172,50 +173,71 @@ func text(p *string) string {
 // pair of opening and closing times, naming every day that has it, in the order of the first
 // such day (lundi first) and then of opening time. A range that ends after midnight closes
 // before it opens, as schema.org reads it: "closes" earlier than "opens" spans into the next
-// day. A range without a closing time has no "closes".
+// day. A range without a closing time has no "closes". A range of 24 hours, which closes when it
+// opens, would read as a closure: from midnight it is the whole day, 00:00 to 23:59 as schema.org
+// and Google write it; from another time it runs to midnight and from midnight the next day.
 func regularHoursLD(ranges []domain.OpeningRange) []hoursLD {
 	var out []hoursLD
-	for _, r := range sortedRanges(ranges) {
-		if int(r.OpenDay) >= len(schemaDays) || schemaDays[r.OpenDay] == "" {
-			continue
-		}
-		h := hoursLD{Type: "OpeningHoursSpecification", Opens: r.OpenTime.String()}
-		if r.CloseTime != nil {
-			h.Closes = r.CloseTime.String()
-		}
-		day := schemaDays[r.OpenDay]
-		merged := false
+	add := func(d domain.Weekday, opens, closes string) {
+		day := schemaDays[d]
 		for i := range out {
-			if out[i].Opens == h.Opens && out[i].Closes == h.Closes {
-				out[i].DayOfWeek = append(out[i].DayOfWeek, day)
-				merged = true
-				break
+			if out[i].Opens == opens && out[i].Closes == closes {
+				if !slices.Contains(out[i].DayOfWeek, day) {
+					out[i].DayOfWeek = append(out[i].DayOfWeek, day)
+				}
+				return
 			}
 		}
-		if !merged {
-			h.DayOfWeek = []string{day}
-			out = append(out, h)
+		out = append(out, hoursLD{Type: "OpeningHoursSpecification", DayOfWeek: []string{day}, Opens: opens, Closes: closes})
+	}
+	for _, r := range sortedRanges(ranges) {
+		if r.OpenDay < domain.Lundi || r.OpenDay > domain.Dimanche {
+			continue
+		}
+		opens := r.OpenTime.String()
+		switch {
+		case r.CloseTime == nil:
+			add(r.OpenDay, opens, "")
+		case *r.CloseTime != r.OpenTime:
+			add(r.OpenDay, opens, r.CloseTime.String())
+		case opens == midnight:
+			add(r.OpenDay, midnight, endOfDay)
+		default:
+			add(r.OpenDay, opens, midnight)
+			add(nextDay(r.OpenDay), midnight, opens)
 		}
 	}
 	return out
 }
 
+// The times schema.org gives a day closed all day (opens and closes at midnight) and a day open
+// all day (from midnight to endOfDay).
+const (
+	midnight = "00:00"
+	endOfDay = "23:59"
+)
+
 // specialHoursLD returns the coming exceptions as OpeningHoursSpecifications valid from their
 // first to their last day, a one-day exception from and through the same date. A closure opens
-// and closes at 00:00, as schema.org says of a day closed all day.
+// and closes at 00:00, as schema.org says of a day closed all day, and an exception open from
+// midnight to midnight closes at 23:59. An exception that gives only its opening or its closing
+// time has only "opens" or "closes".
 func specialHoursLD(coming []domain.SpecialHours) []hoursLD {
 	out := make([]hoursLD, 0, len(coming))
 	for _, s := range coming {
 		h := hoursLD{Type: "OpeningHoursSpecification", ValidFrom: s.StartDate.String(), ValidThrough: s.LastDay().String()}
 		switch {
 		case s.Closed:
-			h.Opens, h.Closes = "00:00", "00:00"
+			h.Opens, h.Closes = midnight, midnight
 		default:
 			if s.OpenTime != nil {
 				h.Opens = s.OpenTime.String()
 			}
 			if s.CloseTime != nil {
 				h.Closes = s.CloseTime.String()
+			}
+			if h.Opens == midnight && h.Closes == midnight {
+				h.Closes = endOfDay // open all day, not closed
 			}
 		}
 		out = append(out, h)

@@ -49,7 +49,7 @@ func TestJSONLDTypes(t *testing.T) {
 func TestJSONLDLeavesOutWhatIsNotThere(t *testing.T) {
 	e := establishment(t)
 	e.Identity.Description = ptr("</script><script>alert(1)</script> & <!--")
-	e.Identity.Email = ptr("  ")
+	e.Identity.Email = ptr(" \u200b ") // blank: a zero-width space shows nothing
 	e.Identity.Latitude = ptr(48.8)
 	doc, body := jsonldOf(t, e)
 	want := map[string]any{
@@ -79,12 +79,16 @@ func TestJSONLDHours(t *testing.T) {
 		{OpenDay: domain.Lundi, OpenTime: *clock("19:00"), CloseTime: clock("23:00")},
 		{OpenDay: domain.Lundi, OpenTime: *clock("12:00"), CloseTime: clock("14:00")},
 		{OpenDay: domain.Mardi, OpenTime: *clock("12:00"), CloseTime: clock("14:00")},
+		{OpenDay: domain.Mardi, OpenTime: *clock("12:00"), CloseTime: clock("14:00")}, // twice: one day
+		{OpenDay: domain.Mercredi, OpenTime: *clock("00:00"), CloseDay: day(domain.Jeudi), CloseTime: clock("00:00")},
+		{OpenDay: domain.Jeudi, OpenTime: *clock("18:00"), CloseDay: day(domain.Vendredi), CloseTime: clock("18:00")},
 		{OpenDay: domain.Dimanche, OpenTime: *clock("10:00")},
 	}
 	e.SpecialHours = []domain.SpecialHours{
 		{StartDate: fixture.Date(t, "2026-11-17"), Closed: true}, // over: left out
 		{StartDate: fixture.Date(t, "2026-12-25"), Closed: true, OpenTime: clock("10:00")},
 		{StartDate: fixture.Date(t, "2026-12-31"), EndDate: datePtr(t, "2027-01-01"), CloseTime: clock("02:00")},
+		{StartDate: fixture.Date(t, "2027-01-02"), OpenTime: clock("00:00"), CloseTime: clock("00:00")}, // open all day
 	}
 	doc, _ := jsonldOf(t, e)
 	spec := func(days []any, opens, closes string) map[string]any {
@@ -104,8 +108,11 @@ func TestJSONLDHours(t *testing.T) {
 	want := []any{
 		spec(days("Monday", "Tuesday"), "12:00", "14:00"), // a day with two ranges has two entries
 		spec(days("Monday"), "19:00", "23:00"),
-		spec(days("Saturday"), "19:00", "01:00"), // after midnight: closes before it opens
-		spec(days("Sunday"), "10:00", ""),        // no closing time
+		spec(days("Wednesday"), "00:00", "23:59"), // the whole day, not a closure
+		spec(days("Thursday"), "18:00", "00:00"),  // 24 hours: to midnight,
+		spec(days("Friday"), "00:00", "18:00"),    // then from midnight
+		spec(days("Saturday"), "19:00", "01:00"),  // after midnight: closes before it opens
+		spec(days("Sunday"), "10:00", ""),         // no closing time
 	}
 	if diff := cmp.Diff(want, doc["openingHoursSpecification"]); diff != "" {
 		t.Errorf("regular hours (-want +got):\n%s", diff)
@@ -113,6 +120,7 @@ func TestJSONLDHours(t *testing.T) {
 	wantSpecial := []any{
 		map[string]any{"@type": "OpeningHoursSpecification", "validFrom": "2026-12-25", "validThrough": "2026-12-25", "opens": "00:00", "closes": "00:00"},
 		map[string]any{"@type": "OpeningHoursSpecification", "validFrom": "2026-12-31", "validThrough": "2027-01-01", "closes": "02:00"},
+		map[string]any{"@type": "OpeningHoursSpecification", "validFrom": "2027-01-02", "validThrough": "2027-01-02", "opens": "00:00", "closes": "23:59"},
 	}
 	if diff := cmp.Diff(wantSpecial, doc["specialOpeningHoursSpecification"]); diff != "" {
 		t.Errorf("special hours (-want +got):\n%s", diff)

@@ -257,10 +257,10 @@ func etagOf(h uint64) string {
 }
 
 // encodeJSON returns, in a slice of its own, the compact encoding of v as encoding/json writes it,
-// with no trailing newline: with HTML escaping off unless html is set, UTF-8 and the characters
-// <, > and & left as they are. The encoder is goccy/go-json's, about twice as fast on documents, and the projector
-// renders a whole log of them when it replays; FuzzDocumentEncoding checks that it writes what
-// encoding/json does. The document types hold only strings, integers, booleans and finite floats,
+// with no trailing newline and UTF-8 as it is; the characters <, > and & are escaped when html is
+// set and written as they are otherwise. The encoder is goccy/go-json's, about twice as fast on
+// documents, and the projector renders a whole log of them when it replays; FuzzDocumentEncoding
+// checks that it writes what encoding/json does. The document types hold only strings, integers, booleans and finite floats,
 // so encoding cannot fail; a failure is a programming error.
 func encodeJSON(v any, html bool) []byte {
 	var body []byte

@@ -46,18 +46,19 @@ func FitsIn(e *domain.Establishment, files string, limit int) (fits bool, size i
 
 // CreatedBound bounds the stored size of the bundle of an establishment whose every event is in
 // the events given, eventBytes of payloads in all: one just created. Rendering makes of no byte of
-// an event's payload more than 15 bytes of documents: a text goes as it is into the three variants
-// of its menu detail and into the two JSON-LD documents, where escaping <, > and & makes it at
-// most six times longer (3 + 2 × 6); a file URL goes into the three variants of the list and of
-// the detail and the two JSON-LD documents; the JSON-LD's markup of an item (its type, offer and
-// diets) is at most four times the fields it comes from, in each of two documents. A document's
-// gzip coding, in base64, adds at most 4/3 of it and some bytes: 15 × (1 + 4/3) is 35, taken
-// twice for what the argument leaves out (keys, summaries, redirect targets), plus 256 KiB for
-// the fixed part of up to 157 documents. A write side checks a creation against this bound
-// without rendering it, and renders only the rare one over it (a creation of more than about
-// 110 kB of events). The argument does not hold for an establishment that names uploaded files
-// by their digests, which the documents show as longer URLs: NamesFiles says which.
-func CreatedBound(eventBytes int) int { return 70*eventBytes + 256<<10 }
+// an event's payload more than 12 bytes of documents: a text goes into the three variants of its
+// menu detail and the two JSON-LD documents; a file URL or a menu type's name into the three
+// variants of the list and of the detail and the two JSON-LD documents; an item's price
+// ("price":"1.00") into its three details and the two JSON-LD offers
+// ("offers":{"@type":"Offer","price":1.00,"priceCurrency":"EUR"}), under twelve times its bytes,
+// and its diets less. A text is no longer in a document than in the payload, which escapes <, >
+// and & as the JSON-LD does. A document's gzip coding, in base64, adds at most 4/3 of it and some
+// bytes: 12 × (1 + 4/3) is 28, taken twice for what the argument leaves out (keys, summaries,
+// redirect targets), plus 256 KiB for the fixed part of up to 157 documents. A write side checks
+// a creation against this bound without rendering it, and renders only the rare one over it. The
+// argument does not hold for an establishment that names uploaded files by their digests, which
+// the documents show as longer URLs: NamesFiles says which.
+func CreatedBound(eventBytes int) int { return 56*eventBytes + 256<<10 }
 
 // NamesFiles says whether e names an uploaded file by its digest, which its documents show as the
 // file's URL.

@@ -225,7 +225,7 @@ func movedByTheDay(file string, day, next domain.LocalDate, n int) ([]string, er
 			res.Events = nil
 			b := projections.Render(e, 1)
 			// The documents only: a change of access fields alone raises no revision.
-			docBundle := dockey.Bundle{Establishment: b.Establishment, Hours: b.Hours, Menus: b.Menus, MenuDetails: b.MenuDetails}
+			docBundle := dockey.Bundle{Establishment: b.Establishment, Hours: b.Hours, Menus: b.Menus, MenuDetails: b.MenuDetails, JSONLD: b.JSONLD}
 			if docs[i], err = dockey.EncodeBundle(&docBundle); err != nil {
 				return nil, err
 			}

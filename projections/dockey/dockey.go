@@ -50,7 +50,7 @@ const (
 // Bundle is the whole public state of one establishment as the read API needs it.
 //
 // A bundle is written only when at least one of its documents or access fields changed. Every
-// Body carries the same content_revision as Revision.
+// Body but the JSON-LD's, which holds none, carries the same content_revision as Revision.
 type Bundle struct {
 	Slug     string `json:"slug"`
 	Revision int64  `json:"content_revision"`

@@ -170,7 +170,7 @@ func (w *walker) object(member func(name string) bool) bool {
 	}
 }
 
-// maxMembers is the most members an object may have for the walk: a bundle has 13 at most, a
+// maxMembers is the most members an object may have for the walk: a bundle has 14 at most, a
 // menu type map one per active menu type.
 const maxMembers = 64
 
