@@ -205,10 +205,21 @@ func newServed(b *dockey.Bundle) (*served, error) {
 		e.redirects[menuType] = rd
 	}
 
-	// Documents must be complete whenever the API may serve them; otherwise they are kept only
-	// if well formed. The JSON-LD is never required: a bundle stored before it was rendered has
-	// none, and the resource answers 404 until the projector stores the bundle again, which it
-	// does when it starts.
+	e.setDocuments(b, fail)
+
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %s: %w", errInvalidBundle, b.Slug, errors.Join(errs...))
+	}
+	e.compact()
+	return e, nil
+}
+
+// setDocuments checks the documents of b and sets them in e, calling fail for each that is
+// malformed. Documents must be complete whenever the API may serve them; otherwise they are kept
+// only if well formed. The JSON-LD is never required: a bundle stored before it was rendered has
+// none, and the resource answers 404 until the projector stores the bundle again, which it does
+// when it starts.
+func (e *served) setDocuments(b *dockey.Bundle, fail func(format string, args ...any)) {
 	open := e.apiOpen()
 	doc := func(name string, d dockey.Document, required bool) document {
 		out, err := newDocument(d, required)
@@ -244,12 +255,6 @@ func newServed(b *dockey.Bundle) (*served, error) {
 			d.contentType = jsonldContentType
 		}
 	}
-
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %s: %w", errInvalidBundle, b.Slug, errors.Join(errs...))
-	}
-	e.compact()
-	return e, nil
 }
 
 // newDocument checks a stored document and pre-builds its headers. A document is absent when its
