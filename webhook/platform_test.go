@@ -244,7 +244,9 @@ func TestPlatformBatchesOnceWithTwoDispatchers(t *testing.T) {
 		}
 		stopOne()
 		publish(t, sigs, "e1", 30, "menus")
-		sleepUntil(start, 2*time.Minute)
+		// The stopped dispatcher's last pull may still be open on the server and take the signal:
+		// the other handles it once its ack wait has passed, and delivers it a window later.
+		sleepUntil(start, 3*time.Minute)
 		state, batches := changesOf(t, rcv.requests(), secretA)
 		if len(batches) != 2 || len(batches[0]) != 7 || state["e1"].Revision != 30 {
 			t.Errorf("batches %v, want 7 establishments then e1 at 30", batches)
