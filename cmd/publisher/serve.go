@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+
 	"github.com/opencarte/publisher/cmd/publisher/admin"
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
@@ -266,6 +268,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	if cfg.ChangeRetention < events.DefaultDuplicates {
 		return envflag.Usagef("serve", "--change-retention %s: want at least %s, the window in which a signal sent twice is recognised", cfg.ChangeRetention, events.DefaultDuplicates)
 	}
+	setMemoryLimit(logger, memlimit.FromCgroup, memlimit.FromSystem)
 	defer heapfloor.Start(uint64(cfg.HeapFloor), heapfloor.ProcessGCPercent())()
 	m := &Main{Config: cfg, Logger: logger}
 	if err := m.Open(ctx); err != nil {
