@@ -142,10 +142,10 @@ func TestDocumentsEncodeAsEncodingJSON(t *testing.T) {
 				t.Errorf("%s, document %d (%T):\n got %s\nwant %s", path, i, d, got, want)
 			}
 		}
-		for _, v := range []variant{variantFR, variantEN} {
-			d := jsonldDoc(e, menus, v)
+		fr, en := jsonldDocs(e, menus)
+		for i, d := range []jsonldBody{fr, en} {
 			if got, want := encodeJSON(d, true), encodeWithEncodingJSONHTML(t, d, true); !bytes.Equal(got, want) {
-				t.Errorf("%s, JSON-LD %s:\n got %s\nwant %s", path, v.locale(), got, want)
+				t.Errorf("%s, JSON-LD %d:\n got %s\nwant %s", path, i, got, want)
 			}
 		}
 	}

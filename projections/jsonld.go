@@ -124,12 +124,12 @@ var schemaDays = [...]string{
 	domain.Dimanche: schemaOrg + "Sunday",
 }
 
-// jsonldDoc returns the JSON-LD document of e in the language of variant v, its menus those of
-// menus.
-func jsonldDoc(e *domain.Establishment, menus []activeMenu, v variant) jsonldBody {
+// jsonldDocs returns the JSON-LD documents of e in French and in English, its menus those of
+// menus. What has no language, the identity and the hours, is made once for both.
+func jsonldDocs(e *domain.Establishment, menus []activeMenu) (fr, en jsonldBody) {
 	id := e.Identity
 	typ := schemaType(id.BusinessType)
-	body := jsonldBody{
+	base := jsonldBody{
 		Context:      "https://schema.org",
 		Type:         typ.name,
 		Name:         id.Name,
@@ -145,19 +145,25 @@ func jsonldDoc(e *domain.Establishment, menus []activeMenu, v variant) jsonldBod
 		SpecialHours: specialHoursLD(e.SpecialHoursComing()),
 	}
 	if lat, lon := finite(id.Latitude), finite(id.Longitude); lat != nil && lon != nil {
-		body.Geo = &geoLD{Type: "GeoCoordinates", Latitude: *lat, Longitude: *lon}
+		base.Geo = &geoLD{Type: "GeoCoordinates", Latitude: *lat, Longitude: *lon}
 	}
-	list := make([]menuLD, 0, len(menus))
-	for _, m := range menus {
-		list = append(list, menuOf(m, v))
+	if !typ.food {
+		base.Menu = "" // menus are a FoodEstablishment's: a shop's are works about it
 	}
-	if typ.food {
-		body.HasMenu = list
-	} else {
-		// Menus are a FoodEstablishment's: a shop's are works about it, and its menu page goes.
-		body.SubjectOf, body.Menu = list, ""
+	withMenus := func(v variant) jsonldBody {
+		doc := base
+		list := make([]menuLD, 0, len(menus))
+		for _, m := range menus {
+			list = append(list, menuOf(m, v))
+		}
+		if typ.food {
+			doc.HasMenu = list
+		} else {
+			doc.SubjectOf = list
+		}
+		return doc
 	}
-	return body
+	return withMenus(variantFR), withMenus(variantEN)
 }
 
 // text returns *p, or "" for nil or blank text (see domain.Blank), which the document leaves

@@ -96,10 +96,8 @@ func renderAll(e *domain.Establishment, s *Scratch) Rendering {
 			c.details[string(m.Slug)] = vt
 		}
 	}
-	c.jsonld = [2]fixedBody{
-		s.encode(jsonldDoc(e, menus, variantFR), true),
-		s.encode(jsonldDoc(e, menus, variantEN), true),
-	}
+	fr, en := jsonldDocs(e, menus)
+	c.jsonld = [2]fixedBody{s.encode(fr, true), s.encode(en, true)}
 	return c
 }
 
