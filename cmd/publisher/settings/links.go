@@ -77,19 +77,32 @@ func (p *Page) CreateLink(ctx context.Context, slug domain.Slug, name string) (s
 	return strings.TrimRight(p.cfg.BaseURL(), "/") + Path + "open/" + secret, l.Expires, nil
 }
 
+// readLink reads the record of the link of secret: the link, its key and its revision;
+// errLinkGone when secret names no record.
+func (p *Page) readLink(ctx context.Context, secret string) (link, string, uint64, error) {
+	key, ok := keyOf(secret)
+	if !ok {
+		return link{}, "", 0, errLinkGone
+	}
+	var l link
+	rev, found, err := getRecord(ctx, p.links, key, &l)
+	switch {
+	case err != nil:
+		return link{}, "", 0, err
+	case !found:
+		return link{}, "", 0, errLinkGone
+	}
+	return l, key, rev, nil
+}
+
 // peekLink returns the link of secret, still to be opened; errLinkGone when it was opened,
 // expired or never was.
 func (p *Page) peekLink(ctx context.Context, secret string) (link, error) {
-	key, ok := keyOf(secret)
-	if !ok {
-		return link{}, errLinkGone
-	}
-	var l link
-	_, found, err := getRecord(ctx, p.links, key, &l)
+	l, _, _, err := p.readLink(ctx, secret)
 	switch {
 	case err != nil:
 		return link{}, err
-	case !found || !p.now().Before(l.Expires):
+	case !p.now().Before(l.Expires):
 		return link{}, errLinkGone
 	}
 	return l, nil
@@ -98,17 +111,9 @@ func (p *Page) peekLink(ctx context.Context, secret string) (link, error) {
 // consumeLink opens the link of secret once: it deletes its record, expecting the revision it
 // read, so that of two openings on any processes only one gets the link. Any other is errLinkGone.
 func (p *Page) consumeLink(ctx context.Context, secret string) (link, error) {
-	key, ok := keyOf(secret)
-	if !ok {
-		return link{}, errLinkGone
-	}
-	var l link
-	rev, found, err := getRecord(ctx, p.links, key, &l)
+	l, key, rev, err := p.readLink(ctx, secret)
 	if err != nil {
 		return link{}, err
-	}
-	if !found {
-		return link{}, errLinkGone
 	}
 	if err := p.links.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil {
 		// Another opening deleted it first, or the bucket did not answer: read it again to tell.
