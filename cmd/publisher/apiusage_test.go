@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +21,7 @@ import (
 // regenerated key starts from nothing, as its quota does; an unknown establishment is not found.
 func TestAPIUsageThroughTheBinary(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.KeyQuota, c.IPQuota = 3, 100 })
-	demo, _ := os.ReadFile("demo.json")
-	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
+	key := importDemo(t, m)
 	if err := m.Mirror.WaitRevision(context.Background(), "chez-marcel", 1); err != nil {
 		t.Fatal(err)
 	}

@@ -8,18 +8,25 @@ import (
 	"github.com/opencarte/publisher/events/natstest"
 )
 
+// importWithKey imports the generated establishments in turn until one has its API on, and
+// returns its slug and the key its import issued.
+func importWithKey(t *testing.T, c *Commands) (domain.Slug, KeyResult) {
+	t.Helper()
+	for i := 0; ; i++ {
+		s := establishment(i)
+		if r := mustImport(t, c, s); r.APIKey != "" {
+			return domain.Slug(s.Slug), r
+		}
+	}
+}
+
 // HoldsKey is true for the current key of an establishment whose API is on, and for no other:
 // not a key regenerated since, not any key once the API is off.
 func TestHoldsKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, natstest.Start(t))
 	c, _ := e.commands(t, Config{})
-	var first KeyResult
-	var slug domain.Slug
-	for i := 0; first.APIKey == ""; i++ {
-		s := establishment(i)
-		slug, first = domain.Slug(s.Slug), mustImport(t, c, s)
-	}
+	slug, first := importWithKey(t, c)
 	holds := func(key domain.APIKey) bool {
 		t.Helper()
 		ok, err := c.HoldsKey(t.Context(), slug, key)
@@ -55,12 +62,7 @@ func TestKeyHash(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, natstest.Start(t))
 	c, _ := e.commands(t, Config{})
-	var issued KeyResult
-	var slug domain.Slug
-	for i := 0; issued.APIKey == ""; i++ {
-		s := establishment(i)
-		slug, issued = domain.Slug(s.Slug), mustImport(t, c, s)
-	}
+	slug, issued := importWithKey(t, c)
 	hash := func() string {
 		t.Helper()
 		h, err := c.KeyHash(t.Context(), slug)
