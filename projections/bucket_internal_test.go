@@ -49,7 +49,7 @@ func TestSizeBoundIsAnUpperBound(t *testing.T) {
 	}
 }
 
-// CreatedBound holds for establishments built to make rendering copy the most: files listed in
+// CreatedBound and StateBound hold for establishments built to make rendering copy the most: files listed in
 // every variant, one tiny item per menu type and many types, long names, many exceptions.
 func TestCreatedBoundHolds(t *testing.T) {
 	t.Parallel()
@@ -117,6 +117,18 @@ func TestCreatedBoundHolds(t *testing.T) {
 				}
 			}
 		},
+		"files by digest everywhere": func(s *domain.EstablishmentInput) {
+			digest := "sha256:" + strings.Repeat("ab", 32)
+			for i := range s.MenuTypes {
+				for j := range s.MenuTypes[i].Versions {
+					var assets []domain.AssetInput
+					for range 20 {
+						assets = append(assets, domain.AssetInput{LanguageScope: "fr_en", URLs: []string{digest, digest, digest}})
+					}
+					s.MenuTypes[i].Versions[j].Assets = assets
+				}
+			}
+		},
 		"many exceptions and ranges": func(s *domain.EstablishmentInput) {
 			s.SpecialHours = nil
 			for i := range 100 {
@@ -142,14 +154,35 @@ func TestCreatedBoundHolds(t *testing.T) {
 		for _, ev := range fixture.DecodeAll(t, fixture.Envelopes(t, evs...)) {
 			e.Apply(ev)
 		}
-		size, err := EncodedSize(e, "")
+		// The read API's address as long as an operator may make it: the documents give files
+		// named by digest their URLs under it.
+		files := "https://" + strings.Repeat("files.", 40) + "example.fr"
+		size, err := EncodedSize(e, files)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bound := CreatedBound(payload); size > bound {
+		if NamesFiles(e) {
+			t.Logf("%s: names files by digest, which CreatedBound leaves out", name)
+		} else if bound := CreatedBound(payload); size > bound {
 			t.Errorf("%s: %d bytes of events render %d bytes, above the bound %d", name, payload, size, bound)
 		} else {
 			t.Logf("%s: %d bytes of events, %d stored, bound %d (ratio %.1f)", name, payload, size, bound, float64(size)/float64(payload))
+		}
+		state, err := domain.EncodeState(withFileURLs(e, files))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound, err := StateBound(e, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := CreatedBound(len(state)); bound != want {
+			t.Errorf("%s: StateBound %d, want %d: it encodes the state otherwise than the log", name, bound, want)
+		}
+		if size > bound {
+			t.Errorf("%s: a state of %d bytes renders %d bytes, above the bound %d", name, len(state), size, bound)
+		} else {
+			t.Logf("%s: a state of %d bytes, %d stored, bound %d (ratio %.1f)", name, len(state), size, bound, float64(size)/float64(len(state)))
 		}
 	}
 }

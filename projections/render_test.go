@@ -610,3 +610,15 @@ func TestFitsInAgreesWithEncodedSize(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFitsInDemo measures the size check a write side makes before accepting a change to
+// an existing establishment.
+func BenchmarkFitsInDemo(b *testing.B) {
+	e := fixture.Load(b, "../cmd/publisher/demo.json", fixture.Date(b, "2026-11-22"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if fits, _, err := FitsIn(e, "https://api.example.fr", 8<<20); !fits || err != nil {
+			b.Fatal(fits, err)
+		}
+	}
+}
