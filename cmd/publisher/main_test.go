@@ -457,8 +457,6 @@ func BenchmarkCommandToServed(b *testing.B) {
 	b.ReportMetric(float64(lat[(len(lat)*99)/100].Microseconds()), "p99-µs")
 }
 
-// TestQuotaThroughTheBinary checks the quota flags reach the read API: the key's fourth request
-// in the window is refused with the spec's body and a Retry-After.
 // A change whose documents would be larger than the bucket stores is refused with a 413 and
 // appends nothing: accepted, it could never be served.
 func TestChangeTooLargeToServeIsRefused(t *testing.T) {
@@ -505,6 +503,8 @@ func TestChangeTooLargeToServeIsRefused(t *testing.T) {
 	}
 }
 
+// TestQuotaThroughTheBinary checks the quota flags reach the read API: the key's fourth request
+// in the window is refused with the spec's body and a Retry-After.
 func TestQuotaThroughTheBinary(t *testing.T) {
 	m := openMain(t, t.TempDir(), "2026-11-22", func(c *Config) { c.KeyQuota, c.IPQuota = 3, 100 })
 	demo, _ := os.ReadFile("demo.json")
