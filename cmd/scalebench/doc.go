@@ -7,6 +7,8 @@
 //   - import rate (establishments acknowledged per second, end to end) against appends with
 //     per-subject optimistic concurrency;
 //   - projection lag after the last acknowledgement, and projection throughput against replay;
+//   - the service's CPU time per establishment over the import and its projection, and over
+//     updates of 10,000 establishments through PUTs from 16 clients at once and their projection;
 //   - peak memory of the service, and of an admin-only process serving 5,000 concurrent reads;
 //   - data size on disk;
 //   - restart-to-ready, and a restart across a day change: time until every date-dependent
@@ -39,7 +41,7 @@
 //
 // run calls the phases in turn (phases.go), each a method of bench that prints its figures as it
 // goes; the service under test is started and stopped by service.go, measured through its admin
-// API and CLI by measures.go and roles.go, and its webhooks received by hooks.go (the platform's
+// API and CLI by measures.go and roles.go (its concurrent updates by puts.go), and its webhooks received by hooks.go (the platform's
 // by follower in follow.go, which also keeps what the changes feed gives; platform.go reads the
 // feed, the read API and the last change signal, and channels.go checks and times both); raw.go
 // measures the ceilings. Its output lines and flags are what the README and scripts read: their

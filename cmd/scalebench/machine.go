@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // readHWM returns the peak resident set of a process, in bytes, from /proc.
@@ -60,4 +61,29 @@ func memTotal() string {
 		}
 	}
 	return "unknown memory"
+}
+
+// clockTicks is the unit of the CPU times of /proc/<pid>/stat: USER_HZ, 100 on every Linux
+// architecture Go runs on.
+const clockTicks = 100
+
+// readCPU returns the CPU time a process has used, user and system, from /proc; 0 when it
+// cannot be read.
+func readCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: the fields are counted after it.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	user, _ := strconv.ParseInt(f[11], 10, 64) // field 14 of the whole line
+	sys, _ := strconv.ParseInt(f[12], 10, 64)  // field 15
+	return time.Duration(user+sys) * time.Second / clockTicks
 }

@@ -19,6 +19,7 @@ type options struct {
 	dir        string
 	keep       bool
 	adminReads int
+	puts       int
 	rawN       int
 }
 
@@ -31,6 +32,7 @@ func main() {
 	flag.StringVar(&o.dir, "dir", "", "working directory (default: a new temporary one)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the working directory")
 	flag.IntVar(&o.adminReads, "admin-reads", 5000, "concurrent admin reads of the read check")
+	flag.IntVar(&o.puts, "puts", 10_000, "establishments updated through concurrent PUTs after the import")
 	flag.IntVar(&o.rawN, "raw", 20_000, "messages of each raw JetStream measure")
 	flag.Parse()
 	d, err := domain.ParseLocalDate(today)
@@ -79,7 +81,7 @@ func run(ctx context.Context, o options) error {
 	b.r.add("scalebench: %d establishments, seed %d, first day %s, in %s", o.n, o.seed, o.today, o.dir)
 	b.r.add("machine: %d CPUs, %s", cpus(), memTotal())
 	for _, phase := range []func(context.Context) error{
-		b.build, b.generate, b.measureRaw, b.startService, b.startPlatform, b.startKafka, b.importAll, b.followImport, b.syncDestination,
+		b.build, b.generate, b.measureRaw, b.startService, b.startPlatform, b.startKafka, b.importAll, b.followImport, b.syncDestination, b.putAll,
 		b.apiAlone, b.adminAlone, b.restartSameDay, b.registerHooks, b.dayChange, b.followDay, b.verify, b.replay, b.rebuild,
 	} {
 		if err := phase(ctx); err != nil {

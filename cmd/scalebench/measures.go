@@ -28,6 +28,7 @@ type imported struct {
 	start, end time.Time
 	took       time.Duration
 	summary    string
+	cpu        time.Duration // the importing client's own CPU time
 }
 
 // importFile runs `publisher import` on the file and reports its own summary line.
@@ -58,7 +59,8 @@ func (s *service) importFile(ctx context.Context, file string) (imported, error)
 	if err != nil {
 		return imported{}, fmt.Errorf("publisher import: %v (last line: %s)", err, last)
 	}
-	return imported{start: start, end: end, took: end.Sub(start), summary: strings.TrimSpace(last)}, nil
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return imported{start: start, end: end, took: end.Sub(start), summary: strings.TrimSpace(last), cpu: cpu}, nil
 }
 
 type readResult struct {

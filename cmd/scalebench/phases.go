@@ -128,6 +128,7 @@ func (b *bench) startService(ctx context.Context) error {
 func (b *bench) importAll(ctx context.Context) error {
 	step("importing")
 	o, svc, r := b.o, b.svc, &b.r
+	cpu0 := readCPU(svc.cmd.Process.Pid)
 	imp, err := svc.importFile(ctx, b.file)
 	if err != nil {
 		return err
@@ -144,6 +145,9 @@ func (b *bench) importAll(ctx context.Context) error {
 	projRate := float64(o.n) / caught.Sub(imp.start).Seconds()
 	r.add("projection: caught up %s after the last acknowledgement; %.0f establishments/s from the first import (%.3f of raw replay)",
 		lag.Round(time.Millisecond), projRate, projRate/b.raw.replay)
+	cpu := readCPU(svc.cmd.Process.Pid) - cpu0
+	r.add("cpu: the service used %s over the import and its projection: %.2f ms per establishment (the importing client %.2f ms more)",
+		cpu.Round(time.Millisecond), float64(cpu.Microseconds())/1000/float64(o.n), float64(imp.cpu.Microseconds())/1000/float64(o.n))
 	rss := svc.peakRSS()
 	r.add("memory: service peak RSS %s after the import (%s per establishment)", bytesText(rss), bytesText(rss/int64(o.n)))
 	r.add("data: %s on disk (%s per establishment)", bytesText(dirSize(svc.dir)), bytesText(dirSize(svc.dir)/int64(o.n)))
