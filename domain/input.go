@@ -236,20 +236,21 @@ func (s EstablishmentInput) validateIdentity(fe *FieldErrorList) Identity {
 	return id
 }
 
-// validate checks a translatable text with check (validateLine for a name, validateText for a
-// longer text). A blank English text is no translation: readers get the French one.
-func (t TextInput) validate(p string, check func(string, int) error, max int, fe *FieldErrorList) Text {
+// validate checks a translatable text at path p, written only for a language it rejects, with
+// check (validateLine for a name, validateText for a longer text). A blank English text is no
+// translation: readers get the French one.
+func (t TextInput) validate(p func() string, check func(string, int) error, max int, fe *FieldErrorList) Text {
 	var out Text
 	if t.FR == nil || Blank(*t.FR) {
-		fe.add(p+".fr", "required")
+		fe.add(p()+".fr", "required")
 	} else if err := check(*t.FR, max); err != nil {
-		fe.add(p+".fr", "%v", err)
+		fe.add(p()+".fr", "%v", err)
 	} else {
 		out.FR = *t.FR
 	}
 	if t.EN != nil && !Blank(*t.EN) {
 		if err := check(*t.EN, max); err != nil {
-			fe.add(p+".en", "%v", err)
+			fe.add(p()+".en", "%v", err)
 		} else {
 			out.EN = *t.EN
 		}
@@ -287,24 +288,26 @@ func optChecked(field string, s *string, check func(string) error, fe *FieldErro
 	return s
 }
 
-func optClock(field string, s *string, fe *FieldErrorList) *ClockTime {
+// optClock parses an optional time of day, at path p() followed by member.
+func optClock(p func() string, member string, s *string, fe *FieldErrorList) *ClockTime {
 	if s == nil {
 		return nil
 	}
 	c, err := ParseClockTime(*s)
 	if err != nil {
-		fe.add(field, "%v", err)
+		fe.add(p()+member, "%v", err)
 	}
 	return &c
 }
 
-func optDate(field string, s *string, fe *FieldErrorList) *LocalDate {
+// optDate parses an optional date, at path p() followed by member.
+func optDate(p func() string, member string, s *string, fe *FieldErrorList) *LocalDate {
 	if s == nil {
 		return nil
 	}
 	d, err := ParseLocalDate(*s)
 	if err != nil {
-		fe.add(field, "%v", err)
+		fe.add(p()+member, "%v", err)
 		return nil
 	}
 	return &d

@@ -775,3 +775,18 @@ func TestRecordedOneDayExceptionHasNoEndDate(t *testing.T) {
 		t.Errorf("import of the export: events %v (%v), want none", eventTypes(res.Events), err)
 	}
 }
+
+// BenchmarkImportDemo validates the demo's document into events, as an import or a PUT of a new
+// establishment does after decoding it.
+func BenchmarkImportDemo(b *testing.B) {
+	s, err := domain.ParseInput(bytes.NewReader(readFile(b, demoPath)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := domain.New(demoSlug).Import(s, testKey(1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

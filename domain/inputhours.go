@@ -11,27 +11,28 @@ func validateHours(summary *string, in []OpeningRangeInput, fe *FieldErrorList) 
 		return h
 	}
 	for i, r := range in {
-		p := fmt.Sprintf("business_hours[%d]", i)
+		// The path is written only for a field the check rejects.
+		p := func() string { return fmt.Sprintf("business_hours[%d]", i) }
 		var or OpeningRange
 		var err error
 		if or.OpenDay, err = ParseWeekday(r.OpenDay); err != nil {
-			fe.add(p+".open_day", "%v", err)
+			fe.add(p()+".open_day", "%v", err)
 		}
 		openOK := true
 		if or.OpenTime, err = ParseClockTime(r.OpenTime); err != nil {
-			fe.add(p+".open_time", "%v", err)
+			fe.add(p()+".open_time", "%v", err)
 			openOK = false
 		}
 		if r.CloseDay != nil {
 			d, err := ParseWeekday(*r.CloseDay)
 			if err != nil {
-				fe.add(p+".close_day", "%v", err)
+				fe.add(p()+".close_day", "%v", err)
 			}
 			or.CloseDay = &d
 		}
-		or.CloseTime = optClock(p+".close_time", r.CloseTime, fe)
+		or.CloseTime = optClock(p, ".close_time", r.CloseTime, fe)
 		if openOK && or.OpenDay != 0 && or.CloseDay != nil && *or.CloseDay != 0 {
-			checkRangeEnd(p, or, r.CloseTime != nil, fe)
+			checkRangeEnd(p(), or, r.CloseTime != nil, fe)
 		}
 		h.Ranges = append(h.Ranges, or)
 	}
@@ -71,26 +72,26 @@ func validateSpecialHours(in []SpecialHoursInput, fe *FieldErrorList) []SpecialH
 		return out
 	}
 	for i, s := range in {
-		p := fmt.Sprintf("special_hours[%d]", i)
+		p := func() string { return fmt.Sprintf("special_hours[%d]", i) }
 		var sh SpecialHours
 		var err error
 		if sh.StartDate, err = ParseLocalDate(s.StartDate); err != nil {
-			fe.add(p+".start_date", "%v", err)
+			fe.add(p()+".start_date", "%v", err)
 		}
-		sh.EndDate = optDate(p+".end_date", s.EndDate, fe)
+		sh.EndDate = optDate(p, ".end_date", s.EndDate, fe)
 		if sh.EndDate != nil && !sh.StartDate.IsZero() && sh.EndDate.Before(sh.StartDate) {
-			fe.add(p+".end_date", "before start_date")
+			fe.add(p()+".end_date", "before start_date")
 		}
 		if sh.EndDate != nil && *sh.EndDate == sh.StartDate {
 			sh.EndDate = nil // a one-day exception has no end_date
 		}
-		sh.OpenTime = optClock(p+".open_time", s.OpenTime, fe)
-		sh.CloseTime = optClock(p+".close_time", s.CloseTime, fe)
+		sh.OpenTime = optClock(p, ".open_time", s.OpenTime, fe)
+		sh.CloseTime = optClock(p, ".close_time", s.CloseTime, fe)
 		switch {
 		case s.Closed == nil:
-			fe.add(p+".closed", "required")
+			fe.add(p()+".closed", "required")
 		case !*s.Closed && s.OpenTime == nil && s.CloseTime == nil:
-			fe.add(p+".open_time", "an exception that is not a closure needs open_time or close_time")
+			fe.add(p()+".open_time", "an exception that is not a closure needs open_time or close_time")
 		default:
 			sh.Closed = *s.Closed
 		}

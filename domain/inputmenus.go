@@ -82,7 +82,7 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *FieldErrorLi
 	if out.ID, err = ParseSlug(v.ID); err != nil {
 		fe.add(prefix+"id", "%v", err)
 	}
-	out.ReferenceDate = optDate(prefix+"reference_date", v.ReferenceDate, fe)
+	out.ReferenceDate = optDate(func() string { return prefix }, "reference_date", v.ReferenceDate, fe)
 	if mt.Rotation.Dated() && out.ReferenceDate == nil && v.ReferenceDate == nil {
 		fe.add(prefix+"reference_date", "required for a menu type with %s rotation", mt.Rotation)
 	}
@@ -93,7 +93,7 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *FieldErrorLi
 		if fe.Full() {
 			break
 		}
-		out.Assets = append(out.Assets, a.validate(fmt.Sprintf("%sassets[%d]", prefix, i), fe))
+		out.Assets = append(out.Assets, a.validate(func() string { return fmt.Sprintf("%sassets[%d]", prefix, i) }, fe))
 	}
 	if mt.Source == SourceUploaded && len(v.Sections) > 0 {
 		fe.add(prefix+"sections", "must be empty for an uploaded menu: its content is in assets")
@@ -106,31 +106,33 @@ func (v VersionInput) validate(prefix string, mt MenuTypeAttrs, fe *FieldErrorLi
 		if fe.Full() {
 			break
 		}
-		out.Sections = append(out.Sections, s.validate(fmt.Sprintf("%ssections[%d]", prefix, i), i, itemIDs, fe))
+		sp := func() string { return fmt.Sprintf("%ssections[%d]", prefix, i) }
+		out.Sections = append(out.Sections, s.validate(sp, i, itemIDs, fe))
 	}
 	slices.SortStableFunc(out.Sections, func(a, b Section) int { return a.Position - b.Position })
 	return out
 }
 
-// validate checks a file of a version at path p.
-func (a AssetInput) validate(p string, fe *FieldErrorList) Asset {
+// validate checks a file of a version at path p, which is written only for a field it rejects:
+// an import checks every file, section and item of every menu.
+func (a AssetInput) validate(p func() string, fe *FieldErrorList) Asset {
 	var as Asset
 	var err error
 	if as.LanguageScope, err = ParseLanguageScope(a.LanguageScope); err != nil {
-		fe.add(p+".language_scope", "%v", err)
+		fe.add(p()+".language_scope", "%v", err)
 	}
 	if len(a.URLs) == 0 {
-		fe.add(p+".urls", "at least one url is required")
+		fe.add(p()+".urls", "at least one url is required")
 	}
 	if len(a.URLs) > maxPages {
-		fe.add(p+".urls", "more than %d pages", maxPages)
+		fe.add(p()+".urls", "more than %d pages", maxPages)
 	}
 	for k, u := range a.URLs {
 		if fe.Full() {
 			break
 		}
 		if err := ValidateFileRef(u); err != nil {
-			fe.add(fmt.Sprintf("%s.urls[%d]", p, k), "%v", err)
+			fe.add(fmt.Sprintf("%s.urls[%d]", p(), k), "%v", err)
 		}
 	}
 	as.URLs = slices.Clone(a.URLs)
@@ -142,12 +144,13 @@ func (a AssetInput) validate(p string, fe *FieldErrorList) Asset {
 
 // validate checks the i-th section of a version at path p; itemIDs holds the ids of the
 // version's items checked so far, an id being unique in its version.
-func (s SectionInput) validate(p string, i int, itemIDs map[int64]bool, fe *FieldErrorList) Section {
+// validate checks a section at path p, written only for a field it rejects, at index i.
+func (s SectionInput) validate(p func() string, i int, itemIDs map[int64]bool, fe *FieldErrorList) Section {
 	sec := Section{Items: []Item{}}
 	if s.Name == nil {
-		fe.add(p+".name", "required")
+		fe.add(p()+".name", "required")
 	} else {
-		sec.Name = s.Name.validate(p+".name", validateLine, maxName, fe)
+		sec.Name = s.Name.validate(func() string { return p() + ".name" }, validateLine, maxName, fe)
 	}
 	if s.Position == nil {
 		sec.Position = i
@@ -155,17 +158,17 @@ func (s SectionInput) validate(p string, i int, itemIDs map[int64]bool, fe *Fiel
 		sec.Position = *s.Position
 	}
 	if len(s.Items) > maxItems {
-		fe.add(p+".items", "more than %d items", maxItems)
+		fe.add(p()+".items", "more than %d items", maxItems)
 	}
 	for j, it := range s.Items {
 		if fe.Full() {
 			break
 		}
-		ip := fmt.Sprintf("%s.items[%d]", p, j)
+		ip := func() string { return fmt.Sprintf("%s.items[%d]", p(), j) }
 		item := it.validate(ip, fe)
 		if it.ID != nil {
 			if itemIDs[item.ID] {
-				fe.add(ip+".id", "duplicate item id %d in this version", item.ID)
+				fe.add(ip()+".id", "duplicate item id %d in this version", item.ID)
 			}
 			itemIDs[item.ID] = true
 		}
@@ -174,43 +177,44 @@ func (s SectionInput) validate(p string, i int, itemIDs map[int64]bool, fe *Fiel
 	return sec
 }
 
-func (it ItemInput) validate(p string, fe *FieldErrorList) Item {
+// validate checks an item at path p, written only for a field it rejects.
+func (it ItemInput) validate(p func() string, fe *FieldErrorList) Item {
 	item := Item{GlutenFree: it.GlutenFree, Vegetarian: it.Vegetarian, Vegan: it.Vegan, ChefRecommendation: it.ChefRecommendation}
 	switch {
 	case it.ID == nil:
-		fe.add(p+".id", "required")
+		fe.add(p()+".id", "required")
 	case *it.ID <= 0:
-		fe.add(p+".id", "want a positive integer")
+		fe.add(p()+".id", "want a positive integer")
 	default:
 		item.ID = *it.ID
 	}
 	if it.Name == nil {
-		fe.add(p+".name", "required")
+		fe.add(p()+".name", "required")
 	} else {
-		item.Name = it.Name.validate(p+".name", validateLine, maxName, fe)
+		item.Name = it.Name.validate(func() string { return p() + ".name" }, validateLine, maxName, fe)
 	}
 	if it.Description != nil {
-		d := it.Description.validate(p+".description", validateText, maxDescription, fe)
+		d := it.Description.validate(func() string { return p() + ".description" }, validateText, maxDescription, fe)
 		item.Description = &d
 	}
 	if it.ALaCarte == nil {
-		fe.add(p+".a_la_carte", "required")
+		fe.add(p()+".a_la_carte", "required")
 	} else {
 		item.ALaCarte = *it.ALaCarte
 	}
 	if it.Price != nil {
 		pr, err := ParsePrice(*it.Price)
 		if err != nil {
-			fe.add(p+".price", "%v", err)
+			fe.add(p()+".price", "%v", err)
 		}
 		item.Price = &pr
 	}
 	if it.ALaCarte != nil {
 		switch {
 		case *it.ALaCarte && it.Price == nil:
-			fe.add(p+".price", "required for an a la carte item")
+			fe.add(p()+".price", "required for an a la carte item")
 		case !*it.ALaCarte && it.Price != nil:
-			fe.add(p+".price", "must be null for an item that is not a la carte")
+			fe.add(p()+".price", "must be null for an item that is not a la carte")
 		}
 	}
 	return item
