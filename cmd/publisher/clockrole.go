@@ -32,10 +32,11 @@ func (m *Main) startClock(ctx context.Context) error {
 	return nil
 }
 
-// settableClock is the wall clock unless a date is fixed.
+// settableClock is the wall clock, shifted or not, unless a date is fixed.
 type settableClock struct {
 	mu    sync.Mutex
 	fixed domain.LocalDate
+	shift time.Duration
 }
 
 // Set fixes the local date of every establishment; the zero date returns to the wall clock.
@@ -45,12 +46,23 @@ func (c *settableClock) Set(d domain.LocalDate) {
 	c.fixed = d
 }
 
+// Shift moves the calendar by d from the wall clock: its days follow the wall clock's pace from
+// that instant.
+func (c *settableClock) Shift(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shift = d
+}
+
 // Today is an app.Clock.
 func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.fixed.IsZero() {
 		return c.fixed
+	}
+	if c.shift != 0 {
+		return domain.DateOf(time.Now().Add(c.shift).In(loc))
 	}
 	return app.WallClock(loc)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -173,12 +174,22 @@ func (m *Main) prepare() error {
 		return fmt.Errorf("--replicas: want at least 1, got %d", c.Replicas)
 	}
 	m.Clock = &settableClock{}
+	if c.Today != "" && c.CalendarFrom != "" {
+		return errors.New("--today and --calendar-from: give one or the other")
+	}
 	if c.Today != "" {
 		d, err := domain.ParseLocalDate(c.Today)
 		if err != nil {
 			return fmt.Errorf("--today: %w", err)
 		}
 		m.Clock.Set(d)
+	}
+	if c.CalendarFrom != "" {
+		from, err := time.Parse(time.RFC3339, c.CalendarFrom)
+		if err != nil {
+			return fmt.Errorf("--calendar-from: want an RFC 3339 instant such as 2026-11-24T23:58:00+01:00: %w", err)
+		}
+		m.Clock.Shift(time.Until(from))
 	}
 	if c.MetricsAddr != "" {
 		m.metrics = telemetry.New()

@@ -79,6 +79,9 @@ type Config struct {
 	AdminTokenFile string
 	Roles          []string
 	Today          string // fixed local date YYYY-MM-DD for every establishment; empty: wall clock
+	// CalendarFrom, an RFC 3339 instant, runs the calendar from it at the wall clock's pace;
+	// empty: the wall clock. Exclusive with Today.
+	CalendarFrom string
 	// Now, set by tests, is the clock of the write side: the time of its events and of the file
 	// collection. nil is the wall clock.
 	Now              func() time.Time
@@ -154,6 +157,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 		return err
 	})
 	fs.StringVar(&c.Today, "today", "", "fix the local date of every establishment (YYYY-MM-DD), for demos and tests")
+	fs.StringVar(&c.CalendarFrom, "calendar-from", "", "run the calendar from this instant (RFC 3339, e.g. 2026-11-24T23:58:00+01:00) at the wall clock's pace, to see a day change happen in demos and tests; exclusive with --today")
 	fs.DurationVar(&c.ClockEvery, "clock-interval", 15*time.Second, "how often the clock role checks for a new local day")
 	fs.BoolVar(&c.Demo, "demo", false, "load the sample establishment into an empty store (a store holding establishments is left as it is) and print its key and example requests; the key is kept in <data-dir>/"+demoKeyFile)
 	fs.IntVar(&c.CacheSize, "aggregate-cache", app.DefaultCacheSize, "establishments the admin and clock roles keep in memory (least recently used first out)")
