@@ -13,6 +13,9 @@
 //   - data size on disk;
 //   - restart-to-ready, and a restart across a day change: time until every date-dependent
 //     establishment has started its new local day, and until its documents are served;
+//   - a day change at midnight in Paris in a running process (its calendar started a few minutes
+//     before it with --calendar-from): time from midnight until the zone's date-dependent
+//     establishments have started their days, and until their documents are served;
 //   - webhooks: endpoints on a tenth of the establishments, all of them moved by the day change,
 //     on an HTTPS receiver on loopback, and how many deliveries each receives after it, and when;
 //   - a platform: one platform webhook endpoint, registered before the import, whose deliveries
@@ -41,7 +44,7 @@
 //
 // run calls the phases in turn (phases.go), each a method of bench that prints its figures as it
 // goes; the service under test is started and stopped by service.go, measured through its admin
-// API and CLI by measures.go and roles.go (its concurrent updates by puts.go), and its webhooks received by hooks.go (the platform's
+// API and CLI by measures.go and roles.go (its concurrent updates by puts.go, its midnight by midnight.go), and its webhooks received by hooks.go (the platform's
 // by follower in follow.go, which also keeps what the changes feed gives; platform.go reads the
 // feed, the read API and the last change signal, and channels.go checks and times both); raw.go
 // measures the ceilings. Its output lines and flags are what the README and scripts read: their

@@ -15,6 +15,7 @@ type generated struct {
 	dependent, drafts, apiOff int
 	zones                     map[string]int
 	slugs, dependentSlugs     []string
+	dependentZones            []string // the time zone of each of dependentSlugs
 }
 
 func generate(o options, path string) (generated, error) {
@@ -46,6 +47,7 @@ func generate(o options, path string) (generated, error) {
 		g.slugs = append(g.slugs, s.Slug)
 		if sample.DateDependent(s) {
 			g.dependentSlugs = append(g.dependentSlugs, s.Slug)
+			g.dependentZones = append(g.dependentZones, s.TimeZone)
 		}
 		w.Write(b)
 		w.WriteByte('\n')

@@ -82,7 +82,7 @@ func run(ctx context.Context, o options) error {
 	b.r.add("machine: %d CPUs, %s", cpus(), memTotal())
 	for _, phase := range []func(context.Context) error{
 		b.build, b.generate, b.measureRaw, b.startService, b.startPlatform, b.startKafka, b.importAll, b.followImport, b.syncDestination, b.putAll,
-		b.apiAlone, b.adminAlone, b.restartSameDay, b.registerHooks, b.dayChange, b.followDay, b.verify, b.replay, b.rebuild,
+		b.apiAlone, b.adminAlone, b.restartSameDay, b.registerHooks, b.dayChange, b.followDay, b.midnight, b.verify, b.replay, b.rebuild,
 	} {
 		if err := phase(ctx); err != nil {
 			return err

@@ -155,7 +155,8 @@ type dayResult struct {
 }
 
 // waitDay waits until the clock has started the new day of every date-dependent establishment:
-// a pass over the index ran since the restart, and no establishment is left to try again.
+// a pass over the index started after since (a restart, a midnight), and no establishment is
+// left to try again.
 func (s *service) waitDay(ctx context.Context, since time.Time, within time.Duration) (dayResult, error) {
 	deadline := time.Now().Add(within)
 	var clock struct {
@@ -170,7 +171,12 @@ func (s *service) waitDay(ctx context.Context, since time.Time, within time.Dura
 		}
 		if st, err := s.status(ctx); err == nil {
 			b, _ := json.Marshal(st["clock"])
-			if json.Unmarshal(b, &clock) == nil && clock.Passes > 0 && clock.Pending == 0 && !strings.Contains(string(clock.LastPass), `"sweep"`) {
+			var last struct {
+				Kind    string    `json:"kind"`
+				Started time.Time `json:"started"`
+			}
+			if json.Unmarshal(b, &clock) == nil && clock.Passes > 0 && clock.Pending == 0 &&
+				json.Unmarshal(clock.LastPass, &last) == nil && last.Kind != "sweep" && last.Started.After(since) {
 				return dayResult{took: time.Since(since), started: clock.Appended, pass: string(clock.LastPass)}, nil
 			}
 		}

@@ -33,6 +33,9 @@ type service struct {
 	stopSampling           chan struct{}
 	samplingDone           sync.WaitGroup
 	natsURL, adminURL, api string
+	// calendarFrom, when set, starts the service's calendar at that instant (--calendar-from)
+	// instead of fixing its date.
+	calendarFrom time.Time
 }
 
 // seed is the file of the embedded NATS server's user, which the other processes connect as.
@@ -63,9 +66,14 @@ func (s *service) start(ctx context.Context, today domain.LocalDate, name string
 	s.cmd = exec.Command(s.bin, "serve",
 		"--data-dir", s.dir, "--nats-listen", fmt.Sprintf("127.0.0.1:%d", s.natsPort),
 		"--http", fmt.Sprintf("127.0.0.1:%d", s.http), "--admin", fmt.Sprintf("127.0.0.1:%d", s.admin),
-		"--admin-token", s.token, "--today", today.String(), "--clock-interval", "1s",
+		"--admin-token", s.token, "--clock-interval", "1s",
 		"--quota-key", "-1", "--quota-ip", "-1", // every establishment is read back through the read API
 		"--webhook-allow-private") // the webhook receiver is on loopback
+	if s.calendarFrom.IsZero() {
+		s.cmd.Args = append(s.cmd.Args, "--today", today.String())
+	} else {
+		s.cmd.Args = append(s.cmd.Args, "--calendar-from", s.calendarFrom.Format(time.RFC3339Nano))
+	}
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	// As a deployment should: a soft memory limit, so that the garbage collector works harder
 	// near it instead of letting the heap double past it. The receiver's certificate is among the
