@@ -60,18 +60,9 @@ func TestCreatedBoundHolds(t *testing.T) {
 		return domain.ItemInput{ID: &id, Name: &domain.TextInput{FR: &n}, ALaCarte: new(bool)}
 	}
 	cases := map[string]func(s *domain.EstablishmentInput){
-		"demo": func(*domain.EstablishmentInput) {},
-		"files everywhere": func(s *domain.EstablishmentInput) {
-			for i := range s.MenuTypes {
-				for j := range s.MenuTypes[i].Versions {
-					var assets []domain.AssetInput
-					for range 20 {
-						assets = append(assets, domain.AssetInput{LanguageScope: "fr_en", URLs: []string{long, long, long}})
-					}
-					s.MenuTypes[i].Versions[j].Assets = assets
-				}
-			}
-		},
+		"demo":                       func(*domain.EstablishmentInput) {},
+		"files everywhere":           func(s *domain.EstablishmentInput) { filesEverywhere(s, long) },
+		"files by digest everywhere": func(s *domain.EstablishmentInput) { filesEverywhere(s, "sha256:"+strings.Repeat("ab", 32)) },
 		"many small menus": func(s *domain.EstablishmentInput) {
 			web := true
 			s.MenuTypes = nil
@@ -114,18 +105,6 @@ func TestCreatedBoundHolds(t *testing.T) {
 							s.MenuTypes[i].Versions[j].Sections[k].Items[l].Description = &domain.TextInput{FR: &escaped, EN: &escaped}
 						}
 					}
-				}
-			}
-		},
-		"files by digest everywhere": func(s *domain.EstablishmentInput) {
-			digest := "sha256:" + strings.Repeat("ab", 32)
-			for i := range s.MenuTypes {
-				for j := range s.MenuTypes[i].Versions {
-					var assets []domain.AssetInput
-					for range 20 {
-						assets = append(assets, domain.AssetInput{LanguageScope: "fr_en", URLs: []string{digest, digest, digest}})
-					}
-					s.MenuTypes[i].Versions[j].Assets = assets
 				}
 			}
 		},
@@ -183,6 +162,19 @@ func TestCreatedBoundHolds(t *testing.T) {
 			t.Errorf("%s: a state of %d bytes renders %d bytes, above the bound %d", name, len(state), size, bound)
 		} else {
 			t.Logf("%s: a state of %d bytes, %d stored, bound %d (ratio %.1f)", name, len(state), size, bound, float64(size)/float64(len(state)))
+		}
+	}
+}
+
+// filesEverywhere gives every version of s twenty files of three pages, each page at ref.
+func filesEverywhere(s *domain.EstablishmentInput, ref string) {
+	for i := range s.MenuTypes {
+		for j := range s.MenuTypes[i].Versions {
+			var assets []domain.AssetInput
+			for range 20 {
+				assets = append(assets, domain.AssetInput{LanguageScope: "fr_en", URLs: []string{ref, ref, ref}})
+			}
+			s.MenuTypes[i].Versions[j].Assets = assets
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -124,14 +123,7 @@ func (s *service) adminReads(ctx context.Context, slugs []string, n int) (readRe
 		wg.Go(func() {
 			<-gate
 			t0 := time.Now()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/admin/v1/establishments/"+slug, nil)
-			req.Header.Set("Authorization", "Bearer "+s.token)
-			status := 0
-			if resp, err := client.Do(req); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				status = resp.StatusCode
-			}
+			status := s.adminStatus(ctx, client, http.MethodGet, base+"/admin/v1/establishments/"+slug, nil)
 			mu.Lock()
 			res.statuses[status]++
 			lat = append(lat, time.Since(t0))

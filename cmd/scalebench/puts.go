@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -54,15 +52,7 @@ func (b *bench) putAll(ctx context.Context) error {
 	for range putClients {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(n) && ctx.Err() == nil; i = next.Add(1) - 1 {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPut, svc.adminURL+"/admin/v1/establishments/"+slugs[i], bytes.NewReader(bodies[i]))
-				req.Header.Set("Authorization", "Bearer "+svc.token)
-				req.Header.Set("Content-Type", "application/json")
-				status := 0
-				if resp, err := client.Do(req); err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					status = resp.StatusCode
-				}
+				status := svc.adminStatus(ctx, client, http.MethodPut, svc.adminURL+"/admin/v1/establishments/"+slugs[i], bodies[i])
 				mu.Lock()
 				statuses[status]++
 				sent += int64(len(bodies[i]))

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -165,6 +167,27 @@ func (s *service) stop() {
 }
 
 // status reads the admin status.
+// adminStatus sends one request to an admin API (at url) with the admin token, reads and drops
+// its answer, and returns its status: 0 when it failed.
+func (s *service) adminStatus(ctx context.Context, client *http.Client, method, url string, body []byte) int {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, url, r)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func (s *service) status(ctx context.Context) (map[string]any, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.adminURL+"/admin/v1/status", nil)
 	req.Header.Set("Authorization", "Bearer "+s.token)
