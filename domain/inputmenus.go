@@ -142,9 +142,8 @@ func (a AssetInput) validate(p func() string, fe *FieldErrorList) Asset {
 	return as
 }
 
-// validate checks the i-th section of a version at path p; itemIDs holds the ids of the
-// version's items checked so far, an id being unique in its version.
-// validate checks a section at path p, written only for a field it rejects, at index i.
+// validate checks the i-th section of a version at path p, written only for a field it rejects;
+// itemIDs holds the ids of the version's items checked so far, an id being unique in its version.
 func (s SectionInput) validate(p func() string, i int, itemIDs map[int64]bool, fe *FieldErrorList) Section {
 	sec := Section{Items: []Item{}}
 	if s.Name == nil {
