@@ -596,7 +596,13 @@ func TestFitsInAgreesWithEncodedSize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, limit := range []int{exact - 1, exact, exact + 1, 2 * exact, 10 * exact} {
+		bound, err := StateBound(e, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The state's bound and the one below it: FitsIn answers from the state alone, then
+		// renders.
+		for _, limit := range []int{exact - 1, exact, exact + 1, 2 * exact, 10 * exact, bound - 1, bound} {
 			fits, size, err := FitsIn(e, "", limit)
 			if err != nil {
 				t.Fatal(err)
