@@ -166,7 +166,6 @@ func (s *service) stop() {
 	s.cmd = nil
 }
 
-// status reads the admin status.
 // adminStatus sends one request to an admin API (at url) with the admin token, reads and drops
 // its answer, and returns its status: 0 when it failed.
 func (s *service) adminStatus(ctx context.Context, client *http.Client, method, url string, body []byte) int {
@@ -188,6 +187,7 @@ func (s *service) adminStatus(ctx context.Context, client *http.Client, method, 
 	return resp.StatusCode
 }
 
+// status reads the admin status.
 func (s *service) status(ctx context.Context) (map[string]any, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.adminURL+"/admin/v1/status", nil)
 	req.Header.Set("Authorization", "Bearer "+s.token)
