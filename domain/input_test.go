@@ -790,3 +790,20 @@ func BenchmarkImportDemo(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkImportDemoUnchanged imports the demo's document into the establishment it made: the
+// diff of a PUT or an import that finds everything as it was.
+func BenchmarkImportDemoUnchanged(b *testing.B) {
+	s, err := domain.ParseInput(bytes.NewReader(readFile(b, demoPath)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := imported(b, demoSlug, readFile(b, demoPath))
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := e.Import(s, testKey(1))
+		if err != nil || len(res.Events) != 0 {
+			b.Fatal(err, res.Events)
+		}
+	}
+}
