@@ -49,8 +49,9 @@ func TestSizeBoundIsAnUpperBound(t *testing.T) {
 	}
 }
 
-// CreatedBound and StateBound hold for establishments built to make rendering copy the most: files listed in
-// every variant, one tiny item per menu type and many types, long names, many exceptions.
+// CreatedBound and StateBound hold for establishments built to make rendering copy the most:
+// files listed in every variant, one tiny item per menu type and many types, long names, many
+// exceptions.
 func TestCreatedBoundHolds(t *testing.T) {
 	t.Parallel()
 	day := domain.LocalDate{Year: 2026, Month: 11, Day: 24}

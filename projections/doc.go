@@ -39,7 +39,8 @@
 //
 //   - The documents of the specification's resources are compact JSON in the field order of its
 //     tables, UTF-8 and the characters <, > and & written as they are, no trailing newline. Every
-//     "T | null" key is present; arrays are never null. category repeats public_category. language is always "fr".
+//     "T | null" key is present; arrays are never null. category repeats public_category.
+//     language is always "fr".
 //   - Menu resources have three variants: no locale (French text, every file), fr (French text,
 //     files fr and fr_en) and en (English text falling back to French field by field, files en
 //     and fr_en). A menu type exists only with web delivery and a current version on the

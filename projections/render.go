@@ -258,8 +258,8 @@ func etagOf(h uint64) string {
 // with no trailing newline and UTF-8 as it is; the characters <, > and & are escaped when html is
 // set and written as they are otherwise. The encoder is goccy/go-json's, about twice as fast on
 // documents, and the projector renders a whole log of them when it replays; FuzzDocumentEncoding
-// checks that it writes what encoding/json does. The document types hold only strings, integers, booleans and finite floats,
-// so encoding cannot fail; a failure is a programming error.
+// checks that it writes what encoding/json does. The document types hold only strings, integers,
+// booleans and finite floats, so encoding cannot fail; a failure is a programming error.
 func encodeJSON(v any, html bool) []byte {
 	var body []byte
 	var err error

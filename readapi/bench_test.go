@@ -42,7 +42,6 @@ func (w *discardWriter) reset() {
 	w.status, w.n = 0, 0
 }
 
-// hotPaths are the requests that must not allocate once pools are warm.
 // hotPath is a request the read API answers often, and the status it gets.
 type hotPath struct {
 	name, target string
@@ -50,6 +49,7 @@ type hotPath struct {
 	status       int
 }
 
+// hotPaths are the requests that must not allocate once pools are warm.
 var hotPaths = []hotPath{
 	{"Establishment", "/api/v1/establishments/" + alice, http.Header{"X-Api-Key": {keyAlice}}, http.StatusOK},
 	{"MenuDetail", "/api/v1/establishments/" + alice + "/menus/lunch?locale=en", http.Header{"X-Api-Key": {keyAlice}}, http.StatusOK},

@@ -47,8 +47,8 @@
 // API and CLI by measures.go and roles.go (its concurrent updates by puts.go, its midnight by
 // midnight.go), and its webhooks received by hooks.go (the platform's by follower in follow.go,
 // which also keeps what the changes feed gives; platform.go reads the feed, the read API and the
-// last change signal, and channels.go checks and times both); raw.go measures the ceilings. Its output lines and flags are what the README and scripts read: their
-// wording stays as it is.
+// last change signal, and channels.go checks and times both); raw.go measures the ceilings. Its
+// output lines and flags are what the README and scripts read: their wording stays as it is.
 //
 // It runs the binary built from this tree, and links none of its roles nor readapi: it imports
 // the standard library, nats-server and nats.go (for the raw ceilings and the last change

@@ -1,7 +1,8 @@
 // Package openapi holds the published OpenAPI 3.1 description of the read API: the four
-// /api/v1 endpoints of the specification and the JSON-LD, the file redirects, the probes, the description's own paths, the reference
-// page that renders it (/docs, served by readapi/apidocs) and the webhooks
-// (establishment.content_updated and webhook.ping, as the webhook package sends them).
+// /api/v1 endpoints of the specification and the JSON-LD, the file redirects, the probes, the
+// description's own paths, the reference page that renders it (/docs, served by readapi/apidocs)
+// and the webhooks (establishment.content_updated and webhook.ping, as the webhook package sends
+// them).
 //
 // openapi.yaml is the source. openapi.json is the same document in JSON, generated from it by the
 // package tests (go test ./readapi/openapi -update) and checked against it on every run. Both are
