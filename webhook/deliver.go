@@ -54,6 +54,14 @@ func (d *Dispatcher) handleTask(parent context.Context, msg jetstream.Msg) {
 	if !ok {
 		return
 	}
+	// The turn is taken before the check for a newer delivery, so that a delivery superseded
+	// while an older attempt to its endpoint was being sent is found superseded.
+	release, ok := d.turns.take(ctx, endpointKey(k.t.Establishment, k.t.Endpoint))
+	if !ok {
+		d.nakLater(msg, "wait for the endpoint's attempt in flight", ctx.Err())
+		return
+	}
+	defer release()
 	ep, ok := d.deliverable(ctx, k)
 	if !ok {
 		return

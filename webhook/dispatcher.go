@@ -93,6 +93,7 @@ type Dispatcher struct {
 	mirror     *mirror
 	sigs       *events.Signals
 	platform   platformWindow
+	turns      turns // one attempt in flight per endpoint
 	stopMirror context.CancelFunc
 	running    atomic.Bool
 }

@@ -69,6 +69,10 @@
 //     hide the address.
 //   - Delivery is at least once. A dispatcher that stops between a 2xx and recording it sends
 //     the delivery again, with the same id: receivers drop duplicates by webhook-id.
+//   - A dispatcher sends one attempt at a time to an endpoint: a newer delivery queued while an
+//     older one is being sent waits for it to end, so a receiver served by one dispatcher never
+//     gets an older revision after a newer one. With several dispatchers, two attempts to one
+//     endpoint may still overlap for the length of one attempt.
 //
 // # Platform endpoints
 //
