@@ -93,18 +93,17 @@ func (m *Mirror) WaitRevision(ctx context.Context, slug string, rev int64) error
 	}, func() error { return fmt.Errorf("readapi: wait for %s at revision %d", slug, rev) })
 }
 
-// WaitBucketRevision blocks until the mirror has handled every bundle key write up to the bucket
-// revision rev (the value returned by a KV Put to the generation Bucket returns), whether it
-// applied or skipped them, or until it serves another generation, or ctx is done. rev must be the
-// revision of a write under a bundle key: other keys are not watched.
+// WaitBucketRevision blocks until the mirror has handled every write to its bucket up to the
+// bucket revision rev (the value returned by a KV Put to the generation Bucket returns), whether
+// it applied or skipped them, or until it serves another generation, or ctx is done.
 func (m *Mirror) WaitBucketRevision(ctx context.Context, rev uint64) error {
 	v := m.cur.Load()
 	return m.wait(ctx, func() bool { return m.cur.Load() != v || v.applied.Load() >= rev },
 		func() error { return fmt.Errorf("readapi: wait for bucket revision %d", rev) })
 }
 
-// WaitServing blocks until the mirror serves the generation bucket and has handled every bundle
-// key write to it up to the bucket revision rev, or serves a later generation, or ctx is done.
+// WaitServing blocks until the mirror serves the generation bucket and has handled every write
+// to it up to the bucket revision rev, or serves a later generation, or ctx is done.
 func (m *Mirror) WaitServing(ctx context.Context, bucket string, rev uint64) error {
 	want := dockey.GenerationOf(bucket)
 	return m.wait(ctx, func() bool {

@@ -365,6 +365,24 @@ func TestMirrorUpdates(t *testing.T) {
 	})
 }
 
+// A write under a key that names no bundle, the bucket's last, is applied too: the revision
+// applied reaches the bucket's last sequence, which the lag of a read node is measured against.
+func TestMirrorAppliesEveryKey(t *testing.T) {
+	t.Parallel()
+	kv, _ := newBucket(t)
+	putBundle(t, kv, testBundle(alice, 7))
+	m, logs := startMirror(t, kv)
+	waitReady(t, m)
+	last := putRaw(t, kv, "other.key", []byte("not a bundle"))
+	waitBucket(t, m, last)
+	if got := m.Applied(); got != last {
+		t.Errorf("Applied: got %d, want the bucket's last revision %d", got, last)
+	}
+	if !strings.Contains(logs.String(), "key=other.key") {
+		t.Errorf("log: got %q, want the key that names no bundle", logs.String())
+	}
+}
+
 func TestMirrorWaitTimesOut(t *testing.T) {
 	t.Parallel()
 	kv, _ := newBucket(t)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/opencarte/publisher/projections/dockey"
 )
 
 // Run watches the bucket and applies every bundle to the mirror until ctx is done, then returns
@@ -24,7 +22,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
 		}
-		return fmt.Errorf("readapi: watch %s: %w", dockey.Watch, err)
+		return fmt.Errorf("readapi: watch %s: %w", m.cur.Load().kv.Bucket(), err)
 	}
 	r := &runner{m: m, cur: cur, curUpdates: cur.updates}
 	defer r.end()

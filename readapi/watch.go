@@ -22,14 +22,16 @@ type watching struct {
 
 // watch starts a watch of v's bucket from revision from (1 for every value), with a context of
 // its own, ended when it is replaced: the client keeps a goroutine per watch until its context
-// ends.
+// ends. It watches every key, bundle or not, so that the revision applied follows the bucket's
+// last write, which its stream's state tells at no cost, where the last write of bundle keys
+// alone takes the server a walk over every key.
 func watch(ctx context.Context, v *view, from uint64) (*watching, error) {
 	wctx, stop := context.WithCancel(ctx)
 	var opts []jetstream.WatchOpt
 	if from > 1 {
 		opts = append(opts, jetstream.ResumeFromRevision(from))
 	}
-	w, err := v.kv.Watch(wctx, dockey.Watch, opts...)
+	w, err := v.kv.WatchAll(wctx, opts...)
 	if err != nil {
 		stop()
 		return nil, err

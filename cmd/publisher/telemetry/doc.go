@@ -9,11 +9,10 @@
 // metrics: its methods register nothing and the functions they return are nil, which the roles
 // take as no counting.
 //
-// Lag compares, once a second, the mirror's applied revision with the bucket's last bundle write;
-// /readyz, the admin status and the metrics read it.
+// Lag compares, once a second, the mirror's applied revision with the last sequence of the
+// bucket's stream; /readyz, the admin status and the metrics read it.
 //
 // It imports the roles' packages for the types of their readings (readapi, webhook, clock,
-// capacity), projections/dockey for the bucket's keys, nats.go and the Prometheus client; never
-// package main, the admin API, the application layer's commands or the generations: the process
-// gives it what to read.
+// capacity), nats.go and the Prometheus client; never package main, the admin API, the
+// application layer's commands or the generations: the process gives it what to read.
 package telemetry

@@ -2,21 +2,18 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/opencarte/publisher/projections/dockey"
 )
 
 // lagCheckEvery is how often a read node compares its mirror with the documents bucket.
 const lagCheckEvery = time.Second
 
 // Lag follows how long the read API's mirror has been behind the documents bucket: every second
-// it reads the revision of the bucket's last bundle write (one NATS request, never on a read's
-// path) and compares it with what the mirror applied.
+// it reads the last sequence of the bucket's stream (one NATS request for its state, never on a
+// read's path) and compares it with what the mirror applied, which follows every key.
 type Lag struct {
 	js     jetstream.JetStream
 	mirror lagging
@@ -75,19 +72,17 @@ func (l *Lag) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, lagCheckEvery)
-		var msg *jetstream.RawStreamMsg
+		var info *jetstream.StreamInfo
 		err := l.bind(rctx)
 		if err == nil {
-			msg, err = l.stream.GetLastMsgForSubject(rctx, "$KV."+l.bucket+"."+dockey.Watch)
+			info, err = l.stream.Info(rctx)
 		}
 		cancel()
 		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-			l.since.Store(0) // nothing stored: nothing to be behind
 		case err != nil:
 			// Unknown: the last state stands.
-		case l.mirror.Applied() >= msg.Sequence:
-			l.since.Store(0)
+		case l.mirror.Applied() >= info.State.LastSeq:
+			l.since.Store(0) // nothing stored is also nothing to be behind
 		default:
 			l.since.CompareAndSwap(0, time.Now().UnixNano())
 		}

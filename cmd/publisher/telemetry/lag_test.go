@@ -42,6 +42,38 @@ func TestMirrorLagSeesAMirrorBehind(t *testing.T) {
 	eventually(t, "the lag growing", func() bool { return lag.Behind() > first })
 }
 
+// TestMirrorLagEndsWhenEveryWriteIsApplied: a mirror behind is no longer once it runs, even when
+// the bucket's last write is under a key that names no bundle.
+func TestMirrorLagEndsWhenEveryWriteIsApplied(t *testing.T) {
+	nc := natstest.Connect(t, natstest.Start(t))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := runner.OpenBucket(t.Context(), js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(t.Context(), dockey.Key("chez-marcel"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(t.Context(), "other.key", []byte("not a bundle")); err != nil {
+		t.Fatal(err)
+	}
+	mirror, err := readapi.NewMirror(kv, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag, err := NewLag(t.Context(), js, mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go lag.Run(t.Context())
+	eventually(t, "the mirror found behind before it runs", func() bool { return lag.Behind() > 0 })
+	go mirror.Run(t.Context())
+	eventually(t, "the mirror no longer behind once it runs", func() bool { return lag.Behind() == 0 })
+}
+
 // eventually polls f until it holds, failing tb after 10s.
 func eventually(tb testing.TB, what string, f func() bool) {
 	tb.Helper()
