@@ -58,7 +58,7 @@ func (m *Main) startAdmin(ctx context.Context, signals *events.Signals) error {
 		cfg.Platform = app.NewPlatform(webhookapp.NewPlatform(m.Webhooks))
 	}
 	if m.destinations != nil {
-		cfg.Destinations = webhookapp.Destinations{Store: m.destinations}
+		cfg.Destinations = webhookapp.Destinations{Store: m.destinations, Checks: destinationChecks}
 	}
 	if cfg.Changes, err = m.changesFeed(signals); err != nil {
 		return err

@@ -80,3 +80,10 @@ var destinationOpeners = map[string]destination.Opener{
 	destination.TypeNATS:     natsdest.Open,
 	destination.TypePostgres: postgres.Open,
 }
+
+// destinationChecks check registrations as their brokers' openers will read them.
+var destinationChecks = map[string]destination.Checker{
+	destination.TypeAMQP:     amqp.Check,
+	destination.TypeNATS:     natsdest.Check,
+	destination.TypePostgres: postgres.Check,
+}

@@ -209,3 +209,29 @@ func checkEvents(t *testing.T, name string, evs []brokerEvent, source string) {
 		t.Errorf("%s: no event", name)
 	}
 }
+
+// A registration the broker's client would refuse before connecting is refused when it is made:
+// a 422 naming the field, without the credential, and nothing registered.
+func TestDestinationRegistrationsReadAsTheirBrokersWill(t *testing.T) {
+	m := openMain(t, t.TempDir(), "2026-11-22")
+	const secret = "pw-7Qx"
+	for _, c := range []struct{ body, field string }{
+		{`{"type": "postgres", "dsn": "postgres://u:` + secret + `@db:99999/app", "table": "outbox"}`, "dsn"},
+		{`{"type": "postgres", "dsn": "postgres://u:` + secret + `@db/app?sslmode=disable", "table": "outbox", "tls": {}}`, "tls"},
+		{`{"type": "nats", "url": "nats://127.0.0.1:4222", "subject_prefix": "menus", "nkey_seed": "SU` + secret + `"}`, "nkey_seed"},
+		{`{"type": "nats", "url": "nats://127.0.0.1:4222", "subject_prefix": "menus", "creds": "` + secret + `"}`, "creds"},
+		{`{"type": "amqp", "url": "amqp://u:` + secret + `@rabbit:99999/", "exchange": "menus"}`, "url"},
+		{`{"type": "amqp", "url": "amqp://u:` + secret + `@rabbit/?heartbeat=often", "exchange": "menus"}`, "url"},
+	} {
+		r := m.admin(t, http.MethodPost, "/admin/v1/destinations", []byte(c.body))
+		if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), c.field+":") {
+			t.Errorf("POST %s: got %d %s, want 422 naming %s", c.body, r.status, r.body, c.field)
+		}
+		if strings.Contains(string(r.body), secret) {
+			t.Errorf("POST %s: the answer shows the credential: %s", c.body, r.body)
+		}
+	}
+	if r := m.admin(t, http.MethodGet, "/admin/v1/destinations", nil); r.status != http.StatusOK || strings.Contains(string(r.body), "dst_") {
+		t.Errorf("destinations after refusals: got %d %s, want none", r.status, r.body)
+	}
+}

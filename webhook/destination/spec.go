@@ -112,6 +112,11 @@ type Sink interface {
 // Opener connects to a destination's broker.
 type Opener func(ctx context.Context, spec Spec, secrets Secrets) (Sink, error)
 
+// Checker refuses, with a *FieldError, a valid registration that its broker's Opener would still
+// refuse before connecting (a connection string its client cannot read, say), so that the
+// registration is refused instead of failing at every attempt to connect.
+type Checker func(spec Spec, secrets Secrets) error
+
 // FieldError names the field of a registration that is refused, and why.
 type FieldError struct{ Field, Reason string }
 

@@ -10,8 +10,11 @@ import (
 )
 
 // Destinations is the store of broker destinations as the admin API uses it: registrations read
-// from their JSON bodies, errors with their kinds.
-type Destinations struct{ Store *destination.Store }
+// from their JSON bodies and checked by their broker's Checker, errors with their kinds.
+type Destinations struct {
+	Store  *destination.Store
+	Checks map[string]destination.Checker // by destination type; a type without one is not checked further
+}
 
 var destinationKinds = []app.KindRule{
 	{Target: destination.ErrNotFound, Kind: app.KindNotFound},
@@ -30,6 +33,11 @@ func (d Destinations) Create(ctx context.Context, body []byte) (any, error) {
 	spec, sec, err := destination.ParseRegistration(body)
 	if err != nil {
 		return nil, classifyDestination(err)
+	}
+	if check := d.Checks[spec.Type]; check != nil {
+		if err := check(spec, sec); err != nil {
+			return nil, classifyDestination(err)
+		}
 	}
 	st, err := d.Store.Create(ctx, spec, sec)
 	if err != nil {

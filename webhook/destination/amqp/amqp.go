@@ -3,7 +3,6 @@ package amqp
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -19,6 +18,13 @@ import (
 // maxRoutingKey is AMQP's limit on a routing key, in bytes.
 const maxRoutingKey = 255
 
+// Check refuses, naming the field, a registration that Open would refuse before connecting: a
+// URL that is not a valid AMQP URI.
+func Check(spec destination.Spec, sec destination.Secrets) error {
+	_, err := parseURL(sec.URL)
+	return err
+}
+
 // Open connects to the destination's broker and declares its exchange, so that a wrong URL,
 // refused credentials or an exchange declared otherwise are told at once. A Publish that fails
 // drops the connection and the next one connects again: the sink is usable again once the broker
@@ -31,14 +37,14 @@ func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (
 	var tlsConfig *tls.Config
 	if spec.TLS != nil {
 		if !strings.HasPrefix(target, "amqps ") {
-			return nil, errors.New("tls: needs an amqps:// URL")
+			return nil, &destination.FieldError{Field: "tls", Reason: "needs an amqps:// URL"}
 		}
 		if tlsConfig, err = spec.TLS.ClientConfig(sec.TLSKey); err != nil {
 			return nil, err
 		}
 	}
 	if spec.Exchange == "" {
-		return nil, errors.New("exchange: is required")
+		return nil, &destination.FieldError{Field: "exchange", Reason: "is required"}
 	}
 	kind := spec.ExchangeType
 	if kind == "" {
@@ -64,11 +70,11 @@ func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (
 func parseURL(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "amqp" && u.Scheme != "amqps" || u.Host == "" {
-		return "", errors.New("url: must be an amqp:// or amqps:// URL (percent-encode reserved characters of the user and password)")
+		return "", &destination.FieldError{Field: "url", Reason: "must be an amqp:// or amqps:// URL (percent-encode reserved characters of the user and password)"}
 	}
 	uri, err := amqp.ParseURI(raw)
-	if err != nil {
-		return "", errors.New("url: not a valid AMQP URI (its port, heartbeat, connection_timeout or channel_max)")
+	if err != nil || uri.Port < 1 || uri.Port > 65535 {
+		return "", &destination.FieldError{Field: "url", Reason: "not a valid AMQP URI (its port, heartbeat, connection_timeout or channel_max)"}
 	}
 	return u.Scheme + " " + net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port)) + "/" + strings.TrimPrefix(uri.Vhost, "/"), nil
 }

@@ -37,6 +37,13 @@ const publishTimeout = 30 * time.Second
 // than this waits for the first ones before sending more.
 const maxPending = 1024
 
+// Check refuses, naming the field, a registration that Open would refuse before connecting:
+// credentials that are not a .creds file's content or a user's nkey seed.
+func Check(spec destination.Spec, sec destination.Secrets) error {
+	_, err := options(spec, sec)
+	return err
+}
+
 // Open connects to the destination's NATS with its credentials; it returns when ctx ends, with
 // ctx's error. The connection reconnects by itself, forever, a second apart: a Publish while the
 // server is away fails at once, saying so, and a later one succeeds once the server is back, so
@@ -113,11 +120,11 @@ func options(spec destination.Spec, sec destination.Secrets) ([]nats.Option, err
 	case sec.NKeySeed != "":
 		kp, err := nkeys.FromSeed([]byte(sec.NKeySeed))
 		if err != nil {
-			return nil, errors.New("nkey_seed: not an nkey seed")
+			return nil, &destination.FieldError{Field: "nkey_seed", Reason: "not an nkey seed"}
 		}
 		pub, err := kp.PublicKey()
 		if err != nil || !nkeys.IsValidPublicUserKey(pub) {
-			return nil, errors.New("nkey_seed: not a user's seed")
+			return nil, &destination.FieldError{Field: "nkey_seed", Reason: "not a user's seed"}
 		}
 		opts = append(opts, nats.Nkey(pub, kp.Sign))
 	}
@@ -136,18 +143,18 @@ func options(spec destination.Spec, sec destination.Secrets) ([]nats.Option, err
 func credsOption(creds string) (nats.Option, error) {
 	userJWT, err := jwt.ParseDecoratedJWT([]byte(creds))
 	if err != nil {
-		return nil, errors.New("creds: not the content of a .creds file")
+		return nil, &destination.FieldError{Field: "creds", Reason: "not the content of a .creds file"}
 	}
 	if _, err := jwt.DecodeUserClaims(userJWT); err != nil {
-		return nil, errors.New("creds: no user JWT in the .creds file")
+		return nil, &destination.FieldError{Field: "creds", Reason: "no user JWT in the .creds file"}
 	}
 	kp, err := jwt.ParseDecoratedNKey([]byte(creds))
 	if err != nil {
-		return nil, errors.New("creds: no seed in the .creds file")
+		return nil, &destination.FieldError{Field: "creds", Reason: "no seed in the .creds file"}
 	}
 	seed, err := kp.Seed()
 	if err != nil {
-		return nil, errors.New("creds: no seed in the .creds file")
+		return nil, &destination.FieldError{Field: "creds", Reason: "no seed in the .creds file"}
 	}
 	return nats.UserJWTAndSeed(userJWT, string(seed)), nil
 }

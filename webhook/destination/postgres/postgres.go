@@ -34,24 +34,9 @@ const connectTimeout = 10 * time.Second
 // The connection string's sslmode decides TLS; spec.TLS, when given, requires it, verified with
 // its CA and name (the host's unless it names another), with its client certificate.
 func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (destination.Sink, error) {
-	if spec.ContentMode == destination.ModeBinary {
-		return nil, errors.New("content_mode: a PostgreSQL table holds the whole event, in the structured mode")
-	}
-	if spec.Table == "" {
-		return nil, errors.New("table: is required")
-	}
-	cfg, err := pgx.ParseConfig(sec.DSN)
+	cfg, err := connConfig(spec, sec)
 	if err != nil {
-		// The parser's message quotes the string, whose password it may not recognise.
-		return nil, errors.New("dsn: not a PostgreSQL connection string (a postgres:// URL or key=value pairs)")
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = connectTimeout
-	}
-	if spec.TLS != nil {
-		if err := requireTLS(cfg, spec.TLS, sec.TLSKey); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	s := &sink{db: stdlib.OpenDB(*cfg), table: spec.Table, where: where(cfg), secrets: []string{sec.DSN, cfg.Password}}
 	s.db.SetMaxOpenConns(2)
@@ -64,11 +49,42 @@ func Open(ctx context.Context, spec destination.Spec, sec destination.Secrets) (
 	return s, nil
 }
 
+// Check refuses, naming the field, a registration that Open would refuse before connecting: a
+// connection string that is not one, or TLS asked for over a connection string that turns it off.
+func Check(spec destination.Spec, sec destination.Secrets) error {
+	_, err := connConfig(spec, sec)
+	return err
+}
+
+// connConfig returns the configuration of the destination's connections.
+func connConfig(spec destination.Spec, sec destination.Secrets) (*pgx.ConnConfig, error) {
+	if spec.ContentMode == destination.ModeBinary {
+		return nil, &destination.FieldError{Field: "content_mode", Reason: "a PostgreSQL table holds the whole event, in the structured mode"}
+	}
+	if spec.Table == "" {
+		return nil, &destination.FieldError{Field: "table", Reason: "is required"}
+	}
+	cfg, err := pgx.ParseConfig(sec.DSN)
+	if err != nil {
+		// The parser's message quotes the string, whose password it may not recognise.
+		return nil, &destination.FieldError{Field: "dsn", Reason: "not a PostgreSQL connection string (a postgres:// URL or key=value pairs)"}
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = connectTimeout
+	}
+	if spec.TLS != nil {
+		if err := requireTLS(cfg, spec.TLS, sec.TLSKey); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
 // requireTLS makes the connection use TLS as t says, to every host the string names, with no
 // fallback to a connection in clear.
 func requireTLS(cfg *pgx.ConnConfig, t *destination.TLS, key string) error {
 	if cfg.TLSConfig == nil {
-		return errors.New("tls: the dsn's sslmode turns TLS off")
+		return &destination.FieldError{Field: "tls", Reason: "the dsn's sslmode turns TLS off"}
 	}
 	tlsCfg, err := t.ClientConfig(key)
 	if err != nil {
