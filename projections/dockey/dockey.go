@@ -115,20 +115,29 @@ func Tagged(body []byte, etag string) bool {
 	if len(etag) != 18 || etag[0] != '"' || etag[17] != '"' {
 		return false
 	}
+	h, ok := parseHex(etag[1:17])
+	return ok && h == xxhash.Sum64(body)
+}
+
+// parseHex reads 16 lower-case hex digits.
+func parseHex[T string | []byte](digits T) (uint64, bool) {
+	if len(digits) != 16 {
+		return 0, false
+	}
 	var h uint64
-	for i := 1; i <= 16; i++ {
-		c := etag[i]
+	for i := range 16 {
+		c := digits[i]
 		switch {
 		case '0' <= c && c <= '9':
 			c -= '0'
 		case 'a' <= c && c <= 'f':
 			c -= 'a' - 10
 		default:
-			return false
+			return 0, false
 		}
 		h = h<<4 | uint64(c)
 	}
-	return h == xxhash.Sum64(body)
+	return h, true
 }
 
 // GzipETag returns the entity tag of the gzip coding of a document whose tag is etag: a strong

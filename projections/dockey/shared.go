@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // DecodeShared decodes value, a stored bundle, into b as Decode does, copying nothing it need
@@ -278,6 +280,34 @@ func (w *walker) raw() []byte {
 	return w.data[start:w.i]
 }
 
+// bodyEnd is what follows an object body as EncodeBundle writes a document: the body's last byte,
+// then its entity tag.
+var bodyEnd = []byte(`},"etag":"`)
+
+// body reads a document's body. An object body followed by its own entity tag, as EncodeBundle
+// writes it, is cut at the first bodyEnd and its tag checked there: the search runs at the speed
+// of memory, where framing the body byte by byte was a sixth of a read node's start. It reports
+// the 16 hex digits of the tag it checked, nil when it framed the body instead. A body that is
+// JSON holds bodyEnd only as a member "etag" of an object nested in it, which no rendering has,
+// and a cut there would not carry the tag of the bytes before it.
+func (w *walker) body() (body, tag []byte) {
+	w.space()
+	if w.i < len(w.data) && w.data[w.i] == '{' {
+		if n := bytes.Index(w.data[w.i:], bodyEnd); n >= 0 {
+			body := w.data[w.i : w.i+n+1]
+			// The tag is a JSON string: its quotes escaped, around 16 hex digits.
+			rest := w.data[w.i+n+len(bodyEnd):]
+			if len(rest) >= 20 && rest[0] == '\\' && rest[1] == '"' && rest[18] == '\\' && rest[19] == '"' {
+				if h, ok := parseHex(rest[2:18]); ok && h == xxhash.Sum64(body) {
+					w.i += n + 1
+					return body, rest[2:18]
+				}
+			}
+		}
+	}
+	return w.raw(), nil
+}
+
 // structural marks the bytes that open or close a string, an object or an array.
 var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
 
@@ -325,10 +355,11 @@ func (w *walker) bytes(dst *[]byte) bool {
 
 // document reads a document whose body, when it has one, carries its own tag.
 func (w *walker) document(d *Document) bool {
+	var checked []byte // the tag's digits body checked the body against
 	return w.object(func(name string) bool {
 		switch name {
 		case "body":
-			d.Body = w.raw()
+			d.Body, checked = w.body()
 			return len(d.Body) > 0
 		case "etag":
 			return w.text(&d.ETag)
@@ -336,7 +367,12 @@ func (w *walker) document(d *Document) bool {
 			return w.bytes(&d.Gzip)
 		}
 		return false
-	}) && (d.Body == nil || string(d.Body) == "null" || Tagged(d.Body, d.ETag))
+	}) && (d.Body == nil || string(d.Body) == "null" || sameTag(d.ETag, checked) || Tagged(d.Body, d.ETag))
+}
+
+// sameTag reports whether etag is the tag of the 16 hex digits, nil for none.
+func sameTag(etag string, digits []byte) bool {
+	return digits != nil && len(etag) == 18 && etag[0] == '"' && etag[17] == '"' && etag[1:17] == string(digits)
 }
 
 func (w *walker) variants(v *Variants) bool {
