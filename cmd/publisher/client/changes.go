@@ -24,8 +24,8 @@ Prints the changes feed of every establishment (GET /admin/v1/changes), one line
 entry as the admin API gives it. Without --after it starts with a full sync, every
 establishment's current state, then goes on with the changes. It stops once caught up (a
 page with no change that does not move the cursor), or with --follow waits for changes (60 s
-long polls) until interrupted, asking again when the admin API does not answer. The cursor to resume from is printed on stderr after each
-page: pass it as --after.`
+long polls) until interrupted, asking again when the admin API does not answer. The cursor
+to resume from is printed on stderr after each page: pass it as --after.`
 
 // followWait is how long one request of --follow waits for a change.
 const followWait = 60 * time.Second
