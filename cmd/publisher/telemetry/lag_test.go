@@ -16,27 +16,7 @@ import (
 // TestMirrorLagSeesAMirrorBehind: a mirror that has not applied the bucket's last bundle write is
 // found behind, and for longer and longer.
 func TestMirrorLagSeesAMirrorBehind(t *testing.T) {
-	nc := natstest.Connect(t, natstest.Start(t))
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := runner.OpenBucket(t.Context(), js, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(t.Context(), dockey.Key("chez-marcel"), []byte("{}")); err != nil {
-		t.Fatal(err)
-	}
-	mirror, err := readapi.NewMirror(kv, slog.New(slog.DiscardHandler)) // never run: it stays behind
-	if err != nil {
-		t.Fatal(err)
-	}
-	lag, err := NewLag(t.Context(), js, mirror)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go lag.Run(t.Context())
+	_, lag := lagOfBucket(t, dockey.Key("chez-marcel")) // the mirror never runs: it stays behind
 	eventually(t, "the mirror found behind", func() bool { return lag.Behind() > 0 })
 	first := lag.Behind()
 	eventually(t, "the lag growing", func() bool { return lag.Behind() > first })
@@ -45,6 +25,16 @@ func TestMirrorLagSeesAMirrorBehind(t *testing.T) {
 // TestMirrorLagEndsWhenEveryWriteIsApplied: a mirror behind is no longer once it runs, even when
 // the bucket's last write is under a key that names no bundle.
 func TestMirrorLagEndsWhenEveryWriteIsApplied(t *testing.T) {
+	mirror, lag := lagOfBucket(t, dockey.Key("chez-marcel"), "other.key")
+	eventually(t, "the mirror found behind before it runs", func() bool { return lag.Behind() > 0 })
+	go mirror.Run(t.Context())
+	eventually(t, "the mirror no longer behind once it runs", func() bool { return lag.Behind() == 0 })
+}
+
+// lagOfBucket writes keys, in order, to a new bucket of bundles on a NATS server of its own and
+// returns a mirror of the bucket, not running, and its lag, running.
+func lagOfBucket(t *testing.T, keys ...string) (*readapi.Mirror, *Lag) {
+	t.Helper()
 	nc := natstest.Connect(t, natstest.Start(t))
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -54,11 +44,10 @@ func TestMirrorLagEndsWhenEveryWriteIsApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(t.Context(), dockey.Key("chez-marcel"), []byte("{}")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(t.Context(), "other.key", []byte("not a bundle")); err != nil {
-		t.Fatal(err)
+	for _, key := range keys {
+		if _, err := kv.Put(t.Context(), key, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mirror, err := readapi.NewMirror(kv, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -69,9 +58,7 @@ func TestMirrorLagEndsWhenEveryWriteIsApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	go lag.Run(t.Context())
-	eventually(t, "the mirror found behind before it runs", func() bool { return lag.Behind() > 0 })
-	go mirror.Run(t.Context())
-	eventually(t, "the mirror no longer behind once it runs", func() bool { return lag.Behind() == 0 })
+	return mirror, lag
 }
 
 // eventually polls f until it holds, failing tb after 10s.
