@@ -9,8 +9,8 @@
 // metrics: its methods register nothing and the functions they return are nil, which the roles
 // take as no counting.
 //
-// Lag compares, once a second, the mirror's applied revision with the last sequence of the
-// bucket's stream; /readyz, the admin status and the metrics read it.
+// Lag asks, once a second, whether the bucket holds a write after the mirror's applied revision;
+// /readyz, the admin status and the metrics read it.
 //
 // It imports the roles' packages for the types of their readings (readapi, webhook, clock,
 // capacity), nats.go and the Prometheus client; never package main, the admin API, the

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -12,8 +13,11 @@ import (
 const lagCheckEvery = time.Second
 
 // Lag follows how long the read API's mirror has been behind the documents bucket: every second
-// it reads the last sequence of the bucket's stream (one NATS request for its state, never on a
-// read's path) and compares it with what the mirror applied, which follows every key.
+// it asks the bucket's stream for its first write after the last one the mirror applied, which
+// follows every key (one direct get, never on a read's path). A get from a sequence, unlike the
+// last write under a wildcard, costs the server no walk over the bucket's keys; and the stream
+// answers it itself, where a request to the JetStream API (the stream's state, say) races in the
+// server with JetStream being started again after a full disk, as the race detector found.
 type Lag struct {
 	js     jetstream.JetStream
 	mirror lagging
@@ -72,17 +76,20 @@ func (l *Lag) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, lagCheckEvery)
-		var info *jetstream.StreamInfo
+		var msg *jetstream.RawStreamMsg
 		err := l.bind(rctx)
 		if err == nil {
-			info, err = l.stream.Info(rctx)
+			// The first write after the last one the mirror applied, under any key.
+			msg, err = l.stream.GetMsg(rctx, l.mirror.Applied()+1, jetstream.WithGetMsgSubject("$KV."+l.bucket+".>"))
 		}
 		cancel()
 		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			l.since.Store(0) // nothing written since
 		case err != nil:
 			// Unknown: the last state stands.
-		case l.mirror.Applied() >= info.State.LastSeq:
-			l.since.Store(0) // nothing stored is also nothing to be behind
+		case l.mirror.Applied() >= msg.Sequence:
+			l.since.Store(0) // applied meanwhile
 		default:
 			l.since.CompareAndSwap(0, time.Now().UnixNano())
 		}
