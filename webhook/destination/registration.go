@@ -17,13 +17,9 @@ type registration struct {
 	Start          string   `json:"start"`
 	ContentMode    string   `json:"content_mode"`
 
-	Brokers []string `json:"brokers"`
-	Topic   string   `json:"topic"`
-	SASL    *struct {
-		Mechanism string `json:"mechanism"`
-		Username  string `json:"username"`
-		Password  string `json:"password"`
-	} `json:"sasl"`
+	Brokers []string          `json:"brokers"`
+	Topic   string            `json:"topic"`
+	SASL    *registrationSASL `json:"sasl"`
 
 	URL          string `json:"url"`
 	Exchange     string `json:"exchange"`
@@ -41,12 +37,48 @@ type registration struct {
 	DSN   string `json:"dsn"`
 	Table string `json:"table"`
 
-	TLS *struct {
+	TLS *registrationTLS `json:"tls"`
+}
+
+// registrationSASL and registrationTLS are the objects of a registration, read as strictly as
+// the registration, a refused member named under its object ("tls.ca"), not bare.
+type (
+	registrationSASL struct {
+		Mechanism string `json:"mechanism"`
+		Username  string `json:"username"`
+		Password  string `json:"password"`
+	}
+	registrationTLS struct {
 		CA         string `json:"ca_pem"`
 		ServerName string `json:"server_name"`
 		Cert       string `json:"cert_pem"`
 		Key        string `json:"key_pem"`
-	} `json:"tls"`
+	}
+)
+
+func (s *registrationSASL) UnmarshalJSON(b []byte) error {
+	type fields registrationSASL
+	return strictObject(b, (*fields)(s), "sasl")
+}
+
+func (t *registrationTLS) UnmarshalJSON(b []byte) error {
+	type fields registrationTLS
+	return strictObject(b, (*fields)(t), "tls")
+}
+
+// strictObject decodes the object b into v, refusing unknown members, and names a refused member
+// under name.
+func strictObject(b []byte, v any, name string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		fe, _ := errors.AsType[*FieldError](bodyError(err))
+		if fe.Field == "body" {
+			return refuse(name, "want a JSON object")
+		}
+		return refuse(name+"."+fe.Field, "%s", fe.Reason)
+	}
+	return nil
 }
 
 // ParseRegistration reads a registration body strictly (an unknown field is refused) and
@@ -129,6 +161,9 @@ func checkOtherTypes(in registration) error {
 
 // bodyError names what is wrong with a body that does not decode.
 func bodyError(err error) error {
+	if fe, ok := errors.AsType[*FieldError](err); ok {
+		return fe // an object's own refusal, already named
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field == "" {

@@ -64,6 +64,10 @@ func TestParseRegistrationRefusesNamingTheField(t *testing.T) {
 		{`{"type": "amqp", "url": "amqp://u:secret-pw@rabbit/", "exchange": "x", "tls": {"server_name": "rabbit"}}`, "tls"},
 		{`{"type": "amqp", "url": "amqps://rabbit/", "exchange": "x", "routing_key": "` + strings.Repeat("k", 192) + `.{establishment}"}`, "routing_key"},
 		{`{"type": "postgres", "dsn": "postgres://db/app", "table": "t", "content_mode": "binary"}`, "content_mode"},
+		{`{"type": "kafka", "brokers": ["k:9092"], "topic": "t", "tls": {"ca": "x"}}`, "tls.ca"},
+		{`{"type": "kafka", "brokers": ["k:9092"], "topic": "t", "tls": {"ca_pem": 1}}`, "tls.ca_pem"},
+		{`{"type": "kafka", "brokers": ["k:9092"], "topic": "t", "tls": []}`, "tls"},
+		{`{"type": "kafka", "brokers": ["k:9092"], "topic": "t", "sasl": {"mechanism": "PLAIN", "user": "u", "password": "secret-pw"}}`, "sasl.user"},
 	} {
 		_, _, err := destination.ParseRegistration([]byte(tc.body))
 		var fe *destination.FieldError
