@@ -62,6 +62,13 @@ func CheckEvent(ev Event) error {
 		if ev.Date.IsZero() {
 			fe.add("date", "required")
 		}
+	case DayAhead:
+		if ev.Date.IsZero() {
+			fe.add("date", "required")
+		}
+		if ev.Starts.IsZero() {
+			fe.add("starts", "required")
+		}
 	case Activated, PublicAPIDisabled, MenuRedirectChanged, WebhookRegistered, WebhookRemoved:
 		// Nothing in them is served as it is written.
 	default:

@@ -3,6 +3,7 @@ package domain_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opencarte/publisher/domain"
 )
@@ -53,6 +54,8 @@ func TestCheckEvent(t *testing.T) {
 			Sections: []domain.Section{{Name: domain.Text{FR: "Plats"}, Items: []domain.Item{{ID: 0, Name: domain.Text{FR: "Tarte"}}}}}}}, "version.sections[0].items[0].id"},
 		{domain.MenuVersionWithdrawn{MenuType: "la-carte", Version: "A"}, "version"},
 		{domain.DayStarted{}, "date"},
+		{domain.DayAhead{Starts: time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)}, "date"},
+		{domain.DayAhead{Date: domain.LocalDate{Year: 2026, Month: 11, Day: 23}}, "starts"},
 	} {
 		err := domain.CheckEvent(c.event)
 		fields := domain.FieldErrors(err)

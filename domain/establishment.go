@@ -27,6 +27,11 @@ type Establishment struct {
 	MenuTypes           []MenuType // ordered by Position
 	// Today is the establishment's local date as of the latest DayStarted event; zero before any.
 	Today LocalDate
+	// Ahead is the next local date, rendered before it starts at AheadStarts, as of the latest
+	// DayAhead event after Today; zero when there is none. A DayStarted event on or after it,
+	// or a change of time zone, clears it.
+	Ahead       LocalDate
+	AheadStarts time.Time
 }
 
 // New returns the empty aggregate of slug, before any event.
@@ -53,6 +58,9 @@ func (e *Establishment) Apply(ev Event) {
 	case IdentityChanged:
 		e.Identity = ev.Identity
 	case TimeZoneChanged:
+		if ev.TimeZone != e.TimeZone {
+			e.Ahead, e.AheadStarts = LocalDate{}, time.Time{} // its midnight is another instant
+		}
 		e.TimeZone = ev.TimeZone
 	case HoursChanged:
 		e.Hours = ev.Hours
@@ -104,6 +112,13 @@ func (e *Establishment) Apply(ev Event) {
 		// now their one owner, and they change nothing of the establishment.
 	case DayStarted:
 		e.Today = ev.Date
+		if !e.Ahead.IsZero() && !ev.Date.Before(e.Ahead) {
+			e.Ahead, e.AheadStarts = LocalDate{}, time.Time{}
+		}
+	case DayAhead:
+		if e.Today.Before(ev.Date) {
+			e.Ahead, e.AheadStarts = ev.Date, ev.Starts.UTC()
+		}
 	}
 }
 
@@ -345,6 +360,20 @@ func (e *Establishment) StartDay(date LocalDate) ([]Event, error) {
 		return nil, nil
 	}
 	return []Event{DayStarted{Date: date}}, nil
+}
+
+// PrepareDay records that the next local date, date, starts at the instant starts, so that its
+// documents are ready before it. It changes nothing when the establishment has no recorded day,
+// when date is not after it, or when that day is already prepared for that instant.
+func (e *Establishment) PrepareDay(date LocalDate, starts time.Time) ([]Event, error) {
+	if err := e.mustExist(); err != nil {
+		return nil, err
+	}
+	if date.IsZero() || starts.IsZero() || e.Today.IsZero() || !e.Today.Before(date) ||
+		e.Ahead == date && e.AheadStarts.Equal(starts) {
+		return nil, nil
+	}
+	return []Event{DayAhead{Date: date, Starts: starts.UTC()}}, nil
 }
 
 func (e *Establishment) mustExist() error {

@@ -201,6 +201,13 @@ func TestCommands(t *testing.T) {
 		{name: "start an earlier day", setup: []command{func(e *domain.Establishment) ([]domain.Event, error) { return e.StartDay(mustDate(t, "2026-11-22")) }},
 			run: func(e *domain.Establishment) ([]domain.Event, error) { return e.StartDay(mustDate(t, "2026-11-21")) }, wantTypes: []string{}},
 		{name: "start the zero day", run: func(e *domain.Establishment) ([]domain.Event, error) { return e.StartDay(domain.LocalDate{}) }, wantTypes: []string{}},
+		{name: "prepare the next day", setup: []command{startDay(t, "2026-11-22")},
+			run: prepareDay(t, "2026-11-23"), wantTypes: []string{domain.TypeDayAhead}},
+		{name: "prepare a day before any", run: prepareDay(t, "2026-11-23"), wantTypes: []string{}},
+		{name: "prepare the recorded day", setup: []command{startDay(t, "2026-11-23")},
+			run: prepareDay(t, "2026-11-23"), wantTypes: []string{}},
+		{name: "prepare a prepared day", setup: []command{startDay(t, "2026-11-22"), prepareDay(t, "2026-11-23")},
+			run: prepareDay(t, "2026-11-23"), wantTypes: []string{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,6 +240,52 @@ func TestCommands(t *testing.T) {
 				t.Errorf("event types mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func startDay(t *testing.T, date string) func(*domain.Establishment) ([]domain.Event, error) {
+	return func(e *domain.Establishment) ([]domain.Event, error) { return e.StartDay(mustDate(t, date)) }
+}
+
+// prepareDay prepares date, starting at midnight in Paris in winter.
+func prepareDay(t *testing.T, date string) func(*domain.Establishment) ([]domain.Event, error) {
+	return func(e *domain.Establishment) ([]domain.Event, error) {
+		d := mustDate(t, date)
+		return e.PrepareDay(d, time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC).Add(-time.Hour))
+	}
+}
+
+// TestDayAhead follows the day prepared ahead through the events that keep or clear it.
+func TestDayAhead(t *testing.T) {
+	t.Parallel()
+	day := func(s string) domain.LocalDate { return mustDate(t, s) }
+	starts := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name      string
+		events    []domain.Event
+		wantAhead domain.LocalDate
+	}{
+		{"prepared", []domain.Event{domain.DayStarted{Date: day("2026-11-22")}, domain.DayAhead{Date: day("2026-11-23"), Starts: starts}}, day("2026-11-23")},
+		{"started", []domain.Event{domain.DayStarted{Date: day("2026-11-22")}, domain.DayAhead{Date: day("2026-11-23"), Starts: starts},
+			domain.DayStarted{Date: day("2026-11-23")}}, domain.LocalDate{}},
+		{"a later day started", []domain.Event{domain.DayStarted{Date: day("2026-11-22")}, domain.DayAhead{Date: day("2026-11-23"), Starts: starts},
+			domain.DayStarted{Date: day("2026-11-25")}}, domain.LocalDate{}},
+		{"an earlier day started", []domain.Event{domain.DayStarted{Date: day("2026-11-22")}, domain.DayAhead{Date: day("2026-11-23"), Starts: starts},
+			domain.DayStarted{Date: day("2026-11-21")}}, day("2026-11-23")},
+		{"not after the recorded day", []domain.Event{domain.DayStarted{Date: day("2026-11-23")}, domain.DayAhead{Date: day("2026-11-23"), Starts: starts}}, domain.LocalDate{}},
+		{"another time zone", []domain.Event{domain.DayStarted{Date: day("2026-11-22")}, domain.DayAhead{Date: day("2026-11-23"), Starts: starts},
+			domain.TimeZoneChanged{TimeZone: "America/Martinique"}}, domain.LocalDate{}},
+		{"the same time zone", []domain.Event{domain.DayStarted{Date: day("2026-11-22")}, domain.DayAhead{Date: day("2026-11-23"), Starts: starts},
+			domain.TimeZoneChanged{TimeZone: ""}}, day("2026-11-23")},
+	}
+	for _, tc := range tests {
+		e := domain.Rebuild("chez-marcel", tc.events)
+		if e.Ahead != tc.wantAhead {
+			t.Errorf("%s: ahead %v, want %v", tc.name, e.Ahead, tc.wantAhead)
+		}
+		if want := !tc.wantAhead.IsZero(); !e.AheadStarts.IsZero() != want || want && !e.AheadStarts.Equal(starts) {
+			t.Errorf("%s: ahead starts %v, want %v", tc.name, e.AheadStarts, tc.wantAhead)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Event is a fact about one establishment. Its wire type string never changes when the Go
@@ -31,6 +32,7 @@ const (
 	TypeWebhookRegistered    = "webhook_endpoint.registered"
 	TypeWebhookRemoved       = "webhook_endpoint.removed"
 	TypeDayStarted           = "day.started"
+	TypeDayAhead             = "day.ahead"
 )
 
 // SchemaVersion is the payload schema version of every event type written by this code.
@@ -129,6 +131,14 @@ type DayStarted struct {
 	Date LocalDate `json:"date"`
 }
 
+// DayAhead records that the establishment's next local date, Date, starts at the instant Starts
+// (its local midnight), so that its documents for that day are rendered before it and served
+// from that instant. The day itself is still recorded by the DayStarted event that follows.
+type DayAhead struct {
+	Date   LocalDate `json:"date"`
+	Starts time.Time `json:"starts"`
+}
+
 func (EstablishmentCreated) EventType() string { return TypeEstablishmentCreated }
 func (IdentityChanged) EventType() string      { return TypeIdentityChanged }
 func (TimeZoneChanged) EventType() string      { return TypeTimeZoneChanged }
@@ -147,6 +157,7 @@ func (MenuVersionWithdrawn) EventType() string { return TypeMenuVersionWithdrawn
 func (WebhookRegistered) EventType() string    { return TypeWebhookRegistered }
 func (WebhookRemoved) EventType() string       { return TypeWebhookRemoved }
 func (DayStarted) EventType() string           { return TypeDayStarted }
+func (DayAhead) EventType() string             { return TypeDayAhead }
 
 // EncodeEvent returns the wire payload of e.
 func EncodeEvent(e Event) ([]byte, error) {
@@ -207,6 +218,8 @@ func DecodeEventWith(typ string, schema int, payload []byte, unmarshal func([]by
 		e = decodeInto[WebhookRemoved](payload, unmarshal)
 	case TypeDayStarted:
 		e = decodeInto[DayStarted](payload, unmarshal)
+	case TypeDayAhead:
+		e = decodeInto[DayAhead](payload, unmarshal)
 	default:
 		return nil, fmt.Errorf("decode: unknown event type %q", typ)
 	}

@@ -3,6 +3,7 @@ package domain_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -67,6 +68,7 @@ func sampleEvents(tb testing.TB) []struct {
 		{"webhook_endpoint.registered", domain.WebhookRegistered{Endpoint: domain.WebhookEndpoint{ID: "wh_1", URL: "https://hooks.example.fr/x"}}},
 		{"webhook_endpoint.removed", domain.WebhookRemoved{ID: "wh_1"}},
 		{"day.started", domain.DayStarted{Date: mustDate(tb, "2026-11-22")}},
+		{"day.ahead", domain.DayAhead{Date: mustDate(tb, "2026-11-23"), Starts: time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)}},
 	}
 }
 
@@ -116,6 +118,8 @@ func TestEncodeEventWireFormat(t *testing.T) {
 			OpenDay: domain.Dimanche, OpenTime: mustClock(t, "09:05"),
 		}}}}, `{"hours":{"business_hours_summary":null,"business_hours":[{"open_day":"dimanche","open_time":"09:05","close_day":null,"close_time":null}]}}`},
 		{"day", domain.DayStarted{Date: mustDate(t, "2027-01-01")}, `{"date":"2027-01-01"}`},
+		{"day ahead", domain.DayAhead{Date: mustDate(t, "2027-01-01"), Starts: time.Date(2026, 12, 31, 23, 0, 0, 0, time.UTC)},
+			`{"date":"2027-01-01","starts":"2026-12-31T23:00:00Z"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,6 +151,8 @@ func TestDecodeEventErrors(t *testing.T) {
 		{"empty payload", domain.TypeDayStarted, domain.SchemaVersion, ``},
 		{"wrong type", domain.TypeMenuRedirectChanged, domain.SchemaVersion, `{"enabled":"yes"}`},
 		{"invalid date", domain.TypeDayStarted, domain.SchemaVersion, `{"date":"2026-02-30"}`},
+		{"day ahead without its instant", domain.TypeDayAhead, domain.SchemaVersion, `{"date":"2026-02-28"}`},
+		{"day ahead with an invalid instant", domain.TypeDayAhead, domain.SchemaVersion, `{"date":"2026-02-28","starts":"tomorrow"}`},
 		{"invalid time", domain.TypeHoursChanged, domain.SchemaVersion, `{"hours":{"business_hours":[{"open_day":"lundi","open_time":"24:00"}]}}`},
 		{"invalid day", domain.TypeHoursChanged, domain.SchemaVersion, `{"hours":{"business_hours":[{"open_day":"monday","open_time":"10:00"}]}}`},
 		{"payload is an array", domain.TypeActivated, domain.SchemaVersion, `[]`},
