@@ -44,8 +44,18 @@ const (
 // read it. A bundle that stops or starts being served without such a change announces a
 // transition, listing every resource it had or has; with such a change, the change lists them
 // too, since every one of them became readable or unreadable.
-func Next(prev *BundleSummary, c Rendering, floor int64) Update {
-	u := nextBundle(prev, c, floor)
+func Next(prev *BundleSummary, c Rendering, floor int64) Update { return NextOver(prev, nil, c, floor) }
+
+// NextOver decides as Next does, beside ahead, the summary of the stored bundle of the
+// establishment's day ahead (nil when none is stored; see NextAhead). A rise takes a revision
+// above ahead's too, so that no revision names two contents; and content whose documents are
+// the day ahead's, once that day is recorded, takes ahead's revision, under which readers were
+// served those documents from its midnight.
+func NextOver(prev, ahead *BundleSummary, c Rendering, floor int64) Update {
+	if ahead != nil {
+		floor = max(floor, ahead.revision+1)
+	}
+	u := nextBundle(prev, ahead, c, floor)
 	rose := c.public && len(u.Resources) > 0
 	if !rose {
 		u.Resources = nil
@@ -64,7 +74,7 @@ func Next(prev *BundleSummary, c Rendering, floor int64) Update {
 	return u
 }
 
-func nextBundle(prev *BundleSummary, c Rendering, floor int64) Update {
+func nextBundle(prev, ahead *BundleSummary, c Rendering, floor int64) Update {
 	if prev == nil {
 		b := c.Bundle(max(floor, 1))
 		return Update{Bundle: b, Write: true, Resources: ChangedResources(nil, &b)}
@@ -73,6 +83,9 @@ func nextBundle(prev *BundleSummary, c Rendering, floor int64) Update {
 	changed := changedSince(prev, &same)
 	if len(changed) == 0 {
 		return Update{Bundle: same, Write: !SameAccess(&prev.access, &same) || !prev.sameTags(&same)}
+	}
+	if ahead != nil && ahead.revision > prev.revision && sameDocuments(ahead, c.summaryAt(ahead.revision, 0)) {
+		return Update{Bundle: c.Bundle(ahead.revision), Write: true, Resources: changed}
 	}
 	b := c.Bundle(max(floor, prev.revision+1))
 	return Update{Bundle: b, Write: true, Resources: changed}

@@ -19,6 +19,8 @@ import (
 type BundleSummary struct {
 	revision int64
 	sequence uint64        // the bundle's Sequence: the record that last wrote it
+	base     int64         // the Base and Starts of the bundle of a day ahead; zero otherwise
+	starts   int64
 	access   dockey.Bundle // access fields only: no documents, no revision
 	docs     map[string]docSummary
 }
@@ -46,7 +48,7 @@ func (s *BundleSummary) Served() bool { return Served(&s.access) }
 
 // Summarize returns the summary of b.
 func Summarize(b *dockey.Bundle) *BundleSummary {
-	s := &BundleSummary{revision: b.Revision, sequence: b.Sequence, access: accessFields(b), docs: make(map[string]docSummary, len(fixedDocuments)+3*len(b.MenuDetails))}
+	s := &BundleSummary{revision: b.Revision, sequence: b.Sequence, base: b.Base, starts: b.Starts, access: accessFields(b), docs: make(map[string]docSummary, len(fixedDocuments)+3*len(b.MenuDetails))}
 	EachDocument(b, func(name string, d *dockey.Document) {
 		s.docs[name] = docSummary{digest: xxhash.Sum64(d.Body), hashed: true, etag: d.ETag}
 	})
@@ -246,6 +248,8 @@ type storedBundle struct {
 	Slug                string                     `json:"slug"`
 	Revision            int64                      `json:"content_revision"`
 	Sequence            uint64                     `json:"log_sequence"`
+	Base                int64                      `json:"ahead_of"`
+	Starts              int64                      `json:"starts"`
 	Status              string                     `json:"status"`
 	APIEnabled          bool                       `json:"public_api_enabled"`
 	KeyHash             string                     `json:"key_hash"`
@@ -283,7 +287,7 @@ func storedOf(b *dockey.Bundle) *storedBundle {
 		return storedVariants{All: doc(&v.All), FR: doc(&v.FR), EN: doc(&v.EN)}
 	}
 	sb := &storedBundle{
-		Slug: b.Slug, Revision: b.Revision, Sequence: b.Sequence, Status: b.Status, APIEnabled: b.APIEnabled,
+		Slug: b.Slug, Revision: b.Revision, Sequence: b.Sequence, Base: b.Base, Starts: b.Starts, Status: b.Status, APIEnabled: b.APIEnabled,
 		KeyHash: b.KeyHash, MenuRedirectEnabled: b.MenuRedirectEnabled, MasterMenuURL: b.MasterMenuURL,
 		Redirects: b.Redirects, Establishment: doc(&b.Establishment), Hours: doc(&b.Hours), Menus: vars(&b.Menus),
 		JSONLD: storedLocalized{FR: doc(&b.JSONLD.FR), EN: doc(&b.JSONLD.EN)},
@@ -303,7 +307,7 @@ func (sb *storedBundle) summary() *BundleSummary {
 		Slug: sb.Slug, Revision: sb.Revision, Status: sb.Status, APIEnabled: sb.APIEnabled, KeyHash: sb.KeyHash,
 		MenuRedirectEnabled: sb.MenuRedirectEnabled, MasterMenuURL: sb.MasterMenuURL, Redirects: sb.Redirects,
 	}
-	s := &BundleSummary{revision: sb.Revision, sequence: sb.Sequence, access: accessFields(&b), docs: make(map[string]docSummary, len(fixedDocuments)+3*len(sb.MenuDetails))}
+	s := &BundleSummary{revision: sb.Revision, sequence: sb.Sequence, base: sb.Base, starts: sb.Starts, access: accessFields(&b), docs: make(map[string]docSummary, len(fixedDocuments)+3*len(sb.MenuDetails))}
 	add := func(name string, d storedDoc) {
 		digest, ok := digestOfTag(d.ETag)
 		if d.ETag == "" {
@@ -362,6 +366,10 @@ func (s *BundleSummary) Fingerprint() uint64 {
 	a := &s.access
 	num(uint64(s.revision))
 	num(s.sequence)
+	if s.base != 0 || s.starts != 0 { // a day ahead's; the others' prints stay as they were
+		num(uint64(s.base))
+		num(uint64(s.starts))
+	}
 	str(a.Slug)
 	str(a.Status)
 	flag(a.APIEnabled)

@@ -15,6 +15,10 @@ const Bucket = "DOCS"
 // keyPrefix starts every bundle key; the rest of the key is the establishment slug.
 const keyPrefix = "est."
 
+// aheadPrefix starts the key of the bundle of an establishment's day ahead: its documents for
+// its next local date, rendered before that day starts (see Bundle.Starts).
+const aheadPrefix = "ahead."
+
 // GenerationOf returns the generation whose bucket of bundles is named bucket: 1 for Bucket, n for
 // Bucket_<n> (a rebuild's), 0 for any other name.
 func GenerationOf(bucket string) int {
@@ -41,6 +45,15 @@ func SlugOf(key string) (string, bool) {
 // Watch is the KV watch pattern that matches every bundle key.
 const Watch = keyPrefix + ">"
 
+// AheadKey returns the KV key of the bundle of the day ahead of the establishment slug.
+func AheadKey(slug string) string { return aheadPrefix + slug }
+
+// AheadSlugOf returns the slug the key of a bundle of a day ahead names, and whether key is one.
+func AheadSlugOf(key string) (string, bool) {
+	slug, ok := strings.CutPrefix(key, aheadPrefix)
+	return slug, ok && slug != ""
+}
+
 // Status values of Bundle.Status.
 const (
 	StatusDraft  = "draft"
@@ -57,6 +70,12 @@ type Bundle struct {
 	// Sequence is the sequence in the event log of the record that last wrote the bundle. The
 	// projector reads it to resume exactly where it stopped; readers ignore it.
 	Sequence uint64 `json:"log_sequence,omitempty"`
+	// Base and Starts are set on the bundle of a day ahead only: it is served in place of the
+	// current bundle from the instant Starts (Unix seconds), the establishment's next local
+	// midnight, as long as the current bundle is the one of revision Base it was rendered
+	// beside. Its Revision is above Base.
+	Base   int64 `json:"ahead_of,omitempty"`
+	Starts int64 `json:"starts,omitempty"`
 
 	// Access decides the status of a request before any document is looked at.
 	Status              string `json:"status"`

@@ -35,6 +35,14 @@ func EncodeBundle(b *Bundle) ([]byte, error) {
 		buf.WriteString(`,"log_sequence":`)
 		buf.WriteString(strconv.FormatUint(b.Sequence, 10))
 	}
+	if b.Base != 0 {
+		buf.WriteString(`,"ahead_of":`)
+		buf.WriteString(strconv.FormatInt(b.Base, 10))
+	}
+	if b.Starts != 0 {
+		buf.WriteString(`,"starts":`)
+		buf.WriteString(strconv.FormatInt(b.Starts, 10))
+	}
 	buf.WriteString(`,"status":`)
 	writeString(buf, b.Status)
 	buf.WriteString(`,"public_api_enabled":`)

@@ -422,6 +422,10 @@ func (w *walker) bundle(b *Bundle) bool {
 			return w.int64(&b.Revision)
 		case "log_sequence":
 			return w.uint64(&b.Sequence)
+		case "ahead_of":
+			return w.int64(&b.Base)
+		case "starts":
+			return w.int64(&b.Starts)
 		case "status":
 			return w.text(&b.Status)
 		case "public_api_enabled":
