@@ -35,23 +35,44 @@ type AheadUpdate struct {
 // current one; else it takes one above both, so that no revision of the establishment ever names
 // two contents.
 func NextAhead(prev, current *BundleSummary, c Rendering, starts int64) AheadUpdate {
-	if current == nil || !current.Served() || sameDocuments(current, c.summaryAt(current.revision, 0)) {
+	revision, none := aheadRevision(prev, current, c)
+	if none {
 		return AheadUpdate{None: true}
 	}
-	base := current.revision
-	if prev != nil && prev.revision > base {
-		b := c.Bundle(prev.revision)
-		if len(changedSince(prev, &b)) == 0 {
-			b.Base, b.Starts = base, starts
-			return AheadUpdate{Bundle: b, Write: prev.base != base || prev.starts != starts ||
-				!SameAccess(&prev.access, &b) || !prev.sameTags(&b)}
-		}
+	b := c.Bundle(revision)
+	b.Base, b.Starts = current.revision, starts
+	write := prev == nil || prev.revision != revision || prev.base != b.Base || prev.starts != starts ||
+		!SameAccess(&prev.access, &b) || !prev.sameTags(&b)
+	return AheadUpdate{Bundle: b, Write: write}
+}
+
+// NextAheadSummary decides as NextAhead does, and returns the summary of the bundle it
+// returns, with sequence as its Sequence, and whether it is to be written; nil when none is
+// wanted. It stamps and copies no document.
+func NextAheadSummary(prev, current *BundleSummary, c Rendering, starts int64, sequence uint64) (*BundleSummary, bool) {
+	revision, none := aheadRevision(prev, current, c)
+	if none {
+		return nil, prev != nil
 	}
-	revision := base + 1
+	s := c.summaryAt(revision, sequence)
+	s.base, s.starts = current.revision, starts
+	write := prev == nil || prev.revision != revision || prev.base != s.base || prev.starts != starts ||
+		!SameAccess(&prev.access, &s.access) || !sameTags(prev, s)
+	return s, write
+}
+
+// aheadRevision returns the revision of the bundle of a day ahead as NextAhead decides it, or
+// none when no such bundle is wanted.
+func aheadRevision(prev, current *BundleSummary, c Rendering) (revision int64, none bool) {
+	if current == nil || !current.Served() || sameDocuments(current, c.summaryAt(current.revision, 0)) {
+		return 0, true
+	}
+	if prev != nil && prev.revision > current.revision && sameDocuments(prev, c.summaryAt(prev.revision, 0)) {
+		return prev.revision, false
+	}
+	revision = current.revision + 1
 	if prev != nil {
 		revision = max(revision, prev.revision+1)
 	}
-	b := c.Bundle(revision)
-	b.Base, b.Starts = base, starts
-	return AheadUpdate{Bundle: b, Write: true}
+	return revision, false
 }

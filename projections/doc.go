@@ -24,7 +24,8 @@
 //   - content_revision never goes back and is the same in every document of a bundle. It rises
 //     exactly when the bytes of at least one document change, compared with both stamped at the
 //     same revision. The new revision is max(stream sequence of the
-//     record, stored revision + 1). A change of access fields only (status, API enabled, key,
+//     record, stored revision + 1), and above the revision of a stored day ahead (below); a
+//     recorded day whose documents are its day ahead's takes that one's revision. A change of access fields only (status, API enabled, key,
 //     redirect setting) rewrites the bundle with its revision unchanged; an event that changes
 //     nothing public writes nothing. At start-up, content equal to what the bucket holds keeps
 //     the stored revision, and different content (a changed renderer, a bucket ahead of the log)
@@ -72,6 +73,13 @@
 //     list theirs under subjectOf. A rotating menu covers the period of its reference date
 //     (temporalCoverage), and its url is the file /r/menus redirects to in the document's
 //     language.
+//   - An establishment whose next local day is prepared (domain.DayAhead) has the bundle of that
+//     day stored beside its current one, under dockey.AheadKey, with a revision above the
+//     current one (NextAhead): the read API serves it from the instant the day starts, as long
+//     as the current bundle is the one it was rendered beside. The day-started event that
+//     follows gives the current bundle those documents at that revision (NextOver), announced
+//     then like any change of content. No day ahead is stored for an establishment that is not
+//     served, or whose documents on the next day are its current ones.
 //   - An establishment is served (Served) when it is active with its API enabled: otherwise the
 //     read API answers 404 for it. A bundle that stops or starts being served without a rise of a
 //     public bundle's revision (its API disabled or enabled, a move back to draft) announces a

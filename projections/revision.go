@@ -94,11 +94,24 @@ func nextBundle(prev, ahead *BundleSummary, c Rendering, floor int64) Update {
 // NextSummary decides as Next does, and returns the summary of the bundle Next returns, with
 // sequence as its Sequence, and whether it is to be written; it stamps and copies no document.
 func NextSummary(prev *BundleSummary, c Rendering, floor int64, sequence uint64) (*BundleSummary, bool) {
+	return NextSummaryOver(prev, nil, c, floor, sequence)
+}
+
+// NextSummaryOver decides as NextOver does, and returns what NextSummary returns.
+func NextSummaryOver(prev, ahead *BundleSummary, c Rendering, floor int64, sequence uint64) (*BundleSummary, bool) {
+	if ahead != nil {
+		floor = max(floor, ahead.revision+1)
+	}
 	if prev == nil {
 		return c.summaryAt(max(floor, 1), sequence), true
 	}
 	same := c.summaryAt(prev.revision, sequence)
 	if !sameDocuments(prev, same) {
+		if ahead != nil && ahead.revision > prev.revision {
+			if s := c.summaryAt(ahead.revision, sequence); sameDocuments(ahead, s) {
+				return s, true
+			}
+		}
 		return c.summaryAt(max(floor, prev.revision+1), sequence), true
 	}
 	return same, !SameAccess(&prev.access, &same.access) || !sameTags(prev, same)

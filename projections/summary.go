@@ -18,8 +18,8 @@ import (
 // describes takes tens of kilobytes.
 type BundleSummary struct {
 	revision int64
-	sequence uint64        // the bundle's Sequence: the record that last wrote it
-	base     int64         // the Base and Starts of the bundle of a day ahead; zero otherwise
+	sequence uint64 // the bundle's Sequence: the record that last wrote it
+	base     int64  // the Base and Starts of the bundle of a day ahead; zero otherwise
 	starts   int64
 	access   dockey.Bundle // access fields only: no documents, no revision
 	docs     map[string]docSummary

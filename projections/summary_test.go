@@ -233,21 +233,41 @@ func TestNextSummaryDecidesAsNext(t *testing.T) {
 		tag.Hours.ETag = `W/"other"`
 		prevs = append(prevs, Summarize(&tag))
 	}
+	// Days ahead: the next day of the first fixture above and below the revision of the prevs.
+	aheads := []*BundleSummary{nil}
+	for _, revision := range []int64{1200, 900} {
+		b := renderings[2].Bundle(revision)
+		b.Base, b.Starts = 1000, 1795042800
+		aheads = append(aheads, Summarize(&b))
+	}
 	opts := cmp.AllowUnexported(BundleSummary{}, docSummary{})
 	for i, prev := range prevs {
 		for j, c := range renderings {
-			for _, floor := range []int64{5, 1000, 1500} {
-				u := Next(prev, c, floor)
-				u.Bundle.Sequence = 1234
-				got, write := NextSummary(prev, c, floor, 1234)
-				if write != u.Write {
-					t.Errorf("from %d to %d, floor %d: write %v, next says %v", i, j, floor, write, u.Write)
+			for k, ahead := range aheads {
+				for _, floor := range []int64{5, 1000, 1500} {
+					u := NextOver(prev, ahead, c, floor)
+					u.Bundle.Sequence = 1234
+					got, write := NextSummaryOver(prev, ahead, c, floor, 1234)
+					if write != u.Write {
+						t.Errorf("from %d to %d beside %d, floor %d: write %v, next says %v", i, j, k, floor, write, u.Write)
+					}
+					if !write {
+						continue
+					}
+					if diff := cmp.Diff(Summarize(&u.Bundle), got, opts); diff != "" {
+						t.Errorf("from %d to %d beside %d, floor %d: summary (-next +nextSummary):\n%s", i, j, k, floor, diff)
+					}
 				}
-				if !write {
-					continue
+				a := NextAhead(ahead, prev, c, 1795042800)
+				a.Bundle.Sequence = 1234
+				got, write := NextAheadSummary(ahead, prev, c, 1795042800, 1234)
+				if a.None != (got == nil) || write != (a.Write || a.None && ahead != nil) {
+					t.Errorf("day ahead %d of %d over %d: summary %v write %v, NextAhead says none %v write %v", j, k, i, got != nil, write, a.None, a.Write)
 				}
-				if diff := cmp.Diff(Summarize(&u.Bundle), got, opts); diff != "" {
-					t.Errorf("from %d to %d, floor %d: summary (-next +nextSummary):\n%s", i, j, floor, diff)
+				if got != nil && write {
+					if diff := cmp.Diff(Summarize(&a.Bundle), got, opts); diff != "" {
+						t.Errorf("day ahead %d of %d over %d: summary (-NextAhead +NextAheadSummary):\n%s", j, k, i, diff)
+					}
 				}
 			}
 		}

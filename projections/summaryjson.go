@@ -9,6 +9,8 @@ import "github.com/opencarte/publisher/projections/dockey"
 type SummaryJSON struct {
 	Revision int64                 `json:"revision"`
 	Sequence uint64                `json:"sequence"`
+	Base     int64                 `json:"ahead_of,omitempty"` // a day ahead's Base and Starts
+	Starts   int64                 `json:"starts,omitempty"`
 	Access   AccessJSON            `json:"access"`
 	Docs     map[string]DigestJSON `json:"docs"`
 }
@@ -36,6 +38,8 @@ func (s *BundleSummary) JSON() *SummaryJSON {
 	j := &SummaryJSON{
 		Revision: s.revision,
 		Sequence: s.sequence,
+		Base:     s.base,
+		Starts:   s.starts,
 		Access: AccessJSON{
 			Status: a.Status, APIEnabled: a.APIEnabled, KeyHash: a.KeyHash,
 			MenuRedirectEnabled: a.MenuRedirectEnabled, MasterMenuURL: a.MasterMenuURL, Redirects: a.Redirects,
@@ -54,6 +58,8 @@ func (j *SummaryJSON) Summary(slug string) *BundleSummary {
 	s := &BundleSummary{
 		revision: j.Revision,
 		sequence: j.Sequence,
+		base:     j.Base,
+		starts:   j.Starts,
 		access: dockey.Bundle{
 			Slug: slug, Status: a.Status, APIEnabled: a.APIEnabled, KeyHash: a.KeyHash,
 			MenuRedirectEnabled: a.MenuRedirectEnabled, MasterMenuURL: a.MasterMenuURL, Redirects: a.Redirects,

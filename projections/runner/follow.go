@@ -128,6 +128,7 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 	if err != nil || t == nil || rec.Sequence <= t.seq {
 		return err // no establishment, or a record delivered again
 	}
+	had := !t.agg.Ahead.IsZero()
 	t.apply(p.logger, rec)
 	if recheck && t.stored != nil && rec.Sequence <= t.stored.Sequence() {
 		// Projected before the last stop, after the checkpoint: the stored bundle was written by
@@ -137,19 +138,33 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 		}
 		return p.reannounce(ctx, t, unknownAnnouncement, 0)
 	}
-	u, ok := t.project(rec.Sequence, p.cfg.FilesURL)
-	if !ok || !u.Write {
-		return nil
-	}
-	if len(rec.Events) > 0 {
-		t.changed = rec.Events[0].Time
-	}
-	stored, err := p.store(ctx, u)
-	if err != nil {
+	if err := p.knowAhead(ctx, t, had); err != nil {
 		return err
 	}
-	if stored {
-		t.stored = projections.Summarize(&u.Bundle)
+	u, ok := t.project(rec.Sequence, p.cfg.FilesURL)
+	if !ok {
+		return nil
 	}
-	return nil
+	current := t.stored
+	if u.Write {
+		current = projections.Summarize(&u.Bundle)
+	}
+	// The day ahead is stored first: it is served beside the current bundle it names only.
+	a := t.projectAhead(current, p.cfg.FilesURL)
+	if err := p.storeAhead(ctx, t, a); err != nil {
+		return err
+	}
+	if u.Write {
+		if len(rec.Events) > 0 {
+			t.changed = rec.Events[0].Time
+		}
+		stored, err := p.store(ctx, u)
+		if err != nil {
+			return err
+		}
+		if stored {
+			t.stored = current
+		}
+	}
+	return p.dropAhead(ctx, t, a)
 }

@@ -205,9 +205,14 @@ func (l *lane) writeState(ctx context.Context, t *tracked) error {
 
 // summaryIn returns the summary of the bundle kv holds for slug, nil when none is.
 func (p *Projector) summaryIn(ctx context.Context, kv *Bundles, slug string) (*projections.BundleSummary, error) {
+	return p.summaryAt(ctx, kv, dockey.Key(slug))
+}
+
+// summaryAt returns the summary of the bundle kv holds under key, nil when none is.
+func (p *Projector) summaryAt(ctx context.Context, kv *Bundles, key string) (*projections.BundleSummary, error) {
 	var s *projections.BundleSummary
-	err := p.retry(ctx, "read bundle of "+slug, func() (err error) {
-		s, err = readSummary(ctx, kv, slug, p.logger)
+	err := p.retry(ctx, "read bundle "+key, func() (err error) {
+		s, err = readSummaryAt(ctx, kv, key, p.logger)
 		return err
 	})
 	return s, err
@@ -221,7 +226,12 @@ type bundleGetter interface {
 // readSummary returns the summary of the bundle kv holds of slug: nil when it holds none, or one
 // that cannot be read, which it logs (it is replaced by the next one stored).
 func readSummary(ctx context.Context, kv bundleGetter, slug string, logger *slog.Logger) (*projections.BundleSummary, error) {
-	e, err := kv.Get(ctx, dockey.Key(slug))
+	return readSummaryAt(ctx, kv, dockey.Key(slug), logger)
+}
+
+// readSummaryAt returns the summary of the bundle kv holds under key, as readSummary does.
+func readSummaryAt(ctx context.Context, kv bundleGetter, key string, logger *slog.Logger) (*projections.BundleSummary, error) {
+	e, err := kv.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil, nil
@@ -230,7 +240,7 @@ func readSummary(ctx context.Context, kv bundleGetter, slug string, logger *slog
 	}
 	s, err := projections.SummarizeStored(e.Value())
 	if err != nil {
-		logger.Warn("stored bundle cannot be read", "slug", slug, "err", err)
+		logger.Warn("stored bundle cannot be read", "key", key, "err", err)
 		return nil, nil
 	}
 	return s, nil

@@ -23,6 +23,10 @@ type tracked struct {
 	agg    *domain.Establishment
 	seq    uint64 // sequence of the last record applied to agg
 	stored *projections.BundleSummary
+	// ahead is the summary of the stored bundle of its day ahead, nil when none is; aheadKnown
+	// says it was read (see knowAhead).
+	ahead      *projections.BundleSummary
+	aheadKnown bool
 	// changed is the time of the record that last changed the bundle: the one stored or, while
 	// replaying, the one the replay would have stored.
 	changed time.Time
@@ -83,10 +87,21 @@ func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record, s
 		return
 	}
 	scratch.Reset() // the rendering summarized last is dead: nextSummary keeps no byte of it
-	if s, write := projections.NextSummary(t.stored, t.render(files, scratch), int64(rec.Sequence), t.seq); write {
+	if s, write := projections.NextSummaryOver(t.stored, t.ahead, t.render(files, scratch), int64(rec.Sequence), t.seq); write {
 		t.stored = s
 		if len(rec.Events) > 0 {
 			t.changed = rec.Events[0].Time
+		}
+	}
+	next := projections.AheadOf(t.agg)
+	switch {
+	case next == nil:
+		t.ahead = nil
+	default:
+		scratch.Reset()
+		c := projections.RenderWith(next, files, scratch)
+		if s, write := projections.NextAheadSummary(t.ahead, t.stored, c, t.agg.AheadStarts.Unix(), t.seq); write {
+			t.ahead = s
 		}
 	}
 }
@@ -98,9 +113,21 @@ func (t *tracked) project(floor uint64, files string) (u projections.Update, ok 
 	if !t.agg.Created {
 		return projections.Update{}, false
 	}
-	u = projections.Next(t.stored, t.render(files, nil), int64(floor))
+	u = projections.NextOver(t.stored, t.ahead, t.render(files, nil), int64(floor))
 	u.Bundle.Sequence = t.seq
 	return u, true
+}
+
+// projectAhead decides what follows the stored bundle of t's day ahead, now that its current
+// bundle is the one current describes; files is the base URL of uploaded files.
+func (t *tracked) projectAhead(current *projections.BundleSummary, files string) projections.AheadUpdate {
+	next := projections.AheadOf(t.agg)
+	if next == nil {
+		return projections.AheadUpdate{None: true}
+	}
+	a := projections.NextAhead(t.ahead, current, projections.RenderWith(next, files, nil), t.agg.AheadStarts.Unix())
+	a.Bundle.Sequence = t.seq
+	return a
 }
 
 // render renders t's aggregate, giving uploaded files their URLs under files, its documents

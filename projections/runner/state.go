@@ -110,7 +110,7 @@ func (p *Projector) saveCheckpoint(ctx context.Context, position uint64) error {
 // storedState is an establishment as the projector lets go of it: its aggregate after the record
 // Sequence of the log Log names. During a replay of the whole log it also carries the replay's
 // generation and the summary and change time the replay had reached, which the bucket does not
-// hold yet.
+// hold yet, and that of its day ahead.
 type storedState struct {
 	Format   string                   `json:"format"`
 	Log      string                   `json:"log"`
@@ -118,6 +118,7 @@ type storedState struct {
 	State    json.RawMessage          `json:"state"`
 	Replay   int64                    `json:"replay,omitempty"`
 	Summary  *projections.SummaryJSON `json:"summary,omitempty"`
+	Ahead    *projections.SummaryJSON `json:"ahead,omitempty"` // the summary of its day ahead's
 	Changed  time.Time                `json:"changed,omitzero"`
 }
 
@@ -133,6 +134,9 @@ func encodeState(t *tracked, log string, replay int64) ([]byte, error) {
 		st.Replay, st.Changed = replay, t.changed
 		if t.stored != nil {
 			st.Summary = t.stored.JSON()
+		}
+		if t.ahead != nil {
+			st.Ahead = t.ahead.JSON()
 		}
 	}
 	return json.Marshal(st)
@@ -153,6 +157,9 @@ func decodeState(slug domain.Slug, log string, value []byte) (t *tracked, replay
 	t = &tracked{agg: agg, seq: st.Sequence, changed: st.Changed}
 	if st.Summary != nil {
 		t.stored = st.Summary.Summary(string(slug))
+	}
+	if st.Ahead != nil {
+		t.ahead = st.Ahead.Summary(string(slug))
 	}
 	return t, st.Replay, true
 }

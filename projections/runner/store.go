@@ -17,29 +17,8 @@ import (
 // the establishment keeps its previous bundle until a later change fits.
 func (p *Projector) store(ctx context.Context, u projections.Update) (bool, error) {
 	b := &u.Bundle
-	if name, ok := allJSON(b); !ok {
-		// Render writes JSON; this is the one check of it, here rather than at every read
-		// node's every start (dockey.DecodeShared takes a body whose tag is its own as it is).
-		p.logger.Error("rendered document is not JSON, previous bundle kept", "slug", b.Slug,
-			"revision", b.Revision, "document", name)
-		return false, nil
-	}
-	projections.Compress(b)
-	value, err := dockey.EncodeBundle(b)
-	if err != nil {
-		return false, err
-	}
-	if len(value) > p.cfg.MaxValueSize {
-		p.logger.Error("bundle too large, previous bundle kept", "slug", b.Slug,
-			"revision", b.Revision, "bytes", len(value), "max_bytes", p.cfg.MaxValueSize)
-		return false, nil
-	}
-	key, print := dockey.Key(b.Slug), projections.StoredPrint(b)
-	var stored uint64
-	if err := p.retry(ctx, fmt.Sprintf("store bundle %s at revision %d", key, b.Revision), func() (err error) {
-		stored, err = p.cfg.KV.putPrinted(ctx, key, value, print)
-		return err
-	}); err != nil {
+	stored, ok, err := p.put(ctx, dockey.Key(b.Slug), b)
+	if !ok || err != nil {
 		return false, err
 	}
 	if len(u.Resources) > 0 {
@@ -50,6 +29,35 @@ func (p *Projector) store(ctx context.Context, u projections.Update) (bool, erro
 		}
 	}
 	return true, nil
+}
+
+// put writes b under key, retrying until it is stored or ctx ends, and returns the bucket's
+// sequence of the write. ok is false, without error, for a bundle that is not JSON or larger than
+// Config.MaxValueSize, which is logged and not stored.
+func (p *Projector) put(ctx context.Context, key string, b *dockey.Bundle) (seq uint64, ok bool, err error) {
+	if name, ok := allJSON(b); !ok {
+		// Render writes JSON; this is the one check of it, here rather than at every read
+		// node's every start (dockey.DecodeShared takes a body whose tag is its own as it is).
+		p.logger.Error("rendered document is not JSON, previous bundle kept", "key", key,
+			"revision", b.Revision, "document", name)
+		return 0, false, nil
+	}
+	projections.Compress(b)
+	value, err := dockey.EncodeBundle(b)
+	if err != nil {
+		return 0, false, err
+	}
+	if len(value) > p.cfg.MaxValueSize {
+		p.logger.Error("bundle too large, previous bundle kept", "key", key,
+			"revision", b.Revision, "bytes", len(value), "max_bytes", p.cfg.MaxValueSize)
+		return 0, false, nil
+	}
+	print := projections.StoredPrint(b)
+	err = p.retry(ctx, fmt.Sprintf("store bundle %s at revision %d", key, b.Revision), func() (err error) {
+		seq, err = p.cfg.KV.putPrinted(ctx, key, value, print)
+		return err
+	})
+	return seq, err == nil, err
 }
 
 // allJSON reports whether every body of b is JSON, and otherwise names a document that is not.

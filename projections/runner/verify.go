@@ -221,9 +221,15 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 	)
 	for _, rec := range recs {
 		if t := m.apply(rec); t != nil {
-			if u, ok := t.project(rec.Sequence, cfg.FilesURL); ok && u.Write {
+			u, ok := t.project(rec.Sequence, cfg.FilesURL)
+			if ok && u.Write {
 				t.stored = projections.Summarize(&u.Bundle)
 				want, last = &u.Bundle, t
+			}
+			if a := t.projectAhead(t.stored, cfg.FilesURL); a.Write {
+				t.ahead = projections.Summarize(&a.Bundle)
+			} else if a.None {
+				t.ahead = nil
 			}
 		}
 	}

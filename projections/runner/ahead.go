@@ -1,0 +1,71 @@
+package runner
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// The bundle of a day ahead (domain.Establishment.Ahead) is stored beside the current bundle,
+// under dockey.AheadKey, while the establishment has a day ahead whose documents differ from
+// its current ones: the read API serves it from the day's midnight on, as long as the current
+// bundle is the one it was rendered beside, and the day-started event that follows makes its
+// documents and revision the current bundle's (projections.NextOver).
+//
+// Only the following of the log keeps it: a replay of the whole log, a rebuild and verify
+// decide the current bundles alone. A bundle of a day ahead left behind by them is served by no
+// reader once the current bundle moves on, and is replaced or removed by the next record of its
+// establishment.
+
+// knowAhead reads the summary of the stored bundle of t's day ahead, once, when t has or had
+// one (had: before the record in hand): otherwise none is stored.
+func (p *Projector) knowAhead(ctx context.Context, t *tracked, had bool) error {
+	switch {
+	case t.aheadKnown:
+		return nil
+	case !had && t.agg.Ahead.IsZero():
+		t.ahead = nil // what a replay's state said of it, if anything, is not the bucket's
+		return nil
+	}
+	s, err := p.summaryAt(ctx, p.cfg.KV, dockey.AheadKey(string(t.agg.Slug)))
+	if err != nil {
+		return err
+	}
+	t.ahead, t.aheadKnown = s, true
+	return nil
+}
+
+// storeAhead stores the bundle of a day ahead a decided.
+func (p *Projector) storeAhead(ctx context.Context, t *tracked, a projections.AheadUpdate) error {
+	if !a.Write {
+		return nil
+	}
+	_, ok, err := p.put(ctx, dockey.AheadKey(a.Bundle.Slug), &a.Bundle)
+	if ok {
+		t.ahead = projections.Summarize(&a.Bundle)
+	}
+	return err
+}
+
+// dropAhead removes the stored bundle of t's day ahead, when there is one and a wants none.
+func (p *Projector) dropAhead(ctx context.Context, t *tracked, a projections.AheadUpdate) error {
+	if !a.None || t.ahead == nil {
+		return nil
+	}
+	key := dockey.AheadKey(string(t.agg.Slug))
+	err := p.retry(ctx, "remove bundle "+key, func() error {
+		err := p.cfg.KV.Delete(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err == nil {
+		t.ahead = nil
+	}
+	return err
+}

@@ -1,0 +1,103 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/dockey"
+	"github.com/opencarte/publisher/projections/fixture"
+)
+
+// aheadEntry returns the stored bundle of slug's day ahead, and whether there is one.
+func aheadEntry(t *testing.T, kv jetstream.KeyValue, slug string) (dockey.Bundle, bool) {
+	t.Helper()
+	e, err := kv.Get(testContext(t), dockey.AheadKey(slug))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return dockey.Bundle{}, false
+	}
+	if err != nil {
+		t.Fatalf("get the day ahead of %s: %v", slug, err)
+	}
+	var b dockey.Bundle
+	if err := json.Unmarshal(e.Value(), &b); err != nil {
+		t.Fatalf("decode the day ahead of %s: %v", slug, err)
+	}
+	return b, true
+}
+
+// The projector stores the next day's documents beside the current ones once the day is
+// prepared, announcing nothing; the day started, the current bundle takes the day ahead's
+// documents and revision, announced, and the day ahead is removed. A replay of the log into an
+// empty bucket, and verify, find the same revisions.
+func TestProjectorKeepsTheDayAhead(t *testing.T) {
+	n := newNATSEnv(t)
+	const demo = "chez-marcel"
+	rec := &recorder{}
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t), Notifier: rec})
+	seq := n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22")
+	p.waitFor(t, seq)
+	current, _, _ := entry(t, n.kv, demo)
+	if !projections.Served(&current) {
+		t.Fatal("the demo establishment is not served")
+	}
+	rec.take()
+
+	starts := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
+	seq = n.append(t, demo, domain.DayAhead{Date: fixture.Date(t, "2026-11-23"), Starts: starts})
+	p.waitFor(t, seq)
+	ahead, ok := aheadEntry(t, n.kv, demo)
+	if !ok {
+		t.Fatal("no day ahead stored")
+	}
+	if ahead.Revision != current.Revision+1 || ahead.Base != current.Revision || ahead.Starts != starts.Unix() || ahead.Sequence != seq {
+		t.Errorf("day ahead: revision %d over %d from %d, sequence %d; want %d over %d from %d, sequence %d",
+			ahead.Revision, ahead.Base, ahead.Starts, ahead.Sequence, current.Revision+1, current.Revision, starts.Unix(), seq)
+	}
+	if _, _, _ = entry(t, n.kv, demo); len(rec.take()) != 0 {
+		t.Error("preparing the day announced a change")
+	}
+	if now, _, _ := entry(t, n.kv, demo); now.Revision != current.Revision {
+		t.Errorf("preparing the day moved the current revision from %d to %d", current.Revision, now.Revision)
+	}
+
+	seq = n.append(t, demo, domain.DayStarted{Date: fixture.Date(t, "2026-11-23")})
+	p.waitFor(t, seq)
+	day, _, _ := entry(t, n.kv, demo)
+	if day.Revision != ahead.Revision {
+		t.Errorf("day started at revision %d, want the day ahead's %d", day.Revision, ahead.Revision)
+	}
+	if diff := projections.ChangedResources(&ahead, &day); len(diff) != 0 {
+		t.Errorf("day started: documents differ from the day ahead's in %v", diff)
+	}
+	want := []Change{{Slug: demo, Revision: ahead.Revision, Resources: []string{"menus", "menus/menu-du-jour", "jsonld"}}}
+	if diff := cmp.Diff(want, rec.take()); diff != "" {
+		t.Errorf("day started: changes (-want +got):\n%s", diff)
+	}
+	if _, ok := aheadEntry(t, n.kv, demo); ok {
+		t.Error("the day ahead is still stored once the day started")
+	}
+
+	// The whole log replayed into an empty bucket gives the same bytes, revision included.
+	fresh, err := n.js.CreateKeyValue(testContext(t), jetstream.KeyValueConfig{Bucket: "REPLAYED", History: 1, Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed := startProjectorWith(t, Config{Store: n.store, KV: NewBundles(n.js, fresh), State: n.freshState(t)})
+	replayed.waitFor(t, seq)
+	_, live, _ := entry(t, n.kv, demo)
+	if _, again, _ := entry(t, fresh, demo); !bytes.Equal(live, again) {
+		t.Errorf("replayed bundle differs:\nlive     %.200s\nreplayed %.200s", live, again)
+	}
+	rep, err := Verify(testContext(t), VerifyConfig{Log: n.store, KV: n.kv})
+	if err != nil || len(rep.Differences) != 0 {
+		t.Errorf("verify: %+v, %v; want no difference", rep, err)
+	}
+}
