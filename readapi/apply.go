@@ -1,6 +1,8 @@
 package readapi
 
 import (
+	"fmt"
+
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -61,6 +63,10 @@ func (m *Mirror) handle(v *view, d delivery) {
 		m.logger.Warn("skip bundle under an invalid key", "key", kve.Key(), "bucket_revision", rev)
 		return
 	}
+	if d.ahead {
+		m.handleAhead(v, d)
+		return
+	}
 	s := v.slot(slug)
 	if kve.Operation() != jetstream.KeyValuePut {
 		if s != nil && s.current.Load() != nil {
@@ -87,4 +93,30 @@ func (m *Mirror) handle(v *view, d delivery) {
 	}
 	s.held = e.revision
 	v.swap(s, e)
+}
+
+// handleAhead applies the bundle of a day ahead, or its removal. It is held beside the current
+// entry, which it replaces for readers from the day's start (see Mirror.lookup).
+func (m *Mirror) handleAhead(v *view, d delivery) {
+	kve, slug := d.kve, d.slug
+	s := v.slot(slug)
+	if kve.Operation() != jetstream.KeyValuePut {
+		if s != nil {
+			v.swapAhead(s, nil)
+		}
+		return
+	}
+	e, err := d.e, d.err
+	if err == nil && (e.starts <= 0 || e.revision <= e.base) {
+		err = fmt.Errorf("%w: a day ahead must start at an instant and be of a revision above the one it follows", errInvalidBundle)
+	}
+	if err != nil {
+		m.logger.Warn("skip invalid bundle of a day ahead", "slug", slug, "bucket_revision", kve.Revision(), "err", err)
+		return
+	}
+	if s == nil {
+		s = &slot{}
+		v.addSlot(slug, s)
+	}
+	v.swapAhead(s, e)
 }

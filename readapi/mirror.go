@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -26,6 +27,10 @@ type documentSource interface {
 // its documents at one revision, and the mirror never goes back to a lower content_revision than
 // one it has served. An undecodable or invalid value is logged and skipped: the previous bundle of
 // that establishment stays in service.
+//
+// The bundle of an establishment's day ahead (dockey.AheadKey) is held beside its current one
+// and served in its place from the instant that day starts, by the mirror's clock (SetClock), so
+// that a day change is served at midnight however long its projection takes; see lookup.
 //
 // A mirror can move to another generation of the bucket, one a rebuild made: Prepare loads it
 // beside the one served, and Switch serves it, every establishment at once, as soon as it holds
@@ -48,6 +53,8 @@ type Mirror struct {
 
 	// next is the generation being prepared, for Stats; written by the watcher goroutine only.
 	next atomic.Pointer[view]
+	// now is the clock of days ahead, in Unix seconds (SetClock).
+	now func() int64
 }
 
 // NewMirror returns a mirror of the bundles in kv, the dockey.Bucket bucket or a later generation
@@ -69,6 +76,7 @@ func NewMirror(kv jetstream.KeyValue, logger *slog.Logger) (*Mirror, error) {
 		logger:    logger,
 		ready:     make(chan struct{}),
 		changed:   make(chan struct{}),
+		now:       wallClock,
 	}
 	m.cur.Store(newView(kv))
 	return m, nil
@@ -131,14 +139,28 @@ func (m *Mirror) wait(ctx context.Context, done func() bool, describe func() err
 	}
 }
 
-// lookup returns the current entry of slug, or nil.
+// lookup returns the entry served for slug, or nil: the current one, or from its start the one of
+// its day ahead, as long as the current entry is the one that day was rendered beside. The day
+// ahead is served from its midnight whatever the projection of the day's start is doing, and
+// an entry stored since in its place (that day's, or a later change) takes over as it arrives.
 func (m *Mirror) lookup(slug string) *served {
 	s := (*m.cur.Load().index[shardOf(slug)].Load())[slug]
 	if s == nil {
 		return nil
 	}
-	return s.current.Load()
+	e := s.current.Load()
+	if a := s.ahead.Load(); a != nil && e != nil && a.base == e.revision && m.now() >= a.starts {
+		return a
+	}
+	return e
 }
+
+// SetClock makes now, which returns Unix seconds, the clock that decides when a day ahead is
+// served, in place of the wall clock; it must be called before Run.
+func (m *Mirror) SetClock(now func() int64) { m.now = now }
+
+// wallClock is the clock of a mirror by default.
+func wallClock() int64 { return time.Now().Unix() }
 
 // MirrorStats describes what a mirror holds.
 type MirrorStats struct {

@@ -19,6 +19,9 @@ type served struct {
 	slug           string
 	revision       int64
 	revisionHeader []string // Content-Revision value
+	// base and starts are those of the bundle of a day ahead (dockey.Bundle.Base and Starts):
+	// it replaces the current entry of revision base from the instant starts, in Unix seconds.
+	base, starts int64
 
 	active       bool // status active; any other status, draft included, is not served
 	apiEnabled   bool
@@ -152,6 +155,8 @@ func newServed(b *dockey.Bundle) (*served, error) {
 		slug:           b.Slug,
 		revision:       b.Revision,
 		revisionHeader: []string{strconv.FormatInt(b.Revision, 10)},
+		base:           b.Base,
+		starts:         b.Starts,
 		active:         b.Status == dockey.StatusActive,
 		apiEnabled:     b.APIEnabled,
 		menuRedirect:   b.MenuRedirectEnabled,

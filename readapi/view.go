@@ -44,23 +44,31 @@ const indexShards = 4096
 // shardOf returns the index shard of slug.
 func shardOf(slug string) int { return int(xxhash.Sum64String(slug) & (indexShards - 1)) }
 
-// slot holds the current entry of one establishment; nil after a delete.
+// slot holds the current entry of one establishment, nil after a delete, and the entry of its
+// day ahead, nil when it has none (see Mirror.lookup).
 type slot struct {
 	current atomic.Pointer[served]
+	ahead   atomic.Pointer[served]
 	// held is the highest content_revision applied to this slug, kept across deletes so that
 	// the mirror never goes back. Watcher goroutine only.
 	held int64
 }
 
 // swap makes e, nil for none, the current entry of s; for the watcher goroutine.
-func (v *view) swap(s *slot, e *served) {
-	if old := s.current.Swap(e); old != nil {
-		v.establishments.Add(-1)
+func (v *view) swap(s *slot, e *served) { v.replace(&s.current, e, 1) }
+
+// swapAhead makes e, nil for none, the entry of the day ahead of s; for the watcher goroutine.
+func (v *view) swapAhead(s *slot, e *served) { v.replace(&s.ahead, e, 0) }
+
+// replace stores e, nil for none, in p, counting each entry as establishments.
+func (v *view) replace(p *atomic.Pointer[served], e *served, establishments int64) {
+	if old := p.Swap(e); old != nil {
+		v.establishments.Add(-establishments)
 		v.documentBytes.Add(-int64(old.documentBytes()))
 		v.heldBytes.Add(-int64(old.size))
 	}
 	if e != nil {
-		v.establishments.Add(1)
+		v.establishments.Add(establishments)
 		v.documentBytes.Add(int64(e.documentBytes()))
 		v.heldBytes.Add(int64(e.size))
 	}

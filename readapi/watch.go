@@ -48,10 +48,11 @@ func (w *watching) end() {
 // delivery is one delivery of a watch: an entry, nil at the end of the initial values, and for a
 // stored bundle under a valid key, its slug and its entry decoded, or why it cannot be.
 type delivery struct {
-	kve  jetstream.KeyValueEntry
-	slug string // "" for a key that names no valid slug
-	e    *served
-	err  error
+	kve   jetstream.KeyValueEntry
+	slug  string // "" for a key that names no valid slug
+	ahead bool   // the key is that of the slug's day ahead
+	e     *served
+	err   error
 }
 
 // decodeDepth bounds the deliveries a watch decodes ahead of the mirror.
@@ -63,8 +64,7 @@ const decodeDepth = 64
 // what in still delivers is read and dropped, so that the watcher's goroutine never blocks.
 func decodeAhead(ctx context.Context, in <-chan jetstream.KeyValueEntry, workers int) <-chan delivery {
 	type job struct {
-		kve  jetstream.KeyValueEntry
-		slug string
+		d    delivery // without its entry yet
 		done chan<- delivery
 	}
 	out := make(chan delivery, decodeDepth)
@@ -74,9 +74,9 @@ func decodeAhead(ctx context.Context, in <-chan jetstream.KeyValueEntry, workers
 		go func() {
 			var dec decoder
 			for j := range jobs {
-				d := delivery{kve: j.kve, slug: j.slug}
+				d := j.d
 				if ctx.Err() == nil { // else dropped: not worth decoding
-					d.e, d.err = dec.decode(j.slug, j.kve.Value())
+					d.e, d.err = dec.decode(d.slug, d.kve.Value())
 				}
 				j.done <- d
 			}
@@ -92,13 +92,15 @@ func decodeAhead(ctx context.Context, in <-chan jetstream.KeyValueEntry, workers
 			if kve != nil {
 				if slug, ok := dockey.SlugOf(kve.Key()); ok && validSlug(slug) {
 					d.slug = slug
+				} else if slug, ok := dockey.AheadSlugOf(kve.Key()); ok && validSlug(slug) {
+					d.slug, d.ahead = slug, true
 				}
 			}
 			if d.slug == "" || kve.Operation() != jetstream.KeyValuePut {
 				done <- d
 				continue
 			}
-			jobs <- job{kve: kve, slug: d.slug, done: done}
+			jobs <- job{d: d, done: done}
 		}
 	}()
 	go func() {
