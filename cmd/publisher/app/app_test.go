@@ -364,6 +364,57 @@ func TestStartDayAt(t *testing.T) {
 	}
 }
 
+// PrepareDayAt appends the next day, starting at its local midnight, once the day is recorded:
+// directly on the last record's calendar, after a load on an older one, and never twice; a day
+// started then clears it from the calendar.
+func TestPrepareDayAt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	c, counted := e.commands(t, Config{})
+	dep := dependentEstablishment(40)
+	slug := domain.Slug(dep.Slug)
+	imported := mustImport(t, c, dep)
+	cal := Calendar{Zone: dep.TimeZone, Dependent: true, Today: testToday}
+	day2 := testToday.AddDays(1)
+
+	before := counted.records.Load()
+	res, err := c.PrepareDayAt(t.Context(), slug, cal, imported.Version)
+	if err != nil || !res.Direct || res.Events != 1 || res.Calendar.Ahead != day2 || res.Calendar.Today != testToday {
+		t.Fatalf("on the last record's calendar: got %+v, %v, want %s prepared directly", res, err, day2)
+	}
+	if n := counted.records.Load() - before; n != 0 {
+		t.Errorf("a direct preparation read %d records, want none", n)
+	}
+	recs, err := e.store.History(t.Context(), string(slug))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := recs[len(recs)-1]
+	ev, err := domain.DecodeEvent(last.Events[0].Type, last.Events[0].SchemaVersion, last.Events[0].Payload)
+	loc := (&domain.Establishment{TimeZone: dep.TimeZone}).Location()
+	want := domain.DayAhead{Date: day2, Starts: time.Date(day2.Year, day2.Month, day2.Day, 0, 0, 0, 0, loc).UTC()}
+	if got, ok := ev.(domain.DayAhead); err != nil || !ok || got.Date != want.Date || !got.Starts.Equal(want.Starts) {
+		t.Errorf("appended %#v (%v), want %#v", ev, err, want)
+	}
+	if again, err := c.PrepareDayAt(t.Context(), slug, res.Calendar, res.Version); err != nil || again.Events != 0 {
+		t.Errorf("prepared again: got %+v, %v, want nothing appended", again, err)
+	}
+	if stale, err := c.PrepareDayAt(t.Context(), slug, cal, imported.Version); err != nil || stale.Direct || stale.Events != 0 || stale.Calendar.Ahead != day2 {
+		t.Errorf("on a stale calendar, the day already prepared: got %+v, %v, want nothing appended after a load", stale, err)
+	}
+
+	// Once the clock moved on, nothing is prepared before the day is recorded; recorded, it
+	// clears the day ahead from the calendar.
+	e.today.Store(&day2)
+	if res, err := c.PrepareDayAt(t.Context(), slug, res.Calendar, res.Version); err != nil || res.Events != 0 {
+		t.Errorf("before the day is recorded: got %+v, %v, want nothing appended", res, err)
+	}
+	started, err := c.StartDay(t.Context(), slug)
+	if err != nil || started.Events != 1 || started.Calendar.Today != day2 || !started.Calendar.Ahead.IsZero() {
+		t.Errorf("day started: got %+v, %v, want %s recorded and no day ahead", started, err, day2)
+	}
+}
+
 // A command that fails in any way once its events are applied to the state it loaded, a panic
 // included, leaves no trace: the next command decides on what the log says.
 func TestFailedCommandLeavesNoState(t *testing.T) {
