@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
+	"math"
+	"sync/atomic"
 	"time"
 
-	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/cmd/publisher/clock"
 	"github.com/opencarte/publisher/domain"
 )
@@ -21,8 +21,8 @@ func (m *Main) startClock(ctx context.Context) error {
 		return fmt.Errorf("open calendar index: %w", err)
 	}
 	m.ClockRole, err = clock.New(clock.Config{
-		Days: m.Commands, Log: m.Store, Index: index, Today: m.Clock.Today,
-		Interval: c.ClockEvery, Logger: m.Logger.With("role", roleClock),
+		Days: m.Commands, Log: m.Store, Index: index, Today: m.Clock.Today, Now: m.Clock.Now,
+		Instant: m.Clock.Instant, Interval: c.ClockEvery, Logger: m.Logger.With("role", roleClock),
 	})
 	if err != nil {
 		return err
@@ -32,37 +32,52 @@ func (m *Main) startClock(ctx context.Context) error {
 	return nil
 }
 
-// settableClock is the wall clock, shifted or not, unless a date is fixed.
+// settableClock is the wall clock, shifted or not, unless a date is fixed. It is read on every
+// lookup of an establishment whose next day is held ahead: it takes no lock.
 type settableClock struct {
-	mu    sync.Mutex
-	fixed domain.LocalDate
-	shift time.Duration
+	fixed atomic.Pointer[domain.LocalDate] // nil while the calendar runs
+	shift atomic.Int64                     // a time.Duration
 }
 
 // Set fixes the local date of every establishment; the zero date returns to the wall clock.
 func (c *settableClock) Set(d domain.LocalDate) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.fixed = d
+	if d.IsZero() {
+		c.fixed.Store(nil)
+		return
+	}
+	c.fixed.Store(&d)
 }
 
 // Shift moves the calendar by d from the wall clock: its days follow the wall clock's pace from
 // that instant.
-func (c *settableClock) Shift(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.shift = d
+func (c *settableClock) Shift(d time.Duration) { c.shift.Store(int64(d)) }
+
+// Now is the calendar's instant, were its date not fixed: the wall clock, shifted.
+func (c *settableClock) Now() time.Time { return time.Now().Add(time.Duration(c.shift.Load())) }
+
+// Instant is the calendar's instant, and false while a date is fixed: the calendar has none then,
+// and no day is prepared ahead.
+func (c *settableClock) Instant() (time.Time, bool) {
+	if c.fixed.Load() != nil {
+		return time.Time{}, false
+	}
+	return c.Now(), true
+}
+
+// Unix is the calendar's instant in Unix seconds, by which the read API serves a day held ahead
+// from its start; while a date is fixed, the lowest value, before every start.
+func (c *settableClock) Unix() int64 {
+	t, ok := c.Instant()
+	if !ok {
+		return math.MinInt64
+	}
+	return t.Unix()
 }
 
 // Today is an app.Clock.
 func (c *settableClock) Today(loc *time.Location) domain.LocalDate {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.fixed.IsZero() {
-		return c.fixed
+	if d := c.fixed.Load(); d != nil {
+		return *d
 	}
-	if c.shift != 0 {
-		return domain.DateOf(time.Now().Add(c.shift).In(loc))
-	}
-	return app.WallClock(loc)
+	return domain.DateOf(c.Now().In(loc))
 }

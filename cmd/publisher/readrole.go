@@ -60,6 +60,7 @@ func (m *Main) startMirror(ctx context.Context, mc *nats.Conn, mjs jetstream.Jet
 	if err != nil {
 		return err
 	}
+	m.Mirror.SetClock(m.Clock.Unix)
 	m.node.OnReconnect(mc, m.Mirror.Rewatch)
 	m.loops.Go("mirror", m.Mirror.Run)
 	m.loops.Go("mirror generations", func(ctx context.Context) error { return m.gens.watch.Follow(ctx, mjs, m.Mirror, g.Served()) })

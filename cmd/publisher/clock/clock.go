@@ -13,7 +13,10 @@
 //
 // A pass reads the index (one stream of small values, whatever the number of establishments)
 // and starts the day of each date-dependent establishment whose recorded day is behind its local
-// date, through a bounded pool of workers. Passes run at the first tick, whenever a local date
+// date, through a bounded pool of workers. Within Config.Lead of a zone's midnight, it also
+// prepares the next day of each one whose day is current (a day-ahead event), so that the
+// projection renders that day before it starts and the read API serves it from midnight; the
+// day-started event still follows at midnight, and records the day. Passes run at the first tick, whenever a local date
 // moves (time zones change date on quarter hours), and after a pass that left failures: what
 // failed is retried on the next tick. A failure on one establishment never stops the others, nor
 // the process. Each pass logs one summary line with counts and at most a few examples.
@@ -44,6 +47,7 @@ const ReaderName = "clock-calendar"
 const (
 	DefaultInterval = 15 * time.Second
 	DefaultWorkers  = 32
+	DefaultLead     = time.Hour
 )
 
 // maxExamples bounds the failures a pass summary names; maxReason bounds each one's text.
@@ -62,6 +66,8 @@ type dayStarter interface {
 	StartDay(ctx context.Context, slug domain.Slug) (app.DayResult, error)
 	// StartDayAt starts it from its calendar as of record seq, loading it only if the log moved.
 	StartDayAt(ctx context.Context, slug domain.Slug, cal app.Calendar, seq uint64) (app.DayResult, error)
+	// PrepareDayAt prepares its next day as StartDayAt starts its day.
+	PrepareDayAt(ctx context.Context, slug domain.Slug, cal app.Calendar, seq uint64) (app.DayResult, error)
 }
 
 // noteLog is what the clock reads of the event log; *events.Store satisfies it.
@@ -85,6 +91,12 @@ type Config struct {
 	Workers int
 	// Now is the wall clock of the quarter-hour schedule; nil is time.Now.
 	Now func() time.Time
+	// Instant is the calendar's instant, by which the next days are prepared, and false when the
+	// calendar has none (a fixed date): then no day is prepared. Nil is Now.
+	Instant func() (time.Time, bool)
+	// Lead is how long before a zone's midnight the next day of its establishments is prepared;
+	// 0 is DefaultLead, a negative one prepares nothing.
+	Lead time.Duration
 }
 
 // Validate reports a missing dependency.
@@ -106,6 +118,8 @@ type Pass struct {
 	Examined int       `json:"examined"` // establishments looked at
 	Due      int       `json:"due"`      // establishments whose day was to start
 	Appended int       `json:"appended"` // days started by this pass
+	Ahead    int       `json:"ahead"`    // establishments whose next day was to be prepared
+	Prepared int       `json:"prepared"` // next days prepared by this pass
 	Failed   int       `json:"failed"`
 	// Behind counts the calendar headers not yet in the index when a scan began: its
 	// establishments are looked at again by the next pass.
@@ -154,6 +168,13 @@ func New(cfg Config) (*Clock, error) {
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = DefaultWorkers
+	}
+	if cfg.Instant == nil {
+		now := cfg.Now
+		cfg.Instant = func() (time.Time, bool) { return now(), true }
+	}
+	if cfg.Lead == 0 {
+		cfg.Lead = DefaultLead
 	}
 	return &Clock{cfg: cfg, zones: map[string]domain.LocalDate{}}, nil
 }
@@ -238,7 +259,7 @@ func (c *Clock) note(ctx context.Context, n events.Note) error {
 	}
 	cal, err := app.ParseCalendar(n.Header[app.CalendarHeader])
 	if err != nil {
-		_, err := c.safeStartDay(ctx, slug, nil)
+		_, err := c.safeStartDay(ctx, slug, nil, false)
 		if err != nil && app.KindOf(err) != app.KindUnavailable {
 			// The establishment cannot be loaded (a damaged record, say): following it again
 			// would not help; its failures show in the passes over the index.
@@ -250,7 +271,7 @@ func (c *Clock) note(ctx context.Context, n events.Note) error {
 		return err
 	}
 	if c.due(cal) && c.cfg.Now().Sub(n.Time) < 2*c.cfg.Interval {
-		_, err := c.safeStartDay(ctx, slug, &Entry{Calendar: cal, Sequence: n.Sequence})
+		_, err := c.safeStartDay(ctx, slug, &Entry{Calendar: cal, Sequence: n.Sequence}, false)
 		if err != nil && app.KindOf(err) != app.KindUnavailable {
 			return nil // the next pass over the index tries again
 		}
@@ -264,29 +285,48 @@ func (c *Clock) due(cal app.Calendar) bool {
 	return cal.Dependent && (cal.Today.IsZero() || cal.Today.Before(c.today(cal.Zone)))
 }
 
+// aheadDue reports whether an establishment with calendar cal, whose day is current, needs its
+// next day prepared at the calendar's instant now: within Config.Lead of its midnight.
+func (c *Clock) aheadDue(cal app.Calendar, now time.Time) bool {
+	if c.cfg.Lead < 0 || !cal.Dependent {
+		return false
+	}
+	loc := c.locs.get(cal.Zone)
+	today := c.cfg.Today(loc)
+	next := today.AddDays(1)
+	if cal.Today != today || cal.Ahead == next {
+		return false
+	}
+	return !now.Before(time.Date(next.Year, next.Month, next.Day, 0, 0, 0, 0, loc).Add(-c.cfg.Lead))
+}
+
 func (c *Clock) today(zone string) domain.LocalDate { return c.cfg.Today(c.locs.get(zone)) }
 
 // safeStartDay is startDay, with a panic turned into the establishment's failure: nothing one
 // establishment holds stops the others or the process.
-func (c *Clock) safeStartDay(ctx context.Context, slug domain.Slug, known *Entry) (appended bool, err error) {
+func (c *Clock) safeStartDay(ctx context.Context, slug domain.Slug, known *Entry, ahead bool) (appended bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
-	return c.startDay(ctx, slug, known)
+	return c.startDay(ctx, slug, known, ahead)
 }
 
-// startDay starts the day of slug, from its index entry when there is one. A day started from
-// the entry is recorded in the index from the header of the record it appended; one decided on
-// the loaded establishment is recorded at once, since nothing else may say it (no record was
-// appended when the day had started). It reports whether a day-started event was appended.
-func (c *Clock) startDay(ctx context.Context, slug domain.Slug, known *Entry) (bool, error) {
+// startDay starts the day of slug, or prepares its next day (ahead, known not nil), from its
+// index entry when there is one. A day started from the entry is recorded in the index from the
+// header of the record it appended; one decided on the loaded establishment is recorded at
+// once, since nothing else may say it (no record was appended when the day had started). It
+// reports whether an event was appended.
+func (c *Clock) startDay(ctx context.Context, slug domain.Slug, known *Entry, ahead bool) (bool, error) {
 	var res app.DayResult
 	var err error
-	if known != nil {
+	switch {
+	case known != nil && ahead:
+		res, err = c.cfg.Days.PrepareDayAt(ctx, slug, known.Calendar, known.Sequence)
+	case known != nil:
 		res, err = c.cfg.Days.StartDayAt(ctx, slug, known.Calendar, known.Sequence)
-	} else {
+	default:
 		res, err = c.cfg.Days.StartDay(ctx, slug)
 	}
 	if err != nil {
@@ -335,11 +375,12 @@ func (c *Clock) record(ctx context.Context, p *Pass) *Pass {
 	c.lastPass = p
 	c.mu.Unlock()
 	level := slog.LevelDebug
-	if p.Due > 0 || p.Failed > 0 || p.Kind != "scan" {
+	if p.Due > 0 || p.Ahead > 0 || p.Failed > 0 || p.Kind != "scan" {
 		level = slog.LevelInfo
 	}
 	c.cfg.Logger.Log(ctx, level, "clock pass", "kind", p.Kind, "examined", p.Examined, "due", p.Due,
-		"appended", p.Appended, "failed", p.Failed, "behind", p.Behind, "took", p.Took, "examples", p.Examples)
+		"appended", p.Appended, "ahead", p.Ahead, "prepared", p.Prepared, "failed", p.Failed,
+		"behind", p.Behind, "took", p.Took, "examples", p.Examples)
 	return p
 }
 
@@ -377,14 +418,19 @@ func (c *Clock) scan(ctx context.Context) (*Pass, error) {
 	zones := map[string]domain.LocalDate{}
 	p := &Pass{Kind: "scan", Started: started.UTC()}
 	run, failures := c.workers(ctx, p)
+	instant, timed := c.cfg.Instant()
 	err = c.cfg.Index.Scan(ctx, func(slug string, e Entry) error {
 		p.Examined++
 		if _, ok := zones[e.Calendar.Zone]; !ok {
 			zones[e.Calendar.Zone] = c.today(e.Calendar.Zone)
 		}
-		if c.due(e.Calendar) {
+		switch {
+		case c.due(e.Calendar):
 			p.Due++
 			run(job{slug: slug, entry: &e})
+		case timed && c.aheadDue(e.Calendar, instant):
+			p.Ahead++
+			run(job{slug: slug, entry: &e, ahead: true})
 		}
 		return nil
 	})
@@ -458,10 +504,12 @@ func (c *Clock) sweep(ctx context.Context, retries []string) *Pass {
 	return p
 }
 
-// job is one establishment to start the day of, with its index entry when it has one.
+// job is one establishment to start the day of, or to prepare the next day of (ahead), with its
+// index entry when it has one.
 type job struct {
 	slug  string
 	entry *Entry
+	ahead bool
 }
 
 // workers returns the function that hands one establishment to a bounded pool starting days for
@@ -479,12 +527,15 @@ func (c *Clock) workers(ctx context.Context, p *Pass) (run func(job), failures f
 				if err != nil {
 					continue // not an establishment of this service: nothing to start
 				}
-				appended, err := c.safeStartDay(ctx, s, j.entry)
+				appended, err := c.safeStartDay(ctx, s, j.entry, j.ahead)
 				if errors.Is(err, domain.ErrNotFound) {
 					err = nil // records without an establishment: nothing to start
 				}
 				mu.Lock()
-				if appended {
+				switch {
+				case appended && j.ahead:
+					p.Prepared++
+				case appended:
 					p.Appended++
 				}
 				if err != nil {

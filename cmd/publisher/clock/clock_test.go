@@ -31,8 +31,11 @@ type env struct {
 	store *events.Store
 	index *Index
 	today atomic.Pointer[domain.LocalDate]
-	cmds  *app.Commands
-	logs  *syncBuffer
+	// now, when set, is the clock's instant, schedule and calendar alike; unset, the calendar
+	// has no instant (the date is fixed) and the schedule follows the wall clock.
+	now  atomic.Pointer[time.Time]
+	cmds *app.Commands
+	logs *syncBuffer
 }
 
 func newEnv(tb testing.TB, srv *server.Server) *env {
@@ -51,6 +54,21 @@ func newEnv(tb testing.TB, srv *server.Server) *env {
 }
 
 func (e *env) clockFunc(*time.Location) domain.LocalDate { return *e.today.Load() }
+
+func (e *env) nowFunc() time.Time {
+	t, _ := e.instantFunc()
+	if t.IsZero() {
+		return time.Now()
+	}
+	return t
+}
+
+func (e *env) instantFunc() (time.Time, bool) {
+	if t := e.now.Load(); t != nil {
+		return *t, true
+	}
+	return time.Time{}, false
+}
 
 func (e *env) logger() *slog.Logger { return slog.New(slog.NewTextHandler(e.logs, nil)) }
 
@@ -72,7 +90,8 @@ func (e *env) commands(tb testing.TB) *app.Commands {
 // test ends. Its ticker is slow: tests tick it themselves.
 func (e *env) newClock(tb testing.TB, days dayStarter) *Clock {
 	tb.Helper()
-	c, err := New(Config{Days: days, Log: e.store, Index: e.index, Today: e.clockFunc, Logger: e.logger(), Interval: time.Hour})
+	c, err := New(Config{Days: days, Log: e.store, Index: e.index, Today: e.clockFunc, Logger: e.logger(), Interval: time.Hour,
+		Now: e.nowFunc, Instant: e.instantFunc})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -234,6 +253,100 @@ func TestNewDayStartsDependentEstablishmentsOnce(t *testing.T) {
 	}
 }
 
+// Within the lead of its zone's midnight, and not before, a pass prepares the next day of every
+// establishment whose documents depend on the date, once, starting at that midnight; the day
+// still starts on its date.
+func TestNextDayIsPreparedBeforeMidnight(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	slugs, dependent := e.importAll(t, 0, 40)
+	day2 := day1.AddDays(1)
+	zones := map[string]*time.Location{}
+	var first, last time.Time // the earliest and the latest start of a preparation
+	for _, slug := range slugs {
+		if !dependent[slug] {
+			continue
+		}
+		est, err := e.cmds.Get(t.Context(), domain.Slug(slug))
+		if err != nil {
+			t.Fatal(err)
+		}
+		loc := (&domain.Establishment{TimeZone: est.Establishment.TimeZone}).Location()
+		zones[slug] = loc
+		opens := time.Date(day2.Year, day2.Month, day2.Day, 0, 0, 0, 0, loc).Add(-DefaultLead)
+		if first.IsZero() || opens.Before(first) {
+			first = opens
+		}
+		last = later(last, opens)
+	}
+	if len(zones) == 0 || first.Equal(last) {
+		t.Fatalf("want date-dependent establishments in several time zones, got %d", len(zones))
+	}
+	before := first.Add(-time.Minute)
+	e.now.Store(&before)
+	c := e.newClock(t, e.cmds)
+	e.waitComplete(t)
+	e.waitIndexed(t, slugs, dependent)
+	if p, err := c.Tick(t.Context()); err != nil || p != nil && p.Ahead+p.Prepared != 0 {
+		t.Fatalf("a minute before the first zone's lead: got %+v, %v, want nothing prepared", p, err)
+	}
+
+	e.now.Store(&last)
+	p, err := c.Tick(t.Context())
+	if err != nil || p == nil || p.Ahead != len(zones) || p.Prepared != len(zones) || p.Due != 0 || p.Failed != 0 {
+		t.Fatalf("within every zone's lead: got %+v, %v, want %d next days prepared", p, err, len(zones))
+	}
+	for _, slug := range slugs {
+		got := e.aheads(t, slug)
+		if loc := zones[slug]; loc == nil && len(got) != 0 || loc != nil && (len(got) != 1 || got[0].Date != day2 ||
+			!got[0].Starts.Equal(time.Date(day2.Year, day2.Month, day2.Day, 0, 0, 0, 0, loc))) {
+			t.Errorf("%s (date-dependent %t): prepared %+v, want %s once from its midnight", slug, dependent[slug], got, day2)
+		}
+	}
+	e.waitIndexed(t, slugs, dependent)
+	again := last.Add(15 * time.Minute)
+	e.now.Store(&again)
+	if p, err := c.Tick(t.Context()); err != nil || p == nil || p.Prepared != 0 {
+		t.Errorf("the next quarter: got %+v, %v, want a pass preparing nothing", p, err)
+	}
+
+	e.today.Store(&day2)
+	if p, err := c.Tick(t.Context()); err != nil || p == nil || p.Appended != len(zones) || p.Prepared != 0 {
+		t.Errorf("on the day: got %+v, %v, want %d days started", p, err, len(zones))
+	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// aheads returns the day-ahead events of slug in the log.
+func (e *env) aheads(tb testing.TB, slug string) []domain.DayAhead {
+	tb.Helper()
+	recs, err := e.store.History(tb.Context(), slug)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []domain.DayAhead
+	for _, r := range recs {
+		for _, env := range r.Events {
+			if env.Type != domain.TypeDayAhead {
+				continue
+			}
+			ev, err := domain.DecodeEvent(env.Type, env.SchemaVersion, env.Payload)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			out = append(out, ev.(domain.DayAhead))
+		}
+	}
+	return out
+}
+
 // A failure on one establishment stops neither the others nor the process, is named in the
 // pass's summary, and is retried on the next tick.
 func TestFailureOnOneEstablishmentIsIsolated(t *testing.T) {
@@ -350,7 +463,7 @@ func TestPassSummaryIsBounded(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, natstest.Start(t))
 	fail := failingDays{err: fmt.Errorf("boom: %s", strings.Repeat("x", 100_000))}
-	c, err := New(Config{Days: fail, Log: e.store, Index: e.index, Today: e.clockFunc, Logger: e.logger()})
+	c, err := New(Config{Days: fail, Log: e.store, Index: e.index, Today: e.clockFunc, Logger: e.logger(), Instant: e.instantFunc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,6 +495,10 @@ func (f failingDays) StartDay(context.Context, domain.Slug) (app.DayResult, erro
 }
 
 func (f failingDays) StartDayAt(context.Context, domain.Slug, app.Calendar, uint64) (app.DayResult, error) {
+	return app.DayResult{}, f.err
+}
+
+func (f failingDays) PrepareDayAt(context.Context, domain.Slug, app.Calendar, uint64) (app.DayResult, error) {
 	return app.DayResult{}, f.err
 }
 
