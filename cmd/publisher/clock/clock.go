@@ -131,6 +131,7 @@ type Pass struct {
 type Status struct {
 	Passes   int64 `json:"passes"`
 	Appended int64 `json:"appended"` // days started by passes since start
+	Prepared int64 `json:"prepared"` // next days prepared by passes since start
 	Pending  int   `json:"pending"`  // establishments whose day start failed, to try again
 	LastPass *Pass `json:"last_pass,omitempty"`
 	Notes    int64 `json:"notes"` // record headers followed since start
@@ -149,6 +150,7 @@ type Clock struct {
 	retries  []string                    // establishments a pass failed on, unless too many
 	passes   int64
 	appended int64
+	prepared int64
 	lastPass *Pass
 }
 
@@ -183,7 +185,7 @@ func New(cfg Config) (*Clock, error) {
 func (c *Clock) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Status{Passes: c.passes, Appended: c.appended, Pending: len(c.retries), LastPass: c.lastPass, Notes: c.notes.Load()}
+	return Status{Passes: c.passes, Appended: c.appended, Prepared: c.prepared, Pending: len(c.retries), LastPass: c.lastPass, Notes: c.notes.Load()}
 }
 
 // Run follows the log's calendar headers and ticks every interval until ctx ends. Nothing an
@@ -372,6 +374,7 @@ func (c *Clock) record(ctx context.Context, p *Pass) *Pass {
 	c.mu.Lock()
 	c.passes++
 	c.appended += int64(p.Appended)
+	c.prepared += int64(p.Prepared)
 	c.lastPass = p
 	c.mu.Unlock()
 	level := slog.LevelDebug

@@ -303,6 +303,9 @@ func TestNextDayIsPreparedBeforeMidnight(t *testing.T) {
 			t.Errorf("%s (date-dependent %t): prepared %+v, want %s once from its midnight", slug, dependent[slug], got, day2)
 		}
 	}
+	if st := c.Status(); st.Prepared != int64(len(zones)) {
+		t.Errorf("status: %d next days prepared, want %d", st.Prepared, len(zones))
+	}
 	e.waitIndexed(t, slugs, dependent)
 	again := last.Add(15 * time.Minute)
 	e.now.Store(&again)

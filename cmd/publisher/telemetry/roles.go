@@ -59,6 +59,8 @@ func (r *Registry) Clock(c clockStatus) {
 			Help: "Passes of the clock over the calendar index."}, func() float64 { return float64(c.Status().Passes) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "publisher", Subsystem: "clock", Name: "days_started_total",
 			Help: "Local days the clock started."}, func() float64 { return float64(c.Status().Appended) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "publisher", Subsystem: "clock", Name: "days_prepared_total",
+			Help: "Next local days the clock prepared before their midnight."}, func() float64 { return float64(c.Status().Prepared) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "publisher", Subsystem: "clock", Name: "pending",
 			Help: "Establishments whose day start failed, to be tried again."}, func() float64 { return float64(c.Status().Pending) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "publisher", Subsystem: "clock", Name: "last_pass_timestamp_seconds",
