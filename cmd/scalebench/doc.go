@@ -14,8 +14,10 @@
 //   - restart-to-ready, and a restart across a day change: time until every date-dependent
 //     establishment has started its new local day, and until its documents are served;
 //   - a day change at midnight in Paris in a running process (its calendar started a few minutes
-//     before it with --calendar-from): time from midnight until the zone's date-dependent
-//     establishments have started their days, and until their documents are served;
+//     before it with --calendar-from, long enough for their next days to be prepared): time
+//     from midnight until the zone's date-dependent establishments have started their days and
+//     until that is projected, and when each whose documents changed was first read through the
+//     read API at its new revision, every one of them read in rounds from before midnight;
 //   - webhooks: endpoints on a tenth of the establishments, all of them moved by the day change,
 //     on an HTTPS receiver on loopback, and how many deliveries each receives after it, and when;
 //   - a platform: one platform webhook endpoint, registered before the import, whose deliveries

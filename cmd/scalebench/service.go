@@ -244,3 +244,14 @@ func (s *service) longestLogLine() int {
 	}
 	return longest
 }
+
+// clockPrepared returns the next days the clock prepared since the service started.
+func (s *service) clockPrepared(ctx context.Context) (int64, error) {
+	st, err := s.status(ctx)
+	if err != nil {
+		return 0, err
+	}
+	clock, _ := st["clock"].(map[string]any)
+	prepared, _ := clock["prepared"].(float64)
+	return int64(prepared), nil
+}
