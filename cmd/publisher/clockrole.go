@@ -21,8 +21,8 @@ func (m *Main) startClock(ctx context.Context) error {
 		return fmt.Errorf("open calendar index: %w", err)
 	}
 	m.ClockRole, err = clock.New(clock.Config{
-		Days: m.Commands, Log: m.Store, Index: index, Today: m.Clock.Today, Now: m.Clock.Now,
-		Instant: m.Clock.Instant, Interval: c.ClockEvery, Logger: m.Logger.With("role", roleClock),
+		Days: m.Commands, Log: m.Store, Index: index, Today: m.Clock.Today, Instant: m.Clock.Instant,
+		Interval: c.ClockEvery, Logger: m.Logger.With("role", roleClock),
 	})
 	if err != nil {
 		return err

@@ -89,10 +89,13 @@ type Config struct {
 	Interval time.Duration
 	// Workers bounds the day changes in flight; 0 is DefaultWorkers.
 	Workers int
-	// Now is the wall clock of the quarter-hour schedule; nil is time.Now.
+	// Now is the wall clock of the quarter-hour schedule and of the passes' times; nil is
+	// time.Now.
 	Now func() time.Time
 	// Instant is the calendar's instant, by which the next days are prepared, and false when the
-	// calendar has none (a fixed date): then no day is prepared. Nil is Now.
+	// calendar has none (a fixed date): then no day is prepared. Nil is Now. It is Now shifted when
+	// the calendar runs from another instant (a demo's): a zone's date moving is what starts a
+	// pass then, and a next day is prepared at the first pass within its lead.
 	Instant func() (time.Time, bool)
 	// Lead is how long before a zone's midnight the next day of its establishments is prepared;
 	// 0 is DefaultLead, a negative one prepares nothing.
