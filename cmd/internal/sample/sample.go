@@ -177,10 +177,11 @@ func (g *gen) menuTypes(sz size, host string) []domain.MenuTypeInput {
 			Versions: []domain.VersionInput{g.version("v1", nil, sz, host, slug)},
 		})
 	}
-	// Two thirds serve a daily menu: yesterday's, today's and tomorrow's.
+	// Two thirds serve a daily menu: yesterday's, today's, tomorrow's and the day after's, so
+	// that the next two days change their documents.
 	if g.chance(67) {
 		var versions []domain.VersionInput
-		for d := -1; d <= 1; d++ {
+		for d := -1; d <= 2; d++ {
 			date := g.today.AddDays(d).String()
 			versions = append(versions, g.version(date, &date, size{sections: [2]int{2, 2}, itemsPerSect: [2]int{2, 2}}, host, "menu-du-jour"))
 		}
