@@ -4,7 +4,8 @@
 // repository's README.
 //
 // It imports the standard library only. It has no NATS, HTTP, clock or randomness: the current
-// date arrives as a DayStarted event or a LocalDate argument, and API key material as an argument.
+// date arrives as a DayStarted event or a LocalDate argument (the next one, with the instant it
+// starts, as a DayAhead event), and API key material as an argument.
 //
 // Commands are methods of *Establishment that return the events to append and never modify the
 // receiver; Apply is the only way state changes, so the aggregate is always what its log says.

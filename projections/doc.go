@@ -15,7 +15,8 @@
 //
 // It imports the standard library, domain, projections/dockey, xxhash, goccy/go-json (encoding
 // the documents) and klauspost/compress; not events, nor anything of NATS, nor its runner.
-// Rendering never reads the time of day: the calendar enters as domain.DayStarted events.
+// Rendering never reads the time of day: the calendar enters as domain.DayStarted events, and
+// the next day to render ahead as domain.DayAhead events.
 //
 // # Invariants
 //

@@ -94,15 +94,14 @@ func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record, s
 		}
 	}
 	next := projections.AheadOf(t.agg)
-	switch {
-	case next == nil:
+	if next == nil {
 		t.ahead = nil
-	default:
-		scratch.Reset()
-		c := projections.RenderWith(next, files, scratch)
-		if s, write := projections.NextAheadSummary(t.ahead, t.stored, c, t.agg.AheadStarts.Unix(), t.seq); write {
-			t.ahead = s
-		}
+		return
+	}
+	scratch.Reset()
+	c := projections.RenderWith(next, files, scratch)
+	if s, write := projections.NextAheadSummary(t.ahead, t.stored, c, t.agg.AheadStarts.Unix(), t.seq); write {
+		t.ahead = s
 	}
 }
 
