@@ -72,38 +72,21 @@ func (c *Commands) startDayDirect(ctx context.Context, slug domain.Slug, cal Cal
 // PrepareDayAt prepares the next local day of slug, knowing its calendar cal as of its record
 // seq, as the clock's index holds it: when its public documents depend on the date and today,
 // per the clock, is its recorded day, it appends one day-ahead event for tomorrow, starting at
-// its local midnight, or nothing. As StartDayAt does, it appends on the expectation of seq
-// without loading the establishment, and decides on the loaded state when a record came after
-// seq.
+// its local midnight, on the expectation of seq, without loading the establishment. When a
+// record came after seq, it appends nothing: the calendar of that record, which the index
+// learns, decides at the clock's next pass, and preparing a day is worth no load.
 func (c *Commands) PrepareDayAt(ctx context.Context, slug domain.Slug, cal Calendar, seq uint64) (DayResult, error) {
-	if seq > 0 && cal.Dependent {
-		today, next, starts := c.nextDay((&domain.Establishment{TimeZone: cal.Zone}).Location())
-		if cal.Today != today || cal.Ahead == next {
-			return DayResult{Result: Result{Slug: slug, Version: seq}, Calendar: cal, Direct: true}, nil
-		}
-		ahead := domain.DayAhead{Date: next, Starts: starts}
-		res, done, err := c.appendDirect(ctx, slug, seq, ahead, cal.after(ahead))
-		if done || err != nil {
-			return res, err
-		}
+	nothing := DayResult{Result: Result{Slug: slug, Version: seq}, Calendar: cal, Direct: true}
+	today, next, starts := c.nextDay((&domain.Establishment{TimeZone: cal.Zone}).Location())
+	if seq == 0 || !cal.Dependent || cal.Today != today || cal.Ahead == next {
+		return nothing, nil
 	}
-	var cal2 Calendar
-	res, err := c.execute(ctx, Request{Slug: slug}, clockCommand, func(e *domain.Establishment) ([]domain.Event, error) {
-		if !e.Created {
-			return nil, domain.ErrNotFound
-		}
-		cal2 = CalendarOf(e)
-		today, next, starts := c.nextDay(e.Location())
-		if !cal2.Dependent || e.Today != today {
-			return nil, nil
-		}
-		evs, err := e.PrepareDay(next, starts)
-		if len(evs) > 0 {
-			cal2 = cal2.after(evs[0])
-		}
-		return evs, err
-	})
-	return DayResult{Result: res, Calendar: cal2}, err
+	ahead := domain.DayAhead{Date: next, Starts: starts}
+	res, done, err := c.appendDirect(ctx, slug, seq, ahead, cal.after(ahead))
+	if !done && err == nil {
+		return nothing, nil
+	}
+	return res, err
 }
 
 // nextDay returns today in loc, per the commands' clock, the day after, and the instant that
