@@ -46,17 +46,14 @@ func (b *bench) midnight(ctx context.Context) error {
 	// The zones past midnight at the restart have their days started and projected before it, or
 	// the figure says they were not.
 	before := "the zones already on the next day started, and the next day of this one prepared, and projected before it"
-	restartDay, err := svc.waitDay(ctx, start, 0, time.Until(midnight))
+	restartDay, err := svc.waitDay(ctx, start, 0, 0, time.Until(midnight))
 	if err == nil {
 		_, err = svc.waitProjected(ctx, time.Until(midnight))
 	}
 	if err != nil {
 		before = "the zones already on the next day NOT started, or the next day of this one NOT prepared, and projected before it"
 	}
-	prepared, err := svc.clockPrepared(ctx)
-	if err != nil {
-		return err
-	}
+
 	// Every establishment of the zone is read through the read API, in rounds, from before
 	// midnight until its day change is projected: when each was first read with its new day's
 	// documents is when a client would have seen them.
@@ -68,9 +65,18 @@ func (b *bench) midnight(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-time.After(time.Until(midnight) - time.Second):
+	}
+	started, prepared, err := svc.clockDays(ctx)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
 	case <-time.After(time.Until(midnight)):
 	}
-	day, err := svc.waitDay(ctx, midnight, len(slugs), 10*time.Minute)
+	day, err := svc.waitDay(ctx, midnight, started, len(slugs), 10*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -86,10 +92,10 @@ func (b *bench) midnight(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.r.add("midnight in %s without a restart (the calendar started %s before it; ready in %s, %s, in %s; %d next days prepared): %d of %d date-dependent establishments of the zone on %s (%d not); their days started %s after midnight (%s), projected %s after it; %d changed documents, read in %d rounds of at most %s from before midnight, served at their new revision %s after it at the latest, %s for half of them, %d before it; the process stayed up: %t",
+	b.r.add("midnight in %s without a restart (the calendar started %s before it; ready in %s, %s, in %s; %d next days prepared): %d of %d date-dependent establishments of the zone on %s (%d not); their days started %s after midnight (%s), projected %s after it; %d changed documents, read in %d rounds of at most %s (the first ended %s before midnight), served at their new revision %s after it at the latest, %s for half of them, %d before it; the process stayed up: %t",
 		midnightZone, midnightLead, ready.Round(time.Millisecond), before, restartDay.took.Round(time.Millisecond), prepared, len(slugs)-behind, len(slugs), next, behind,
 		day.took.Round(time.Millisecond), day.pass, projected.Sub(midnight).Round(time.Millisecond),
-		len(served), watch.rounds, watch.took.Round(time.Millisecond), quantile(served, 1), quantile(served, 0.5), early, svc.alive())
+		len(served), watch.rounds, watch.took.Round(time.Millisecond), midnight.Sub(watch.firstRead).Round(time.Millisecond), quantile(served, 1), quantile(served, 0.5), early, svc.alive())
 	return nil
 }
 

@@ -245,7 +245,7 @@ func (b *bench) dayChange(ctx context.Context) error {
 	if err := svc.start(ctx, next, "next-day"); err != nil {
 		return err
 	}
-	day, err := svc.waitDay(ctx, start, 0, 10*time.Minute)
+	day, err := svc.waitDay(ctx, start, 0, 0, 10*time.Minute)
 	if err != nil {
 		return err
 	}

@@ -12,13 +12,14 @@ import (
 // and keeps for each the first revision it read and since when it reads the latest one: what a
 // client polling them would have seen of a day change.
 type servedWatch struct {
-	svc    *service
-	all    []keyed
-	first  []int64
-	latest []int64
-	since  []time.Time // when latest was first read
-	rounds int
-	took   time.Duration // the longest round
+	svc       *service
+	all       []keyed
+	first     []int64
+	latest    []int64
+	since     []time.Time // when latest was first read
+	rounds    int
+	took      time.Duration // the longest round
+	firstRead time.Time     // when the first round ended: every first revision read by then
 
 	stop chan struct{}
 	done chan error
@@ -63,6 +64,9 @@ func (w *servedWatch) run(ctx context.Context) error {
 		})
 		if err != nil {
 			return err
+		}
+		if w.rounds == 0 {
+			w.firstRead = time.Now()
 		}
 		w.rounds++
 		w.took = max(w.took, time.Since(start))

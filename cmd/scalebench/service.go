@@ -245,13 +245,15 @@ func (s *service) longestLogLine() int {
 	return longest
 }
 
-// clockPrepared returns the next days the clock prepared since the service started.
-func (s *service) clockPrepared(ctx context.Context) (int64, error) {
+// clockDays returns the days the clock started, and the next days it prepared, since the
+// service started.
+func (s *service) clockDays(ctx context.Context) (started, prepared int, err error) {
 	st, err := s.status(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	clock, _ := st["clock"].(map[string]any)
-	prepared, _ := clock["prepared"].(float64)
-	return int64(prepared), nil
+	a, _ := clock["appended"].(float64)
+	p, _ := clock["prepared"].(float64)
+	return int(a), int(p), nil
 }
