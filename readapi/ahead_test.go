@@ -1,7 +1,6 @@
 package readapi
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"sync/atomic"
@@ -32,23 +31,9 @@ func TestMirrorServesTheDayAheadFromItsStart(t *testing.T) {
 	putAhead(t, kv, testBundle(alice, 8), 7, 1000)
 	putAhead(t, kv, testBundle(bob, 3), 2, 1000) // no current entry: never served
 
-	logger, logs := newTestLogger()
-	m, err := NewMirror(kv, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var now atomic.Int64
 	now.Store(999)
-	m.SetClock(now.Load)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: got %v, want nil after cancel", err)
-		}
-	})
+	m, logs := startMirror(t, kv, func(m *Mirror) { m.SetClock(now.Load) })
 	waitReady(t, m)
 	h := newMirrorServer(t, m)
 	served := func(t *testing.T, want int64) {

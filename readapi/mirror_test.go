@@ -73,13 +73,17 @@ func putRaw(tb testing.TB, kv jetstream.KeyValue, key string, value []byte) uint
 	return rev
 }
 
-// startMirror runs a mirror of kv until the test ends, then checks that Run returned nil.
-func startMirror(tb testing.TB, kv jetstream.KeyValue) (*Mirror, *logBuffer) {
+// startMirror runs a mirror of kv, given to each of setup first, until the test ends, then checks
+// that Run returned nil.
+func startMirror(tb testing.TB, kv jetstream.KeyValue, setup ...func(*Mirror)) (*Mirror, *logBuffer) {
 	tb.Helper()
 	logger, logs := newTestLogger()
 	m, err := NewMirror(kv, logger)
 	if err != nil {
 		tb.Fatalf("NewMirror: %v", err)
+	}
+	for _, s := range setup {
+		s(m)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
