@@ -72,6 +72,11 @@ func (d LocalDate) String() string {
 // Time returns midnight UTC of d, for calendar arithmetic.
 func (d LocalDate) Time() time.Time { return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC) }
 
+// StartIn returns the instant d starts in loc: its midnight there, as time.Date gives it.
+func (d LocalDate) StartIn(loc *time.Location) time.Time {
+	return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, loc)
+}
+
 // Before reports whether d is strictly before o.
 func (d LocalDate) Before(o LocalDate) bool { return d.Time().Before(o.Time()) }
 

@@ -114,6 +114,10 @@ func TestLocalDateCalendar(t *testing.T) {
 	if !d.Before(d.AddDays(1)) || d.Before(d) || d.AddDays(1).Before(d) {
 		t.Errorf("Before: got a wrong order around %v", d)
 	}
+	paris := (&domain.Establishment{TimeZone: "Europe/Paris"}).Location()
+	if got, want := mustDate(t, "2026-11-25").StartIn(paris), time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("StartIn(Paris): got %v, want %v", got, want)
+	}
 	if got := (domain.LocalDate{}).String(); got != "" {
 		t.Errorf("zero String(): got %q, want empty", got)
 	}

@@ -25,7 +25,7 @@ func (b *bench) midnight(ctx context.Context) error {
 		return err
 	}
 	svc, next := b.svc, b.next.AddDays(1)
-	at := time.Date(next.Year, next.Month, next.Day, 0, 0, 0, 0, loc)
+	at := next.StartIn(loc)
 	var slugs []string
 	for i, slug := range b.gen.dependentSlugs {
 		if b.gen.dependentZones[i] == midnightZone {

@@ -94,7 +94,7 @@ func (c *Commands) PrepareDayAt(ctx context.Context, slug domain.Slug, cal Calen
 func (c *Commands) nextDay(loc *time.Location) (today, next domain.LocalDate, starts time.Time) {
 	today = c.clock(loc)
 	next = today.AddDays(1)
-	return today, next, time.Date(next.Year, next.Month, next.Day, 0, 0, 0, 0, loc).UTC()
+	return today, next, next.StartIn(loc).UTC()
 }
 
 // appendDirect appends ev, a calendar event of slug after which its calendar is after, on the

@@ -302,7 +302,7 @@ func (c *Clock) aheadDue(cal app.Calendar, now time.Time) bool {
 	if cal.Today != today || cal.Ahead == next {
 		return false
 	}
-	return !now.Before(time.Date(next.Year, next.Month, next.Day, 0, 0, 0, 0, loc).Add(-c.cfg.Lead))
+	return !now.Before(next.StartIn(loc).Add(-c.cfg.Lead))
 }
 
 func (c *Clock) today(zone string) domain.LocalDate { return c.cfg.Today(c.locs.get(zone)) }
