@@ -46,6 +46,24 @@ func (s *Store) Last(ctx context.Context, slug string) (rec Record, ok bool, err
 	return rec, true, nil
 }
 
+// LastHeader returns the sequence of the last record of one establishment, 0 when it has none,
+// and the value of that record's header name, empty when it has none: one direct get, nothing
+// decoded.
+func (s *Store) LastHeader(ctx context.Context, slug, name string) (seq uint64, value string, err error) {
+	subject, err := Subject(slug)
+	if err != nil {
+		return 0, "", fmt.Errorf("last header: %w", err)
+	}
+	msg, err := s.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, "", nil
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("last header %s: %w", subject, err)
+	}
+	return msg.Sequence, msg.Header.Get(name), nil
+}
+
 // Range returns the records of one establishment whose sequences lie from from through to (0: up
 // to its last record), oldest first, as of the call. It reads them with batched direct gets of
 // the establishment's subject: no consumer, so any number of establishments can be read at once,

@@ -183,6 +183,30 @@ func TestHistoryOfUnknownEstablishment(t *testing.T) {
 	}
 }
 
+// LastHeader reads a header of the last record of an establishment, and says when there is none.
+func TestLastHeader(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	ctx := t.Context()
+	seq1, err := st.Append(ctx, "chez-lou", 0, "cmd-1", []events.Envelope{event("t", `{}`)}, events.WithHeader("Publisher-Calendar", "Europe/Paris 1 2026-11-24"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq, value, err := st.LastHeader(ctx, "chez-lou", "Publisher-Calendar"); err != nil || seq != seq1 || value != "Europe/Paris 1 2026-11-24" {
+		t.Errorf("LastHeader: got %d %q %v, want %d and the header", seq, value, err, seq1)
+	}
+	seq2 := mustAppend(t, st, "chez-lou", seq1, "cmd-2", event("t", `{}`))
+	if seq, value, err := st.LastHeader(ctx, "chez-lou", "Publisher-Calendar"); err != nil || seq != seq2 || value != "" {
+		t.Errorf("LastHeader of a record without it: got %d %q %v, want %d and none", seq, value, err, seq2)
+	}
+	if seq, value, err := st.LastHeader(ctx, "nobody", "Publisher-Calendar"); err != nil || seq != 0 || value != "" {
+		t.Errorf("LastHeader of an establishment without records: got %d %q %v, want 0 and none", seq, value, err)
+	}
+	if _, _, err := st.LastHeader(ctx, "Not A Slug", "Publisher-Calendar"); err == nil {
+		t.Error("LastHeader of an invalid slug: got no error")
+	}
+}
+
 func TestAppendConflict(t *testing.T) {
 	t.Parallel()
 	st := newStore(t)
