@@ -351,16 +351,40 @@ func TestStartDayAt(t *testing.T) {
 		t.Errorf("state after a direct day start: today %s version %d (%v), want %s at %d", got.Today, got.Version, err, day2, res.Version)
 	}
 
-	// A calendar of an older record: the log moved, the establishment is loaded and decides.
+	// A calendar of an older record: the log moved, and the calendar in the header of its last
+	// record decides as directly.
 	day3 := day2.AddDays(1)
 	e.today.Store(&day3)
+	before = counted.records.Load()
 	res, err = c.StartDayAt(t.Context(), slug, cal, imported.Version)
-	if err != nil || res.Direct || res.Events != 1 || res.Calendar.Today != day3 {
-		t.Errorf("on a stale calendar: got %+v, %v, want one event appended after a load", res, err)
+	if err != nil || !res.Direct || res.Events != 1 || res.Calendar.Today != day3 {
+		t.Errorf("on a stale calendar: got %+v, %v, want one event appended on the last record's calendar", res, err)
+	}
+	if n := counted.records.Load() - before; n != 0 {
+		t.Errorf("a day start on the last record's calendar read %d records, want none", n)
 	}
 	res, err = c.StartDayAt(t.Context(), slug, cal, imported.Version)
 	if err != nil || res.Events != 0 {
 		t.Errorf("on a stale calendar, the day already started: got %+v, %v, want nothing appended", res, err)
+	}
+
+	// A last record without a calendar, as older code wrote them: the establishment is loaded.
+	envs, err := c.envelopes(slug, []domain.Event{domain.MenuRedirectChanged{Enabled: false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := e.store.LastSequence(t.Context(), string(slug))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Append(t.Context(), string(slug), last, "cmd-without-calendar", envs); err != nil {
+		t.Fatal(err)
+	}
+	day4 := day3.AddDays(1)
+	e.today.Store(&day4)
+	res, err = c.StartDayAt(t.Context(), slug, cal, imported.Version)
+	if err != nil || res.Direct || res.Events != 1 || res.Calendar.Today != day4 {
+		t.Errorf("after a record without a calendar: got %+v, %v, want one event appended after a load", res, err)
 	}
 }
 

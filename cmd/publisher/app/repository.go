@@ -137,6 +137,7 @@ type repository struct {
 type eventLog interface {
 	Append(ctx context.Context, slug string, expected uint64, commandID string, evs []events.Envelope, opts ...events.AppendOption) (uint64, error)
 	Last(ctx context.Context, slug string) (events.Record, bool, error)
+	LastHeader(ctx context.Context, slug, name string) (uint64, string, error)
 	Range(ctx context.Context, slug string, from, to uint64) ([]events.Record, error)
 	Slugs(ctx context.Context) ([]string, error)
 }

@@ -319,11 +319,10 @@ func (c *Clock) safeStartDay(ctx context.Context, slug domain.Slug, known *Entry
 }
 
 // startDay starts the day of slug, or prepares its next day (ahead, known not nil), from its
-// index entry when there is one. The calendar after the command is recorded in the index at
-// once when it appended an event or decided on the loaded establishment (nothing else may say
-// it then: no record was appended when the day had started), without waiting for the header of
-// the record appended: a pass that follows acts on that record, not on one the log moved past,
-// which would cost a load of the establishment. It reports whether an event was appended.
+// index entry when there is one. A day started from the entry is recorded in the index from the
+// header of the record it appended; one decided on the loaded establishment is recorded at
+// once, since nothing else may say it (no record was appended when the day had started). It
+// reports whether an event was appended.
 func (c *Clock) startDay(ctx context.Context, slug domain.Slug, known *Entry, ahead bool) (bool, error) {
 	var res app.DayResult
 	var err error
@@ -338,7 +337,7 @@ func (c *Clock) startDay(ctx context.Context, slug domain.Slug, known *Entry, ah
 	if err != nil {
 		return false, err
 	}
-	if !res.Direct || res.Events > 0 {
+	if !res.Direct {
 		err = c.cfg.Index.Put(ctx, string(slug), Entry{Calendar: res.Calendar, Sequence: res.Version})
 	}
 	return res.Events > 0, err
