@@ -85,10 +85,7 @@ func TestNextDayIsServedFromMidnight(t *testing.T) {
 		t.Fatalf("menu du jour before midnight: %s", today.body)
 	}
 
-	js, err := jetstream.New(m.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := m.jetStream(t)
 	docs, err := js.KeyValue(t.Context(), dockey.Bucket)
 	if err != nil {
 		t.Fatal(err)

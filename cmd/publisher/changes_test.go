@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/webhook"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -133,10 +131,7 @@ func TestChangesFeedThroughServe(t *testing.T) {
 	served()
 
 	// Signals no longer kept: the cursor of the first sync is gone, the newest one goes on.
-	js, err := jetstream.New(m.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := m.jetStream(t)
 	stream, err := js.Stream(t.Context(), events.SignalStreamName)
 	if err != nil {
 		t.Fatal(err)

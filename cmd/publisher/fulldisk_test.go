@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/opencarte/publisher/cmd/publisher/generation"
 )
 
@@ -180,10 +179,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	// A write of the service's own into its reserve, as the leases' and the projector's are:
 	// the volume has no room for it, and the stream stops writing.
-	js, err := jetstream.New(m.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := m.jetStream(t)
 	leases, err := js.KeyValue(t.Context(), generation.LeasesBucket)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/opencarte/publisher/cmd/publisher/app"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/readapi/openapi/openapitest"
@@ -70,6 +71,16 @@ func startMain(tb testing.TB, m *Main) *Main {
 	}
 	tb.Cleanup(m.Close)
 	return m
+}
+
+// jetStream returns a JetStream context on m's connection.
+func (m *Main) jetStream(tb testing.TB) jetstream.JetStream {
+	tb.Helper()
+	js, err := jetstream.New(m.Conn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return js
 }
 
 type reply struct {

@@ -271,10 +271,7 @@ func TestRebuildUnderReadTraffic(t *testing.T) {
 		}
 	}
 	// The old generation is gone; writes are projected into the new one.
-	js, err := jetstream.New(m.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := m.jetStream(t)
 	if _, err := js.KeyValue(t.Context(), dockey.Bucket); !errors.Is(err, jetstream.ErrBucketNotFound) {
 		t.Errorf("old generation: got %v, want it removed", err)
 	}
@@ -333,10 +330,7 @@ func TestRebuildAbandoned(t *testing.T) {
 		t.Fatalf("abandon: %v\n%s", err, out.String())
 	}
 	eventually(t, "the read node drops generation 2", func() bool { return m.Mirror.Stats().Next == nil })
-	js, err := jetstream.New(m.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := m.jetStream(t)
 	if _, err := js.KeyValue(t.Context(), dockey.Bucket+"_2"); !errors.Is(err, jetstream.ErrBucketNotFound) {
 		t.Errorf("abandoned generation: got %v, want it removed", err)
 	}

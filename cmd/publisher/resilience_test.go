@@ -45,10 +45,7 @@ func TestLostProjectorLeaseInOneProcess(t *testing.T) {
 	key := keyOf(t, m.admin(t, http.MethodPut, "/admin/v1/establishments/chez-marcel", demo))
 	eventually(t, "demo served", func() bool { return m.get(t, est, key).status == http.StatusOK })
 
-	js, err := jetstream.New(m.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := m.jetStream(t)
 	leases, err := js.KeyValue(t.Context(), generation.LeasesBucket)
 	if err != nil {
 		t.Fatal(err)

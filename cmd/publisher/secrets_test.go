@@ -71,10 +71,7 @@ func TestSigningSecretsAreNotStoredInClear(t *testing.T) {
 	}
 
 	// The data key of the removed endpoint's secret, as stored.
-	js, err := jetstream.New(m.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := m.jetStream(t)
 	keys, err := js.Stream(t.Context(), webhook.SecretKeysStream)
 	if err != nil {
 		t.Fatal(err)
@@ -109,10 +106,7 @@ func TestSigningSecretsAreNotStoredInClear(t *testing.T) {
 // dumpStreams returns every message of every stream, as an operator's dump would hold them.
 func dumpStreams(t *testing.T, m *Main) []byte {
 	t.Helper()
-	js, err := jetstream.New(m.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := m.jetStream(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
