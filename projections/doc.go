@@ -7,7 +7,7 @@
 // It is the pure part of projection. Render is a function from an establishment aggregate and a
 // revision to a bundle: no clock, no randomness, no I/O, the same bytes for the same input.
 // RenderWith renders once for every revision (a Rendering, stamped with Rendering.Bundle), and
-// Next and NextSummary decide, from the BundleSummary of the stored bundle alone (revision,
+// Next (NextOver) and NextSummaryOver decide, from the BundleSummary of the stored bundle alone (revision,
 // access fields, a digest and the entity tag of each document), whether a new rendering is
 // stored and at which revision, and which resources it changed. Compress adds the gzip coding of
 // each document. The runner in projections/runner applies the log's records to the aggregates,

@@ -158,7 +158,7 @@ type template struct {
 
 // Scratch is where a replay encodes the documents of a rendering it only summarizes: one
 // buffer, reused from one rendering to the next. A replay renders every record of the log to
-// decide whether its documents changed, then drops the rendering (NextSummary keeps digests, no
+// decide whether its documents changed, then drops the rendering (NextSummaryOver keeps digests, no
 // bytes); encoding each document into a slice of its own would make that the largest part of the
 // replay's garbage, a few gigabytes at a hundred thousand establishments. A Scratch serves one
 // goroutine, and the templates of a rendering made with it hold until its next Reset.

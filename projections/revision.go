@@ -91,13 +91,9 @@ func nextBundle(prev, ahead *BundleSummary, c Rendering, floor int64) Update {
 	return Update{Bundle: b, Write: true, Resources: changed}
 }
 
-// NextSummary decides as Next does, and returns the summary of the bundle Next returns, with
-// sequence as its Sequence, and whether it is to be written; it stamps and copies no document.
-func NextSummary(prev *BundleSummary, c Rendering, floor int64, sequence uint64) (*BundleSummary, bool) {
-	return NextSummaryOver(prev, nil, c, floor, sequence)
-}
-
-// NextSummaryOver decides as NextOver does, and returns what NextSummary returns.
+// NextSummaryOver decides as NextOver does, and returns the summary of the bundle NextOver
+// returns, with sequence as its Sequence, and whether it is to be written; it stamps and copies
+// no document.
 func NextSummaryOver(prev, ahead *BundleSummary, c Rendering, floor int64, sequence uint64) (*BundleSummary, bool) {
 	if ahead != nil {
 		floor = max(floor, ahead.revision+1)

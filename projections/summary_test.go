@@ -197,10 +197,11 @@ func storedSummaryOf(tb testing.TB, b *dockey.Bundle) *BundleSummary {
 	return s
 }
 
-// NextSummary, which the replay decides with, decides as Next does and returns the summary of the
-// bundle next returns: from no bundle, from each bundle of the fixtures and their variations
-// (another name, a day later, a menu type gone, not public, other access fields, a tag of
-// another form with and without its digest known), to each.
+// NextSummaryOver, which the replay decides with, decides as NextOver does and returns the
+// summary of the bundle NextOver returns: from no bundle, from each bundle of the fixtures and
+// their variations (another name, a day later, a menu type gone, not public, other access fields,
+// a tag of another form with and without its digest known), to each, beside no day ahead and
+// beside days ahead above and below them; NextAheadSummary likewise against NextAhead.
 func TestNextSummaryDecidesAsNext(t *testing.T) {
 	t.Parallel()
 	var renderings []Rendering
@@ -281,7 +282,7 @@ func BenchmarkReplayDecisionDemo(b *testing.B) {
 	prev := render(e, nil).summaryAt(7, 7)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, write := NextSummary(prev, render(e, nil), 9, 9); write {
+		if _, write := NextSummaryOver(prev, nil, render(e, nil), 9, 9); write {
 			b.Fatal("the same documents written again")
 		}
 	}
