@@ -15,8 +15,8 @@ type DayResult struct {
 	// Calendar is the establishment's calendar after the command; Result.Version is the record it
 	// is as of.
 	Calendar Calendar
-	// Direct says the day was started on the calendar the caller gave, without loading the
-	// establishment.
+	// Direct says the command decided on a calendar, the caller's or its last record's, without
+	// loading the establishment: the clock's index learns the result from the record's header.
 	Direct bool
 }
 
