@@ -105,7 +105,9 @@ func (p *Signals) Changes(ctx context.Context, q ChangesQuery) (ChangesPage, err
 	m := merger{limit: cmp.Or(max(q.Limit, 0), DefaultChangesLimit), maxBytes: q.MaxBytes, index: map[string]int{}, changes: page.Changes}
 	read := 0
 	start := jetstreamext.GetBatchSeq(q.After + 1)
-	err = walkStream(ctx, p.js, SignalStreamName, SignalSubjects, start, false, until, func(msg *jetstream.RawStreamMsg) (bool, error) {
+	// Every message of the stream is a signal: read unfiltered, since with a filter the server
+	// would match it against every subject of each block it reads to count what the batch holds.
+	err = walkStream(ctx, p.js, SignalStreamName, "", start, false, until, func(msg *jetstream.RawStreamMsg) (bool, error) {
 		s, err := DecodeSignal(msg.Data)
 		if err == nil && (q.Keep == nil || q.Keep(s.Establishment)) && (q.Skip == nil || !q.Skip(msg.Sequence, s)) {
 			if !m.add(s, msg.Sequence, msg.Time) {

@@ -149,12 +149,15 @@ func (s *Store) walk(ctx context.Context, subject string, start jetstreamext.Get
 }
 
 // walkStream is walk on any stream: it passes to fn, in order, the messages of stream on subject
-// from start up to sequence to, which must not be 0.
+// (every message when subject is "") from start up to sequence to, which must not be 0.
 func walkStream(ctx context.Context, js jetstream.JetStream, stream, subject string, start jetstreamext.GetBatchOpt, fromTime bool, to uint64, fn func(*jetstream.RawStreamMsg) (stop bool, err error)) error {
 	var seen uint64
 	for attempt := 1; ; {
-		msgs, err := jetstreamext.GetBatch(ctx, js, stream, readBatch, start,
-			jetstreamext.GetBatchSubject(subject), jetstreamext.GetBatchMaxBytes(readBatchBytes))
+		opts := []jetstreamext.GetBatchOpt{start, jetstreamext.GetBatchMaxBytes(readBatchBytes)}
+		if subject != "" {
+			opts = append(opts, jetstreamext.GetBatchSubject(subject))
+		}
+		msgs, err := jetstreamext.GetBatch(ctx, js, stream, readBatch, opts...)
 		if err != nil {
 			return err
 		}
