@@ -14,10 +14,16 @@ const lagCheckEvery = time.Second
 
 // Lag follows how long the read API's mirror has been behind the documents bucket: every second
 // it asks the bucket's stream for its first write after the last one the mirror applied, which
-// follows every key (one direct get, never on a read's path). A get from a sequence, unlike the
+// follows every key (direct gets, never on a read's path). A get from a sequence, unlike the
 // last write under a wildcard, costs the server no walk over the bucket's keys; and the stream
 // answers it itself, where a request to the JetStream API (the stream's state, say) races in the
 // server with JetStream being started again after a full disk, as the race detector found.
+//
+// The write just after the one applied is asked for first, by its sequence alone: the server
+// looks in the one block that would hold it, or sees the stream ends before it. Only when it is
+// gone (its key written again since, or deleted) is the first write after it asked for under the
+// bucket's subjects, which the server looks for through the blocks that follow, loading each:
+// 2 to 20 ms a check while a day change rewrites 20,000 establishments' bundles.
 type Lag struct {
 	js     jetstream.JetStream
 	mirror lagging
@@ -79,8 +85,7 @@ func (l *Lag) Run(ctx context.Context) error {
 		var msg *jetstream.RawStreamMsg
 		err := l.bind(rctx)
 		if err == nil {
-			// The first write after the last one the mirror applied, under any key.
-			msg, err = l.stream.GetMsg(rctx, l.mirror.Applied()+1, jetstream.WithGetMsgSubject("$KV."+l.bucket+".>"))
+			msg, err = l.firstAfter(rctx, l.mirror.Applied())
 		}
 		cancel()
 		switch {
@@ -94,4 +99,13 @@ func (l *Lag) Run(ctx context.Context) error {
 			l.since.CompareAndSwap(0, time.Now().UnixNano())
 		}
 	}
+}
+
+// firstAfter returns the first write to the bucket after sequence applied, under any key.
+func (l *Lag) firstAfter(ctx context.Context, applied uint64) (*jetstream.RawStreamMsg, error) {
+	msg, err := l.stream.GetMsg(ctx, applied+1)
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return msg, err
+	}
+	return l.stream.GetMsg(ctx, applied+1, jetstream.WithGetMsgSubject("$KV."+l.bucket+".>"))
 }

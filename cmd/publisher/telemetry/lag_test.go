@@ -22,6 +22,13 @@ func TestMirrorLagSeesAMirrorBehind(t *testing.T) {
 	eventually(t, "the lag growing", func() bool { return lag.Behind() > first })
 }
 
+// TestMirrorLagSeesAMirrorBehindAWriteWrittenAgain: the write after the mirror's last applied one
+// is gone, its key written again since, and the mirror is still found behind.
+func TestMirrorLagSeesAMirrorBehindAWriteWrittenAgain(t *testing.T) {
+	_, lag := lagOfBucket(t, dockey.Key("chez-marcel"), dockey.Key("chez-marcel"))
+	eventually(t, "the mirror found behind", func() bool { return lag.Behind() > 0 })
+}
+
 // TestMirrorLagEndsWhenEveryWriteIsApplied: a mirror behind is no longer once it runs, even when
 // the bucket's last write is under a key that names no bundle.
 func TestMirrorLagEndsWhenEveryWriteIsApplied(t *testing.T) {
