@@ -124,6 +124,12 @@ func (d *Dispatcher) closeWindow(ctx context.Context, w window) (window, uint64,
 	if err != nil {
 		return w, 0, fmt.Errorf("read signals %s: %w", subject, err)
 	}
+	if only, err := d.onlyPending(ctx, subject); err != nil {
+		return w, 0, err
+	} else if only {
+		d.mergeSignal(&w, subject, last)
+		return w, last.Sequence, nil
+	}
 	var read uint64 // sequence of the last signal read
 	for n := 0; n < maxWindowSignals && read < last.Sequence; n++ {
 		m, err := d.stream.GetMsg(ctx, read+1, jetstream.WithGetMsgSubject(subject))
@@ -134,14 +140,31 @@ func (d *Dispatcher) closeWindow(ctx context.Context, w window) (window, uint64,
 			return w, 0, fmt.Errorf("read signals %s after %d: %w", subject, read, err)
 		}
 		read = m.Sequence
-		sig, err := events.DecodeSignal(m.Data)
-		if err != nil {
-			d.logger.Warn("webhook: skip undecodable signal", "subject", subject, "seq", m.Sequence, "err", err)
-			continue
-		}
-		w = w.merge(sig)
+		d.mergeSignal(&w, subject, m)
 	}
 	return w, read, nil
+}
+
+// onlyPending says whether the pending signals on subject are one alone, the usual window's: the
+// last, which the server finds at once. To read from the first, it would look for the subject's
+// first message through the blocks the purges of its earlier windows left behind, loading each:
+// milliseconds a window once the stream is large. The count is the server's, kept per subject.
+func (d *Dispatcher) onlyPending(ctx context.Context, subject string) (bool, error) {
+	info, err := d.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return false, fmt.Errorf("count signals %s: %w", subject, err)
+	}
+	return info.State.Subjects[subject] == 1, nil
+}
+
+// mergeSignal merges the pending signal m into w, or skips it when it cannot be decoded.
+func (d *Dispatcher) mergeSignal(w *window, subject string, m *jetstream.RawStreamMsg) {
+	sig, err := events.DecodeSignal(m.Data)
+	if err != nil {
+		d.logger.Warn("webhook: skip undecodable signal", "subject", subject, "seq", m.Sequence, "err", err)
+		return
+	}
+	*w = w.merge(sig)
 }
 
 // purgeSignals drops the pending signals of slug up to and including sequence upTo, then opens
