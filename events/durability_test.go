@@ -111,7 +111,8 @@ func TestDurableAfterKill(t *testing.T) {
 		}
 		id := fmt.Sprintf("cmd-%d", i)
 		seq := mustAppend(t, st, slug, expected, id, event("t", fmt.Sprintf(`{"i":%d}`, i)))
-		rec := events.Record{Sequence: seq, CommandID: id, Establishment: slug, Events: []events.Envelope{event("t", fmt.Sprintf(`{"i":%d}`, i))}}
+		rec := events.Record{Sequence: seq, CommandID: id, Establishment: slug, Previous: expected, PreviousKnown: true,
+			Events: []events.Envelope{event("t", fmt.Sprintf(`{"i":%d}`, i))}}
 		rec.Events[0].ID, rec.Events[0].Establishment = id+"/0", slug
 		want[slug] = append(want[slug], rec)
 	}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 )
@@ -113,6 +116,43 @@ func (s *Store) records(ctx context.Context, slug string, from, to, last uint64,
 		return nil, fmt.Errorf("read records %s: %w", subject, err)
 	}
 	return recs, nil
+}
+
+// maxChain bounds the records Chain reads one by one; more are read in batches.
+const maxChain = 32
+
+// Chain returns the records of one establishment after sequence after up to and including its
+// record at sequence last, oldest first, read from last back through each record's Previous: one
+// direct get by sequence each. However far apart they lie in the log, nothing else is read, where
+// a read under the establishment's subject (Before) has the server match it in every block in
+// between, loading each. ok is false, and nothing is returned, when a record on the way does not
+// know its previous one or cannot be decoded, when last is not after after, or when more than
+// maxChain records would be read: Before reads them.
+func (s *Store) Chain(ctx context.Context, slug string, after, last uint64) (recs []Record, ok bool, err error) {
+	subject, err := Subject(slug)
+	if err != nil {
+		return nil, false, fmt.Errorf("read records: %w", err)
+	}
+	for seq := last; seq != after; {
+		if seq < after || len(recs) == maxChain {
+			return nil, false, nil
+		}
+		msg, err := s.stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read record %s at %d: %w", subject, seq, err)
+		}
+		rec, err := decodeRaw(msg)
+		if err != nil || msg.Subject != subject || !rec.PreviousKnown || rec.Previous >= seq {
+			return nil, false, nil
+		}
+		recs = append(recs, rec)
+		seq = rec.Previous
+	}
+	slices.Reverse(recs)
+	return recs, true, nil
 }
 
 // readBatch is how many messages one direct get request returns at most.
@@ -349,14 +389,30 @@ func eachMsg(ctx context.Context, stream jetstream.Stream, cfg jetstream.Ordered
 	}
 }
 
-// decodeRaw returns the record in a message read by a direct get, with its sequence.
+// decodeRaw returns the record in a message read by a direct get, with its sequence and previous
+// record.
 func decodeRaw(msg *jetstream.RawStreamMsg) (Record, error) {
-	return decodeData(msg.Subject, msg.Sequence, msg.Data)
+	rec, err := decodeData(msg.Subject, msg.Sequence, msg.Data)
+	rec.Previous, rec.PreviousKnown = previousOf(msg.Header)
+	return rec, err
 }
 
-// decodeMsg returns the record in msg, with its sequence.
+// decodeMsg returns the record in msg, with its sequence and previous record.
 func decodeMsg(msg jetstream.Msg, meta *jetstream.MsgMetadata) (Record, error) {
-	return decodeData(msg.Subject(), meta.Sequence.Stream, msg.Data())
+	rec, err := decodeData(msg.Subject(), meta.Sequence.Stream, msg.Data())
+	rec.Previous, rec.PreviousKnown = previousOf(msg.Headers())
+	return rec, err
+}
+
+// previousOf returns the sequence of the record before a record with headers h, which its append
+// expected; known is false when h holds no such expectation.
+func previousOf(h nats.Header) (seq uint64, known bool) {
+	v := h.Get(jetstream.ExpectedLastSubjSeqHeader)
+	if v == "" {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(v, 10, 64)
+	return seq, err == nil
 }
 
 // decodeData decodes the record stored at sequence seq on subject.

@@ -2,8 +2,11 @@ package events_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -296,4 +299,116 @@ func TestReplayPart(t *testing.T) {
 	if fmt.Sprint(decoded) != "[a-1 a-2]" {
 		t.Errorf("decoded %v, want [a-1 a-2]", decoded)
 	}
+}
+
+// TestChain reads an establishment's records back from one of them through the record each
+// expected before it, and says when it cannot.
+func TestChain(t *testing.T) {
+	t.Parallel()
+	nc := natstest.Connect(t, natstest.Start(t))
+	st := openStore(t, nc, events.Config{})
+	ctx := t.Context()
+	fill(t, st, 6) // alpha at 1, 3, 5; beta at 2, 4, 6
+
+	for _, tc := range []struct {
+		after, last uint64
+		want        []uint64
+	}{
+		{0, 5, []uint64{1, 3, 5}},
+		{1, 5, []uint64{3, 5}},
+		{3, 3, nil},
+		{0, 1, []uint64{1}},
+	} {
+		recs, ok, err := st.Chain(ctx, "alpha", tc.after, tc.last)
+		var got []uint64
+		for _, r := range recs {
+			got = append(got, r.Sequence)
+			if r.Establishment != "alpha" {
+				t.Errorf("Chain(%d, %d) gave a record of %s", tc.after, tc.last, r.Establishment)
+			}
+		}
+		if err != nil || !ok || !slices.Equal(got, tc.want) {
+			t.Errorf("Chain(alpha, %d, %d) = %v, %t, %v; want %v", tc.after, tc.last, got, ok, err, tc.want)
+		}
+	}
+	// Not a chain of alpha's: 2 is beta's, 4 is not one of alpha's records before 5.
+	for _, c := range [][2]uint64{{0, 2}, {4, 5}, {5, 3}} {
+		if recs, ok, err := st.Chain(ctx, "alpha", c[0], c[1]); ok || err != nil || recs != nil {
+			t.Errorf("Chain(alpha, %d, %d) = %d records, %t, %v; want none, false", c[0], c[1], len(recs), ok, err)
+		}
+	}
+
+	// A record stored without the expectation of its previous one ends what can be read so.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := events.Encode(events.Record{CommandID: "raw", Establishment: "alpha", Events: []events.Envelope{
+		{ID: "raw/0", Type: "t", Establishment: "alpha", Time: testTime, SchemaVersion: 1, Payload: json.RawMessage(`{}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject, _ := events.Subject("alpha")
+	ack, err := js.Publish(ctx, subject, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := st.Chain(ctx, "alpha", 5, ack.Sequence); ok || err != nil {
+		t.Errorf("Chain through a record without expectation: ok %t, %v; want false", ok, err)
+	}
+	recs, err := st.Range(ctx, "alpha", ack.Sequence, 0)
+	if err != nil || len(recs) != 1 || recs[0].PreviousKnown {
+		t.Errorf("Range of the record without expectation = %+v, %v; want it with PreviousKnown false", recs, err)
+	}
+}
+
+// TestChainIsBounded: past maxChain records, Chain leaves the reading to Before.
+func TestChainIsBounded(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	var last uint64
+	for i := range 40 {
+		last = mustAppend(t, st, "alpha", last, fmt.Sprintf("cmd-%d", i), event("t", `{}`))
+	}
+	if recs, ok, err := st.Chain(t.Context(), "alpha", 0, last); ok || err != nil || recs != nil {
+		t.Errorf("Chain of 40 records = %d, %t, %v; want none, false", len(recs), ok, err)
+	}
+	if recs, ok, err := st.Chain(t.Context(), "alpha", 20, last); !ok || err != nil || len(recs) != 20 {
+		t.Errorf("Chain of the last 20 records = %d, %t, %v; want 20, true", len(recs), ok, err)
+	}
+}
+
+// BenchmarkRecordsFarApart reads the three records of an establishment between which 30,000
+// records of others lie, as the projector and the write side load an establishment some days
+// after its last change: under its subject (Before), and one by one through the record each
+// follows (Chain).
+func BenchmarkRecordsFarApart(b *testing.B) {
+	st := openStore(b, natstest.Connect(b, natstest.Start(b)), events.Config{})
+	payload := fmt.Sprintf(`{"text":%q}`, strings.Repeat("x", 4000))
+	var seqs []uint64
+	var last uint64
+	for round := range 3 {
+		last = mustAppend(b, st, "alpha", last, fmt.Sprintf("alpha-%d", round), event("t", payload))
+		seqs = append(seqs, last)
+		for i := range 10_000 {
+			mustAppend(b, st, fmt.Sprintf("other-%d-%d", round, i), 0, fmt.Sprintf("other-%d-%d", round, i), event("t", payload))
+		}
+	}
+	next := mustAppend(b, st, "alpha", last, "alpha-next", event("t", payload))
+	b.Run("subject", func(b *testing.B) {
+		for b.Loop() {
+			recs, err := st.Before(b.Context(), "alpha", 1, next, nil)
+			if err != nil || len(recs) != 3 {
+				b.Fatalf("Before = %d records, %v", len(recs), err)
+			}
+		}
+	})
+	b.Run("chain", func(b *testing.B) {
+		for b.Loop() {
+			recs, ok, err := st.Chain(b.Context(), "alpha", 0, seqs[2])
+			if err != nil || !ok || len(recs) != 3 {
+				b.Fatalf("Chain = %d records, %t, %v", len(recs), ok, err)
+			}
+		}
+	})
 }

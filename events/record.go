@@ -44,6 +44,12 @@ type Record struct {
 	Establishment string `json:"establishment"`
 	// Events are the command's events, in the order they apply.
 	Events []Envelope `json:"events"`
+	// Previous is the sequence of the establishment's record before this one, 0 when this is its
+	// first: the one its append expected, as the log accepts no other. PreviousKnown says a
+	// record read from the store carries that expectation, as every record Append writes does.
+	// Neither is part of the encoding.
+	Previous      uint64 `json:"-"`
+	PreviousKnown bool   `json:"-"`
 }
 
 // Encode validates r and returns its JSON encoding. Payloads are written compacted and without

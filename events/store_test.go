@@ -140,12 +140,12 @@ func TestAppendHistoryRoundTrip(t *testing.T) {
 		t.Fatalf("History: %v", err)
 	}
 	want := []events.Record{
-		{Sequence: seq1, CommandID: "cmd-1", Establishment: "chez-lou", Events: []events.Envelope{
+		{Sequence: seq1, CommandID: "cmd-1", Establishment: "chez-lou", PreviousKnown: true, Events: []events.Envelope{
 			{ID: "cmd-1/0", Type: "establishment.created", Establishment: "chez-lou", Time: testTime, SchemaVersion: 1, Payload: json.RawMessage(`{"name":"Chez Lou"}`)},
 			{ID: "cmd-1/1", Type: "menu_type.added", Establishment: "chez-lou", Time: testTime, SchemaVersion: 1, Payload: json.RawMessage(`{"slug":"midi"}`)},
 			{ID: "chosen-id", Type: "api_key.regenerated", Establishment: "chez-lou", Time: testTime.Add(time.Second), SchemaVersion: 2, Payload: json.RawMessage(`{"hash":"x"}`)},
 		}},
-		{Sequence: seq2, CommandID: "cmd-2", Establishment: "chez-lou", Events: []events.Envelope{
+		{Sequence: seq2, CommandID: "cmd-2", Establishment: "chez-lou", Previous: seq1, PreviousKnown: true, Events: []events.Envelope{
 			{ID: "cmd-2/0", Type: "hours.changed", Establishment: "chez-lou", Time: testTime, SchemaVersion: 1, Payload: json.RawMessage(`[1,2]`)},
 		}},
 	}
