@@ -63,7 +63,7 @@ func (l *lane) establishment(ctx context.Context, rec events.Record) (*tracked, 
 			"seq", rec.Sequence, "command", rec.CommandID, "err", err)
 		return nil, nil
 	}
-	t, err := l.load(ctx, slug, rec.Sequence)
+	t, err := l.load(ctx, slug, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +71,12 @@ func (l *lane) establishment(ctx context.Context, rec events.Record) (*tracked, 
 	return t, l.letGo(ctx)
 }
 
-// load rebuilds the establishment slug up to the record before sequence before: from its saved
-// state when there is one it can use, and the records of the log after that state; the summary of
-// its stored bundle is read from the bucket.
+// load rebuilds the establishment slug up to the record before next: from its saved state when
+// there is one it can use, and the records of the log after that state; the summary of its stored
+// bundle is read from the bucket. The records are read back from the one next follows, each
+// through the one it follows (events.Store.Chain), when they all say which that is: the records
+// of one establishment lie far apart in a large log, and a read under its subject would have the
+// server look through every block in between.
 //
 // While replaying, the log is read from its start and every record of the lane's establishments
 // reaches the lane in order: an establishment met for the first time is met at its first record,
@@ -81,7 +84,8 @@ func (l *lane) establishment(ctx context.Context, rec events.Record) (*tracked, 
 // then, and no state but one the lane wrote itself, since any other of the replay's states is
 // ahead of the establishment's first record (the lane's pass was made again after a failure). An
 // establishment whose state the lane wrote but cannot read back is rebuilt whole.
-func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*tracked, error) {
+func (l *lane) load(ctx context.Context, slug domain.Slug, next events.Record) (*tracked, error) {
+	before := next.Sequence
 	t, err := l.savedState(ctx, slug)
 	if err != nil {
 		return nil, err
@@ -104,6 +108,12 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, before uint64) (*trac
 	if t.seq+1 < before {
 		var recs []events.Record
 		err := l.p.retry(ctx, "read records of "+string(slug), func() (err error) {
+			if next.PreviousKnown {
+				var ok bool
+				if recs, ok, err = l.p.cfg.Store.Chain(ctx, string(slug), t.seq, next.Previous); ok || err != nil {
+					return err
+				}
+			}
 			// An unreadable message was logged when the log was read: it is passed over again.
 			recs, err = l.p.cfg.Store.Before(ctx, string(slug), t.seq+1, before, func(uint64, error) {})
 			return err

@@ -41,6 +41,10 @@ type History interface {
 	// its record at sequence before, oldest first, and passes to unreadable every message of
 	// its that is not a readable record.
 	Before(ctx context.Context, slug string, from, before uint64, unreadable func(seq uint64, err error)) ([]events.Record, error)
+	// Chain returns the records of one establishment after sequence after through its record at
+	// last, oldest first, each read through the one the next says it follows; ok is false when
+	// they cannot be read so, and Before is to be asked.
+	Chain(ctx context.Context, slug string, after, last uint64) (recs []events.Record, ok bool, err error)
 	// Range returns the records of one establishment from sequence from through to, which must
 	// be the sequence of one of its records, oldest first.
 	Range(ctx context.Context, slug string, from, to uint64) ([]events.Record, error)

@@ -28,7 +28,12 @@ import (
 // one establishment's records.
 type countingLog struct {
 	*events.Store
-	replays, befores atomic.Int32
+	replays, befores, chains atomic.Int32
+}
+
+func (c *countingLog) Chain(ctx context.Context, slug string, after, last uint64) ([]events.Record, bool, error) {
+	c.chains.Add(1)
+	return c.Store.Chain(ctx, slug, after, last)
 }
 
 func (c *countingLog) Before(ctx context.Context, slug string, from, before uint64, unreadable func(uint64, error)) ([]events.Record, error) {
@@ -109,7 +114,8 @@ func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
 	boundedState := n.freshState(t)
 	var allChanges, boundedChanges recorder
 	all := startProjectorWith(t, Config{Store: n.store, KV: allKV, State: n.freshState(t), Notifier: &allChanges, Workers: 1, CacheSize: 1000})
-	bounded := startProjectorWith(t, Config{Store: n.store, KV: boundedKV, State: boundedState, Notifier: &boundedChanges, Workers: 2, CacheSize: 2})
+	boundedLog := &countingLog{Store: n.store}
+	bounded := startProjectorWith(t, Config{Store: boundedLog, KV: boundedKV, State: boundedState, Notifier: &boundedChanges, Workers: 2, CacheSize: 2})
 	// Both replay the same records, then follow the others.
 	all.waitFor(t, first)
 	bounded.waitFor(t, first)
@@ -129,6 +135,11 @@ func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
 	}
 	if len(stateKeys(t, boundedState)) == 0 {
 		t.Errorf("no state written for the establishments let go of")
+	}
+	// Those let go of read their records back one by one, each through the one it follows, not
+	// under their subject.
+	if b, c := boundedLog.befores.Load(), boundedLog.chains.Load(); b != 0 || c == 0 {
+		t.Errorf("following read records of one establishment %d times under its subject and %d times one by one, want only one by one", b, c)
 	}
 
 	// A stop after states were written but before the checkpoint moved past them: the next start
@@ -179,7 +190,7 @@ func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
 	again = startProjectorWith(t, Config{Store: log, KV: NewBundles(n.js, counted), State: replayState, Workers: 2, CacheSize: 2, ReplayAll: true})
 	again.waitFor(t, more)
 	compareBuckets(t, "replayed over its own bundles", bucketValues(t, replayKV), want)
-	if b, g := log.befores.Load(), counted.gets.Load(); b != 0 || g != 0 {
+	if b, g := log.befores.Load()+log.chains.Load(), counted.gets.Load(); b != 0 || g != 0 {
 		t.Errorf("the replay read records of one establishment %d times and one bundle %d times, want neither", b, g)
 	}
 	if r, passes := log.replays.Load(), passesFor(3*copies, 2, 2); r != 1 || passes < 2 {
