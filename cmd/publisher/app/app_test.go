@@ -50,12 +50,20 @@ func newEnv(tb testing.TB, srv *server.Server) *env {
 type reads struct {
 	eventLog
 	records atomic.Int64
+	ranges  atomic.Int64 // reads under an establishment's subject (Range)
 }
 
 func (r *reads) Range(ctx context.Context, slug string, from, to uint64) ([]events.Record, error) {
 	recs, err := r.eventLog.Range(ctx, slug, from, to)
 	r.records.Add(int64(len(recs)))
+	r.ranges.Add(1)
 	return recs, err
+}
+
+func (r *reads) Chain(ctx context.Context, slug string, after, last uint64) ([]events.Record, bool, error) {
+	recs, ok, err := r.eventLog.Chain(ctx, slug, after, last)
+	r.records.Add(int64(len(recs)))
+	return recs, ok, err
 }
 
 // commands returns fresh commands over e, with an empty cache, counting the records they read.
@@ -126,6 +134,44 @@ func TestLoadIsBoundedBySnapshots(t *testing.T) {
 	}
 	if n := counted.records.Load(); n > 4 {
 		t.Errorf("loading a 41-record history read %d records, want at most 4", n)
+	}
+}
+
+// An establishment without a snapshot is loaded from its records read back from its last, each
+// through the one it follows, whatever else the log holds in between.
+func TestLoadReadsRecordsThroughTheOnesTheyFollow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, natstest.Start(t))
+	writer, _ := e.commands(t, Config{SnapshotEvery: 100})
+	a, b := establishment(1), establishment(2)
+	mustImport(t, writer, a)
+	mustImport(t, writer, b)
+	for i := range 3 {
+		for _, s := range []domain.Slug{domain.Slug(a.Slug), domain.Slug(b.Slug)} {
+			if _, err := writer.SetMenuRedirect(t.Context(), Request{Slug: s}, i%2 == 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want, err := writer.Get(t.Context(), domain.Slug(a.Slug))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	reader, counted := e.commands(t, Config{SnapshotEvery: 100})
+	got, err := reader.Get(t.Context(), domain.Slug(a.Slug))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != want.Version || *got.Establishment.Settings.MenuRedirectEnabled != *want.Establishment.Settings.MenuRedirectEnabled {
+		t.Errorf("loaded at version %d, want %d", got.Version, want.Version)
+	}
+	history, err := e.store.History(t.Context(), a.Slug)
+	if err != nil || len(history) < 3 {
+		t.Fatalf("History = %d records, %v; want 3 or more", len(history), err)
+	}
+	if n, r := counted.records.Load(), counted.ranges.Load(); n != int64(len(history)-1) || r != 0 {
+		t.Errorf("loading %d records read %d before the last, %d times under the subject; want %d, never", len(history), n, r, len(history)-1)
 	}
 }
 

@@ -139,6 +139,7 @@ type eventLog interface {
 	Last(ctx context.Context, slug string) (events.Record, bool, error)
 	LastHeader(ctx context.Context, slug, name string) (uint64, string, error)
 	Range(ctx context.Context, slug string, from, to uint64) ([]events.Record, error)
+	Chain(ctx context.Context, slug string, after, last uint64) ([]events.Record, bool, error)
 	Slugs(ctx context.Context) ([]string, error)
 }
 
@@ -218,7 +219,7 @@ func (r *repository) load(ctx context.Context, slug domain.Slug, cached *aggrega
 		}
 	}
 	a := newAggregate(slug)
-	recs, err := r.c.log.Range(ctx, string(slug), 1, last.Sequence)
+	recs, err := r.history(ctx, slug, last)
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +251,23 @@ func (r *repository) catchUp(ctx context.Context, a *aggregate, last events.Reco
 	}
 	a.apply(last, r.c)
 	return nil
+}
+
+// history returns every record of slug up to last, its last record: read back from last, each
+// through the one it follows, when they all say which that is and are few (events.Store.Chain),
+// since one establishment's records lie far apart in a large log and a read under its subject
+// would have the server look through every block in between; otherwise read under its subject.
+func (r *repository) history(ctx context.Context, slug domain.Slug, last events.Record) ([]events.Record, error) {
+	if last.PreviousKnown {
+		recs, ok, err := r.c.log.Chain(ctx, string(slug), 0, last.Previous)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return append(recs, last), nil
+		}
+	}
+	return r.c.log.Range(ctx, string(slug), 1, last.Sequence)
 }
 
 // save writes a snapshot of a; a failure costs only a longer load later.
