@@ -32,6 +32,24 @@ func Compress(b *dockey.Bundle) {
 	})
 }
 
+// CodingsFrom gives every document of b whose body is the body of from's document of the same
+// name that document's gzip coding, so that Compress leaves it as it is: the bundle a day ahead
+// becomes current is the one stored for it, but for the fields of a day ahead, and compressing
+// every document again would be most of the work of storing it.
+func CodingsFrom(b, from *dockey.Bundle) {
+	coded := make(map[string]*dockey.Document)
+	EachDocument(from, func(name string, d *dockey.Document) {
+		if len(d.Gzip) > 0 {
+			coded[name] = d
+		}
+	})
+	EachDocument(b, func(name string, d *dockey.Document) {
+		if c := coded[name]; c != nil && len(d.Gzip) == 0 && bytes.Equal(c.Body, d.Body) {
+			d.Gzip = c.Gzip
+		}
+	})
+}
+
 // EachDocument calls fn with the resource name of every document of b, the variant's name after
 // a dot for menu resources ("menus.fr", "menus/la-carte.en") and the JSON-LD ("jsonld.fr"), and
 // the document; changes fn makes are kept.

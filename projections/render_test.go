@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -628,4 +629,73 @@ func BenchmarkFitsInDemo(b *testing.B) {
 			b.Fatal(fits, err)
 		}
 	}
+}
+
+// CodingsFrom gives a document the coding of the same document of another bundle only when their
+// bodies are the same: the codings it gives are the ones Compress would have made.
+func TestCodingsFrom(t *testing.T) {
+	e := fixture.Load(t, "../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
+	stored := Render(e, 7)
+	Compress(&stored)
+
+	same := Render(e, 7)
+	same.Hours.Body = []byte(`{"changed":true}`)
+	CodingsFrom(&same, &stored)
+	if len(same.Hours.Gzip) != 0 {
+		t.Errorf("a document whose body differs got the stored one's coding")
+	}
+	compressed := Render(e, 7)
+	compressed.Hours.Body = same.Hours.Body
+	Compress(&compressed)
+	Compress(&same)
+	EachDocument(&same, func(name string, d *dockey.Document) {
+		var want []byte
+		EachDocument(&compressed, func(n string, c *dockey.Document) {
+			if n == name {
+				want = c.Gzip
+			}
+		})
+		if !bytes.Equal(d.Gzip, want) {
+			t.Errorf("%s: coding differs from the one Compress makes", name)
+		}
+	})
+
+	// At another revision, the bodies that carry it differ: only the JSON-LD, which does not,
+	// gets its coding.
+	other := Render(e, 8)
+	CodingsFrom(&other, &stored)
+	EachDocument(&other, func(name string, d *dockey.Document) {
+		if jsonld := strings.HasPrefix(name, ResourceJSONLD+"."); jsonld != (len(d.Gzip) > 0) {
+			t.Errorf("%s at another revision: coding given %t, want %t", name, len(d.Gzip) > 0, jsonld)
+		}
+	})
+}
+
+// BenchmarkCodingsFrom stores a bundle whose documents a stored bundle holds, coded: compressing
+// them, or reading the stored bundle for its codings.
+func BenchmarkCodingsFrom(b *testing.B) {
+	e := fixture.Load(b, "../cmd/publisher/demo.json", fixture.Date(b, "2026-11-22"))
+	stored := Render(e, 7)
+	Compress(&stored)
+	value, err := dockey.EncodeBundle(&stored)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("compress", func(b *testing.B) {
+		for b.Loop() {
+			next := Render(e, 7)
+			Compress(&next)
+		}
+	})
+	b.Run("codings", func(b *testing.B) {
+		for b.Loop() {
+			next := Render(e, 7)
+			var from dockey.Bundle
+			if err := dockey.Decode(value, &from); err != nil {
+				b.Fatal(err)
+			}
+			CodingsFrom(&next, &from)
+			Compress(&next)
+		}
+	})
 }
