@@ -52,6 +52,38 @@ func (p *Projector) storeAhead(ctx context.Context, t *tracked, a projections.Ah
 	return err
 }
 
+// codingsOfAhead gives b, about to be stored as t's current bundle, the gzip codings of the
+// stored bundle of t's day ahead when b takes its revision (the day started, its documents
+// unchanged): of the documents whose bodies are the same, which is all of them unless something
+// changed since (projections.CodingsFrom). A day ahead that cannot be read gives none.
+func (p *Projector) codingsOfAhead(ctx context.Context, t *tracked, b *dockey.Bundle) error {
+	if t.ahead == nil || b.Revision != t.ahead.Revision() {
+		return nil
+	}
+	key := dockey.AheadKey(b.Slug)
+	var value []byte
+	err := p.retry(ctx, "read bundle "+key, func() error {
+		e, err := p.cfg.KV.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			return nil
+		case err != nil:
+			return err
+		}
+		value = e.Value()
+		return nil
+	})
+	if err != nil || value == nil {
+		return err
+	}
+	var ahead dockey.Bundle
+	if err := dockey.Decode(value, &ahead); err != nil {
+		return nil // compressed again, as any bundle
+	}
+	projections.CodingsFrom(b, &ahead)
+	return nil
+}
+
 // dropAhead removes the stored bundle of t's day ahead, when there is one and a wants none.
 func (p *Projector) dropAhead(ctx context.Context, t *tracked, a projections.AheadUpdate) error {
 	if !a.None || t.ahead == nil {

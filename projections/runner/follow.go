@@ -158,6 +158,9 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 		if len(rec.Events) > 0 {
 			t.changed = rec.Events[0].Time
 		}
+		if err := p.codingsOfAhead(ctx, t, &u.Bundle); err != nil {
+			return err
+		}
 		stored, err := p.store(ctx, u)
 		if err != nil {
 			return err
