@@ -60,6 +60,10 @@
 //   - Reading one establishment never creates a consumer: Last and LastSequence are one direct get
 //     of the subject's last message, Range and History batched direct gets (up to 256 records a
 //     request) of the subject's messages, and so is the search for a command after a conflict.
+//     Chain reads records back from one of them by sequence, through the previous record each
+//     names (the expectation it was appended with, kept as a header): the server finds a
+//     sequence in the one block that holds it, where it finds the next message of a subject by
+//     matching every block from the last one on, loading those not in memory.
 //     Their number is not bounded by the server's consumer limit, and they skip the JetStream API
 //     queue. A request brings at most 512 KiB, so that no burst of replies overruns the
 //     connection's pending limit. On a cluster any replica may answer a direct get, and one just
