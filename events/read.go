@@ -126,8 +126,10 @@ const maxChain = 32
 // direct get by sequence each. However far apart they lie in the log, nothing else is read, where
 // a read under the establishment's subject (Before) has the server match it in every block in
 // between, loading each. ok is false, and nothing is returned, when a record on the way does not
-// know its previous one or cannot be decoded, when last is not after after, or when more than
-// maxChain records would be read: Before reads them.
+// know its previous one or cannot be decoded, when the records from last back do not reach after
+// (after is neither one of them nor 0, before the first), or when more than maxChain would be
+// read: Before reads them.
+// When last is after, there is nothing to read: ok, and none.
 func (s *Store) Chain(ctx context.Context, slug string, after, last uint64) (recs []Record, ok bool, err error) {
 	subject, err := Subject(slug)
 	if err != nil {
