@@ -61,18 +61,7 @@ func (p *Projector) codingsOfAhead(ctx context.Context, t *tracked, b *dockey.Bu
 		return nil
 	}
 	key := dockey.AheadKey(b.Slug)
-	var value []byte
-	err := p.retry(ctx, "read bundle "+key, func() error {
-		e, err := p.cfg.KV.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			return nil
-		case err != nil:
-			return err
-		}
-		value = e.Value()
-		return nil
-	})
+	value, err := p.valueAt(ctx, p.cfg.KV, key, "bundle "+key)
 	if err != nil || value == nil {
 		return err
 	}

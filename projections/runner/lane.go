@@ -142,18 +142,7 @@ func (l *lane) savedState(ctx context.Context, slug domain.Slug) (*tracked, erro
 	if _, ok := l.saved[string(slug)]; l.replay != 0 && !ok {
 		return nil, nil
 	}
-	var value []byte
-	err := l.p.retry(ctx, "read state of "+string(slug), func() error {
-		e, err := l.p.cfg.State.Get(ctx, stateKey(string(slug)))
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			return nil
-		case err != nil:
-			return err
-		}
-		value = e.Value()
-		return nil
-	})
+	value, err := l.p.valueAt(ctx, l.p.cfg.State, stateKey(string(slug)), "state of "+string(slug))
 	if err != nil || value == nil {
 		return nil, err
 	}
@@ -226,6 +215,24 @@ func (p *Projector) summaryAt(ctx context.Context, kv *Bundles, key string) (*pr
 		return err
 	})
 	return s, err
+}
+
+// valueAt returns the value kv holds under key, nil when it holds none, retrying until it is read
+// or ctx ends; what names it in the logs of the retries.
+func (p *Projector) valueAt(ctx context.Context, kv bundleGetter, key, what string) ([]byte, error) {
+	var value []byte
+	err := p.retry(ctx, "read "+what, func() error {
+		e, err := kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			return nil
+		case err != nil:
+			return err
+		}
+		value = e.Value()
+		return nil
+	})
+	return value, err
 }
 
 // bundleGetter reads one bundle of a bucket: *Bundles and jetstream.KeyValue are ones.
