@@ -56,22 +56,7 @@ func BenchmarkCompressLevels(b *testing.B) {
 	}
 	for _, level := range []int{gzip.DefaultCompression, gzip.HuffmanOnly, gzip.StatelessCompression, 1, 2, 3, 4, 5, 6, 7, 9} {
 		b.Run(fmt.Sprintf("level=%d", level), func(b *testing.B) {
-			zw, err := gzip.NewWriterLevel(nil, level)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var buf bytes.Buffer
-			out := 0
-			for b.Loop() {
-				out = 0
-				for _, body := range bodies {
-					buf.Reset()
-					zw.Reset(&buf)
-					_, _ = zw.Write(body)
-					_ = zw.Close()
-					out += buf.Len()
-				}
-			}
+			out := compressAll(b, level, bodies)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(in)*1024, "ns/KiB")
 			b.ReportMetric(float64(out)/float64(in), "ratio")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(in-out)*1024, "ns/KiB-saved")
@@ -105,22 +90,7 @@ func BenchmarkCompressBySize(b *testing.B) {
 			continue
 		}
 		b.Run(name, func(b *testing.B) {
-			zw, err := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var buf bytes.Buffer
-			out := 0
-			for b.Loop() {
-				out = 0
-				for _, body := range group {
-					buf.Reset()
-					zw.Reset(&buf)
-					_, _ = zw.Write(body)
-					_ = zw.Close()
-					out += buf.Len()
-				}
-			}
+			out := compressAll(b, gzip.BestSpeed, group)
 			b.ReportMetric(float64(len(group))/float64(len(bodies)), "docs-share")
 			b.ReportMetric(float64(in)/float64(total), "bytes-share")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(group)), "ns/doc")
@@ -128,4 +98,25 @@ func BenchmarkCompressBySize(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(in-out)*1024, "ns/KiB-saved")
 		})
 	}
+}
+
+// compressAll codes every body at level in each round of b's loop and returns the bytes the last
+// round wrote.
+func compressAll(b *testing.B, level int, bodies [][]byte) (out int) {
+	zw, err := gzip.NewWriterLevel(nil, level)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	for b.Loop() {
+		out = 0
+		for _, body := range bodies {
+			buf.Reset()
+			zw.Reset(&buf)
+			_, _ = zw.Write(body)
+			_ = zw.Close()
+			out += buf.Len()
+		}
+	}
+	return out
 }
