@@ -23,21 +23,22 @@ import (
 // does. One left behind is served by no reader once the current bundle moves on.
 
 // knowAhead reads the summary of the stored bundle of t's day ahead, once, when t has or had
-// one (had: before the record in hand): otherwise none is stored.
-func (p *Projector) knowAhead(ctx context.Context, t *tracked, had bool) error {
+// one (had: before the record in hand): otherwise none is stored. It returns the bundle's value
+// when it read one, for codingsOfAhead, nil otherwise.
+func (p *Projector) knowAhead(ctx context.Context, t *tracked, had bool) ([]byte, error) {
 	switch {
 	case t.aheadKnown:
-		return nil
+		return nil, nil
 	case !had && t.agg.Ahead.IsZero():
 		t.ahead = nil // what a replay's state said of it, if anything, is not the bucket's
-		return nil
+		return nil, nil
 	}
-	s, err := p.summaryAt(ctx, p.cfg.KV, dockey.AheadKey(string(t.agg.Slug)))
+	s, value, err := p.summaryAt(ctx, p.cfg.KV, dockey.AheadKey(string(t.agg.Slug)))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t.ahead, t.aheadKnown = s, true
-	return nil
+	return value, nil
 }
 
 // storeAhead stores the bundle of a day ahead a decided.
@@ -55,15 +56,18 @@ func (p *Projector) storeAhead(ctx context.Context, t *tracked, a projections.Ah
 // codingsOfAhead gives b, about to be stored as t's current bundle, the gzip codings of the
 // stored bundle of t's day ahead when b takes its revision (the day started, its documents
 // unchanged): of the documents whose bodies are the same, which is all of them unless something
-// changed since (projections.CodingsFrom). A day ahead that cannot be read gives none.
-func (p *Projector) codingsOfAhead(ctx context.Context, t *tracked, b *dockey.Bundle) error {
+// changed since (projections.CodingsFrom). value is the day ahead's bundle when knowAhead read it
+// for the record in hand; otherwise it is read. A day ahead that cannot be read gives none.
+func (p *Projector) codingsOfAhead(ctx context.Context, t *tracked, b *dockey.Bundle, value []byte) error {
 	if t.ahead == nil || b.Revision != t.ahead.Revision() {
 		return nil
 	}
-	key := dockey.AheadKey(b.Slug)
-	value, err := p.valueAt(ctx, p.cfg.KV, key, "bundle "+key)
-	if err != nil || value == nil {
-		return err
+	if value == nil {
+		key := dockey.AheadKey(b.Slug)
+		var err error
+		if value, err = p.valueAt(ctx, p.cfg.KV, key, "bundle "+key); err != nil || value == nil {
+			return err
+		}
 	}
 	var ahead dockey.Bundle
 	if err := dockey.Decode(value, &ahead); err != nil {

@@ -138,7 +138,8 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 		}
 		return p.reannounce(ctx, t, unknownAnnouncement, 0)
 	}
-	if err := p.knowAhead(ctx, t, had); err != nil {
+	aheadValue, err := p.knowAhead(ctx, t, had)
+	if err != nil {
 		return err
 	}
 	u, ok := t.project(rec.Sequence, p.cfg.FilesURL)
@@ -158,7 +159,7 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 		if len(rec.Events) > 0 {
 			t.changed = rec.Events[0].Time
 		}
-		if err := p.codingsOfAhead(ctx, t, &u.Bundle); err != nil {
+		if err := p.codingsOfAhead(ctx, t, &u.Bundle, aheadValue); err != nil {
 			return err
 		}
 		stored, err := p.store(ctx, u)

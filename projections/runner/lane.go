@@ -204,17 +204,18 @@ func (l *lane) writeState(ctx context.Context, t *tracked) error {
 
 // summaryIn returns the summary of the bundle kv holds for slug, nil when none is.
 func (p *Projector) summaryIn(ctx context.Context, kv *Bundles, slug string) (*projections.BundleSummary, error) {
-	return p.summaryAt(ctx, kv, dockey.Key(slug))
+	s, _, err := p.summaryAt(ctx, kv, dockey.Key(slug))
+	return s, err
 }
 
-// summaryAt returns the summary of the bundle kv holds under key, nil when none is.
-func (p *Projector) summaryAt(ctx context.Context, kv *Bundles, key string) (*projections.BundleSummary, error) {
-	var s *projections.BundleSummary
-	err := p.retry(ctx, "read bundle "+key, func() (err error) {
-		s, err = readSummaryAt(ctx, kv, key, p.logger)
-		return err
-	})
-	return s, err
+// summaryAt returns the summary of the bundle kv holds under key, nil when none is (or one that
+// cannot be read, logged), and the bundle's value, nil when none is.
+func (p *Projector) summaryAt(ctx context.Context, kv *Bundles, key string) (*projections.BundleSummary, []byte, error) {
+	value, err := p.valueAt(ctx, kv, key, "bundle "+key)
+	if err != nil || value == nil {
+		return nil, nil, err
+	}
+	return summarize(value, key, p.logger), value, nil
 }
 
 // valueAt returns the value kv holds under key, nil when it holds none, retrying until it is read
@@ -255,10 +256,16 @@ func readSummaryAt(ctx context.Context, kv bundleGetter, key string, logger *slo
 	case err != nil:
 		return nil, err
 	}
-	s, err := projections.SummarizeStored(e.Value())
+	return summarize(e.Value(), key, logger), nil
+}
+
+// summarize returns the summary of the bundle value stored under key, nil when it cannot be
+// read, which it logs (it is replaced by the next one stored).
+func summarize(value []byte, key string, logger *slog.Logger) *projections.BundleSummary {
+	s, err := projections.SummarizeStored(value)
 	if err != nil {
 		logger.Warn("stored bundle cannot be read", "key", key, "err", err)
-		return nil, nil
+		return nil
 	}
-	return s, nil
+	return s
 }
