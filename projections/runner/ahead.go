@@ -16,11 +16,11 @@ import (
 // bundle is the one it was rendered beside, and the day-started event that follows makes its
 // documents and revision the current bundle's (projections.NextOver).
 //
-// Only the following of the log stores it. A replay of the whole log and verify follow the days
-// ahead in summaries, for the revisions of the current bundles to be the ones the following of
-// the log gives, but neither stores nor checks a bundle of a day ahead, and a rebuild's new
-// generation holds none: the next record of the establishment (its day started, at the latest)
-// does. One left behind is served by no reader once the current bundle moves on.
+// Only the following of the log stores it. A replay of the whole log follows the days ahead in
+// summaries, for the revisions of the current bundles to be the ones the following of the log
+// gives, but stores no bundle of a day ahead, and a rebuild's new generation holds none: the next
+// record of the establishment (its day started, at the latest) does. One left behind is served by
+// no reader once the current bundle moves on. Verify compares the stored ones with the log's.
 
 // knowAhead reads the summary of the stored bundle of t's day ahead, once, when t has or had
 // one (had: before the record in hand): otherwise none is stored. It returns the bundle's value

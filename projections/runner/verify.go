@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -76,6 +77,9 @@ type VerifyConfig struct {
 	FilesURL string
 	// Slugs, when not empty, are the only establishments checked.
 	Slugs []string
+	// NoAheads leaves the bundles of days ahead unchecked: for a bucket that holds only those
+	// its projector stored while following the log, as a rebuild's new generation does.
+	NoAheads bool
 	// UpTo, when not 0, is a position up to which the projector of KV has projected every
 	// record (its checkpoint, say): records after it that a bundle does not reflect yet are no
 	// difference, so that a live bucket is checked without races.
@@ -84,10 +88,12 @@ type VerifyConfig struct {
 
 // Verify rebuilds, for every establishment of the log and of the bucket, the bundle a replay of
 // its records into an empty bucket would store, and compares it with the stored one: revision,
-// access fields and every document body. It writes nothing, so it can run against a live bucket.
+// access fields and every document body. So it does for the bundle of the day ahead that following
+// the log stores beside it, unless VerifyConfig.NoAheads: the log's and the stored one, or the
+// absence of either. It writes nothing, so it can run against a live bucket.
 //
-// It reads one establishment at a time per worker (its history by direct gets, its bundle by a
-// key get), so its memory is bounded by the number of workers and it opens no consumer but the
+// It reads one establishment at a time per worker (its history by direct gets, its bundles by key
+// gets), so its memory is bounded by the number of workers and it opens no consumer but the
 // one that lists the bucket's keys. Without VerifyConfig.UpTo, records appended while it runs are
 // not ignored: an establishment changed meanwhile can differ from a bundle not yet written, which
 // is a race, not a fault; with it, there is no such race.
@@ -181,24 +187,16 @@ func verifySlugs(ctx context.Context, cfg VerifyConfig) ([]string, error) {
 // when the log holds no creation of slug and no bundle is stored for it; diff is empty when the
 // two agree.
 func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug string) (checked bool, diff string, err error) {
-	// The bundle first: the history read after it holds every record it can reflect.
-	var got *dockey.Bundle
-	e, err := cfg.KV.Get(ctx, dockey.Key(slug))
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-	case err != nil:
-		return false, "", fmt.Errorf("get bundle: %w", err)
-	default:
-		var b dockey.Bundle
-		if err := dockey.Decode(e.Value(), &b); err != nil {
-			return true, fmt.Sprintf("stored bundle cannot be decoded: %v", err), nil
+	// The bundles first: the history read after them holds every record they can reflect.
+	got, diff, err := storedBundle(ctx, cfg.KV, dockey.Key(slug))
+	if err != nil || diff != "" {
+		return diff != "", diff, err
+	}
+	var gotAhead *dockey.Bundle
+	if !cfg.NoAheads {
+		if gotAhead, diff, err = storedBundle(ctx, cfg.KV, dockey.AheadKey(slug)); err != nil || diff != "" {
+			return diff != "", "day ahead: " + diff, err
 		}
-		projections.EachDocument(&b, func(_ string, d *dockey.Document) {
-			if string(d.Body) == "null" {
-				d.Body = nil // stored for a document that is absent, as a draft's are
-			}
-		})
-		got = &b
 	}
 	recs, err := cfg.Log.History(ctx, slug)
 	if err != nil {
@@ -212,12 +210,15 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		if got != nil {
 			limit = max(limit, got.Sequence)
 		}
+		if gotAhead != nil {
+			limit = max(limit, gotAhead.Sequence)
+		}
 		recs = slices.DeleteFunc(recs, func(rec events.Record) bool { return rec.Sequence > limit })
 	}
 	m := newModel(logger)
 	var (
-		want *dockey.Bundle
-		last *tracked
+		want, wantAhead *dockey.Bundle
+		last            *tracked
 	)
 	for _, rec := range recs {
 		if t := m.apply(rec); t != nil {
@@ -228,8 +229,9 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 			}
 			if a := t.projectAhead(t.stored, cfg.FilesURL); a.Write {
 				t.ahead = projections.Summarize(&a.Bundle)
+				wantAhead = &a.Bundle
 			} else if a.None {
-				t.ahead = nil
+				t.ahead, wantAhead = nil, nil
 			}
 		}
 	}
@@ -244,21 +246,85 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		// A projector that rendered the log again (another renderer, another base URL of the
 		// files) raised the revision of what it stored anew: the same content at that revision
 		// is the bucket the log makes.
-		ahead := last.render(cfg.FilesURL, nil).Bundle(got.Revision)
-		ahead.Sequence = want.Sequence
-		want = &ahead
+		again := last.render(cfg.FilesURL, nil).Bundle(got.Revision)
+		again.Sequence = want.Sequence
+		want = &again
+		if wantAhead != nil && gotAhead != nil && gotAhead.Revision > got.Revision {
+			// The day ahead it stored since is of a revision above that one, beside it.
+			again := projections.RenderWith(projections.AheadOf(last.agg), cfg.FilesURL, nil).Bundle(gotAhead.Revision)
+			again.Base, again.Starts, again.Sequence = got.Revision, wantAhead.Starts, wantAhead.Sequence
+			wantAhead = &again
+		}
 	}
+	if diff := bundleDifference(got, want); diff != "" || cfg.NoAheads {
+		return true, diff, nil
+	}
+	return true, aheadDifference(gotAhead, wantAhead, got), nil
+}
+
+// storedBundle returns the bundle stored under key in kv, nil when none is, with the body of each
+// document absent from it nil; diff says why a stored value is not a bundle.
+func storedBundle(ctx context.Context, kv VerifyBucket, key string) (b *dockey.Bundle, diff string, err error) {
+	e, err := kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil, "", nil
+	case err != nil:
+		return nil, "", fmt.Errorf("get bundle: %w", err)
+	}
+	b = new(dockey.Bundle)
+	if err := dockey.Decode(e.Value(), b); err != nil {
+		return nil, fmt.Sprintf("stored bundle cannot be decoded: %v", err), nil
+	}
+	projections.EachDocument(b, func(_ string, d *dockey.Document) {
+		if string(d.Body) == "null" {
+			d.Body = nil // stored for a document that is absent, as a draft's are
+		}
+	})
+	return b, "", nil
+}
+
+// bundleDifference says how the stored bundle got differs from want, the log's rendering; empty
+// when it does not.
+func bundleDifference(got, want *dockey.Bundle) string {
 	switch {
 	case got.Revision != want.Revision:
-		return true, fmt.Sprintf("content_revision %d stored, %d replayed", got.Revision, want.Revision), nil
+		return fmt.Sprintf("content_revision %d stored, %d replayed", got.Revision, want.Revision)
 	case !projections.SameAccess(got, want):
-		return true, "access fields differ (status, api, key, redirects)", nil
+		return "access fields differ (status, api, key, redirects)"
 	}
 	if changed := projections.ChangedResources(got, want); len(changed) > 0 {
-		return true, fmt.Sprintf("documents differ: %v", changed), nil
+		return fmt.Sprintf("documents differ: %v", changed)
 	}
-	return true, "", nil
+	return ""
 }
+
+// aheadDifference says how the stored bundle of a day ahead, got, differs from want, the log's
+// rendering of it, beside current, the stored current bundle; empty when it does not. One stored
+// where the log makes none is a difference only when a reader would serve it: when it was
+// rendered beside current.
+func aheadDifference(got, want, current *dockey.Bundle) string {
+	switch {
+	case want == nil && got == nil:
+		return ""
+	case want == nil && got.Base == current.Revision:
+		return "a day ahead is stored beside the current bundle, and the log makes none"
+	case want == nil:
+		return "" // rendered beside an earlier bundle: no reader serves it
+	case got == nil:
+		return "no day ahead stored, the log makes one from " + instant(want.Starts)
+	case got.Base != want.Base || got.Starts != want.Starts:
+		return fmt.Sprintf("day ahead: beside revision %d from %s stored, beside %d from %s replayed",
+			got.Base, instant(got.Starts), want.Base, instant(want.Starts))
+	}
+	if diff := bundleDifference(got, want); diff != "" {
+		return "day ahead: " + diff
+	}
+	return ""
+}
+
+// instant writes the instant unix (Unix seconds) in UTC, as RFC 3339 does.
+func instant(unix int64) string { return time.Unix(unix, 0).UTC().Format(time.RFC3339) }
 
 // eachSlug calls fn for every slug, workers at a time, and then progress, unless nil, with the
 // number done and the total. The first failure stops the others and is returned, naming its

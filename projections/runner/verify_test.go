@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections/dockey"
@@ -91,4 +93,80 @@ func TestVerifyListsABoundedNumberOfDifferences(t *testing.T) {
 	if calls.Load() != int64(len(slugs)) {
 		t.Errorf("progress called %d times, want once per establishment", calls.Load())
 	}
+}
+
+// TestVerifyComparesTheDayAhead checks the bundle of a day ahead as it does the current one: the
+// one following the log stored is no difference; one altered, missing, or stored beside the
+// current bundle where the log makes none is, unless the check leaves days ahead out; one left
+// beside an earlier bundle, which no reader serves, is not.
+func TestVerifyComparesTheDayAhead(t *testing.T) {
+	n := newNATSEnv(t)
+	const demo = "chez-marcel"
+	// Following the log, not replaying it: a replay stores no day ahead.
+	cfg := Config{Store: n.store, KV: n.kv, State: n.freshState(t)}
+	r := startProjectorWith(t, cfg)
+	r.waitFor(t, n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22"))
+	starts := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
+	r.waitFor(t, n.append(t, demo, domain.DayAhead{Date: fixture.Date(t, "2026-11-23"), Starts: starts}))
+	_ = r.stop(t)
+	ahead, ok := aheadEntry(t, n.kv, demo)
+	if !ok {
+		t.Fatal("no day ahead stored")
+	}
+	check := func(what string, cfg VerifyConfig, want string) {
+		t.Helper()
+		cfg.Log, cfg.KV = n.store, n.kv
+		rep, err := Verify(testContext(t), cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		var got string
+		if len(rep.Differences) > 0 {
+			got = rep.Differences[0].Reason
+		}
+		if rep.Checked != 1 || rep.Different != len(rep.Differences) || !strings.HasPrefix(got, want) || (want == "") != (got == "") {
+			t.Errorf("%s: %d checked, differences %+v; want one checked and a difference starting %q", what, rep.Checked, rep.Differences, want)
+		}
+	}
+	put := func(b dockey.Bundle) {
+		t.Helper()
+		value, err := dockey.EncodeBundle(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.kv.Put(testContext(t), dockey.AheadKey(demo), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("as stored", VerifyConfig{}, "")
+
+	altered := ahead
+	altered.Menus.All.Body = []byte(`{"content_revision":0}`)
+	put(altered)
+	check("altered", VerifyConfig{}, "day ahead: documents differ: [menus]")
+	check("altered, days ahead left out", VerifyConfig{NoAheads: true}, "")
+	moved := ahead
+	moved.Starts += 3600
+	put(moved)
+	check("another start", VerifyConfig{}, "day ahead: beside revision")
+
+	if err := n.kv.Delete(testContext(t), dockey.AheadKey(demo)); err != nil {
+		t.Fatal(err)
+	}
+	check("removed", VerifyConfig{}, "no day ahead stored, the log makes one from 2026-11-22T23:00:00Z")
+
+	// Once the day started, the log makes none.
+	r = startProjectorWith(t, cfg)
+	r.waitFor(t, n.append(t, demo, domain.DayStarted{Date: fixture.Date(t, "2026-11-23")}))
+	_ = r.stop(t)
+	if _, ok := aheadEntry(t, n.kv, demo); ok {
+		t.Fatal("the day ahead is still stored once the day started")
+	}
+	current, _, _ := entry(t, n.kv, demo)
+	stale := ahead
+	stale.Base = current.Revision
+	put(stale)
+	check("stored beside the current bundle", VerifyConfig{}, "a day ahead is stored beside the current bundle")
+	put(ahead) // beside the bundle before the day started
+	check("left beside an earlier bundle", VerifyConfig{}, "")
 }
