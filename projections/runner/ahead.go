@@ -16,11 +16,12 @@ import (
 // bundle is the one it was rendered beside, and the day-started event that follows makes its
 // documents and revision the current bundle's (projections.NextOver).
 //
-// Only the following of the log stores it. A replay of the whole log follows the days ahead in
-// summaries, for the revisions of the current bundles to be the ones the following of the log
-// gives, but stores no bundle of a day ahead, and a rebuild's new generation holds none: the next
-// record of the establishment (its day started, at the latest) does. One left behind is served by
-// no reader once the current bundle moves on. Verify compares the stored ones with the log's.
+// The following of the log stores it as each record asks. A replay of the whole log follows the
+// days ahead in summaries, for the revisions of the current bundles to be the ones the following
+// of the log gives, and once it has settled an establishment's current bundle, stores its day
+// ahead beside it (settleAhead): a replay or a rebuild in the hour before a midnight leaves the
+// day ready for it. One left behind is served by no reader once the current bundle moves on.
+// Verify compares the stored ones with the log's.
 
 // knowAhead reads the summary of the stored bundle of t's day ahead, once, when t has or had
 // one (had: before the record in hand): otherwise none is stored. It returns the bundle's value
@@ -39,6 +40,27 @@ func (p *Projector) knowAhead(ctx context.Context, t *tracked, had bool) ([]byte
 	}
 	t.ahead, t.aheadKnown = s, true
 	return value, nil
+}
+
+// settleAhead stores the bundle of t's day ahead beside its current bundle as stored (t.stored),
+// once a replay or a rebuild has settled that one, unless the stored one is the same; or removes
+// the stored one when the log makes none though the establishment has a day ahead (its
+// documents are the current ones). It reads the bucket only for an establishment with a day
+// ahead: those within the lead of their midnight, a few of them at any time.
+func (p *Projector) settleAhead(ctx context.Context, t *tracked) error {
+	if t.stored == nil || t.agg.Ahead.IsZero() {
+		return nil
+	}
+	prev, _, err := p.summaryAt(ctx, p.cfg.KV, dockey.AheadKey(string(t.agg.Slug)))
+	if err != nil {
+		return err
+	}
+	t.ahead, t.aheadKnown = prev, true
+	a := t.projectAhead(t.stored, p.cfg.FilesURL)
+	if err := p.storeAhead(ctx, t, a); err != nil {
+		return err
+	}
+	return p.dropAhead(ctx, t, a)
 }
 
 // storeAhead stores the bundle of a day ahead a decided.

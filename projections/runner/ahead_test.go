@@ -101,3 +101,85 @@ func TestProjectorKeepsTheDayAhead(t *testing.T) {
 		t.Errorf("verify: %+v, %v; want no difference", rep, err)
 	}
 }
+
+// A replay of the whole log, into an empty bucket or the live one, and a rebuild's new generation
+// hold the day ahead the following of the log stored, byte for byte; settling the new generation
+// above the replaced one moves its day ahead beside the bundle it raised. Verify finds each bucket
+// equal to the log, days ahead included.
+func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
+	n := newNATSEnv(t)
+	ctx := testContext(t)
+	const demo = "chez-marcel"
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
+	p.waitFor(t, n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22"))
+	starts := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
+	seq := n.append(t, demo, domain.DayAhead{Date: fixture.Date(t, "2026-11-23"), Starts: starts})
+	p.waitFor(t, seq)
+	_ = p.stop(t)
+	live, ok := aheadEntry(t, n.kv, demo)
+	if !ok {
+		t.Fatal("no day ahead stored")
+	}
+	sameAhead := func(what string, kv jetstream.KeyValue) {
+		t.Helper()
+		if got, ok := aheadEntry(t, kv, demo); !ok || !cmp.Equal(got, live) {
+			t.Errorf("%s: day ahead stored %t, %+v; want the one following the log stored", what, ok, got)
+		}
+		if rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: kv}); err != nil || rep.Different != 0 {
+			t.Errorf("%s: verify: %+v, %v; want no difference", what, rep, err)
+		}
+	}
+
+	fresh, err := n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "REPLAYED", History: 1, Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startProjectorWith(t, Config{Store: n.store, KV: NewBundles(n.js, fresh), State: n.freshState(t)})
+	r.waitFor(t, seq)
+	_ = r.stop(t)
+	sameAhead("replayed into an empty bucket", fresh)
+
+	if err := n.kv.Delete(ctx, dockey.AheadKey(demo)); err != nil {
+		t.Fatal(err)
+	}
+	r = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
+	r.waitFor(t, seq)
+	_ = r.stop(t)
+	sameAhead("replayed into the live bucket without it", n.kv)
+
+	next, state, err := OpenGeneration(ctx, n.js, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = startProjectorWith(t, Config{Store: n.store, KV: next, State: state, Replaces: n.kv})
+	r.waitFor(t, seq)
+	sameAhead("rebuilt", next)
+
+	// The replaced generation moves on above the new one with other documents: settling raises
+	// the new one's bundle, and its day ahead follows.
+	current, _, _ := entry(t, n.kv, demo)
+	other := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
+	other.Identity.Name = "Rendu autrement"
+	replaced := projections.Render(other, current.Revision+10)
+	projections.Compress(&replaced)
+	value, err := dockey.EncodeBundle(&replaced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.kv.Put(ctx, dockey.Key(demo), value); err != nil {
+		t.Fatal(err)
+	}
+	_ = r.stop(t)
+	if raised, err := r.Settle(ctx, 1, seq); err != nil || raised != 1 {
+		t.Fatalf("settle: %d raised, %v; want 1", raised, err)
+	}
+	settled, _, _ := entry(t, next, demo)
+	ahead, ok := aheadEntry(t, next, demo)
+	if !ok || settled.Revision != replaced.Revision+1 || ahead.Base != settled.Revision || ahead.Revision <= settled.Revision || ahead.Starts != live.Starts {
+		t.Errorf("settled: revision %d, day ahead %t at %d beside %d from %d; want %d, one above it beside it from %d",
+			settled.Revision, ok, ahead.Revision, ahead.Base, ahead.Starts, replaced.Revision+1, live.Starts)
+	}
+	if rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: next}); err != nil || rep.Different != 0 {
+		t.Errorf("settled: verify: %+v, %v; want no difference", rep, err)
+	}
+}

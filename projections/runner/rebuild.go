@@ -182,25 +182,34 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 	case cur.Revision() > prev.Revision(), cur.Same(prev):
 		return false, nil
 	}
-	// The establishment as the bucket's bundle shows it, at the revision that follows the
-	// replaced one: its saved state, and its records up to the one that stored the bundle.
+	// The establishment as the bucket's bundles show it, at the revision that follows the
+	// replaced one: its saved state, and its records up to the one that stored the bundle, or
+	// that of its day ahead when later (the records between changed no current document).
+	upTo := cur.Sequence()
+	ahead, _, err := p.summaryAt(ctx, p.cfg.KV, dockey.AheadKey(slug))
+	if err != nil {
+		return false, err
+	}
+	if ahead != nil {
+		upTo = max(upTo, ahead.Sequence())
+	}
 	t, err := l.savedState(ctx, parsed)
 	if err != nil {
 		return false, err
 	}
-	if t == nil || t.seq > cur.Sequence() {
+	if t == nil || t.seq > upTo {
 		t = &tracked{agg: domain.New(parsed)}
 	}
-	if t.seq < cur.Sequence() {
+	if t.seq < upTo {
 		var recs []events.Record
 		if err := p.retry(ctx, "read records of "+slug, func() error {
-			// Those before the one that stored the bundle, an unreadable message passed over as
-			// the projector passed over it, then that one, which it read.
-			before, err := p.cfg.Store.Before(ctx, slug, t.seq+1, cur.Sequence(), func(uint64, error) {})
+			// Those before the last one, an unreadable message passed over as the projector
+			// passed over it, then that one, which it read.
+			before, err := p.cfg.Store.Before(ctx, slug, t.seq+1, upTo, func(uint64, error) {})
 			if err != nil {
 				return err
 			}
-			last, err := p.cfg.Store.Range(ctx, slug, cur.Sequence(), cur.Sequence())
+			last, err := p.cfg.Store.Range(ctx, slug, upTo, upTo)
 			recs = append(before, last...)
 			return err
 		}); err != nil {
@@ -218,7 +227,13 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 	u.Resources = nil
 	p.logger.Info("raised the revision of a bundle of the new generation above the replaced one", "slug", slug,
 		"revision", u.Bundle.Revision, "was", cur.Revision(), "replaced", prev.Revision())
-	return p.store(ctx, u)
+	ok, err := p.store(ctx, u)
+	if !ok || err != nil {
+		return ok, err
+	}
+	// The day ahead stored beside the bundle replaced is served beside no other: it follows it.
+	t.stored = projections.Summarize(&u.Bundle)
+	return true, p.settleAhead(ctx, t)
 }
 
 // SwitchBuckets is what AnnounceSwitch reads of a bucket of bundles; jetstream.KeyValue

@@ -212,60 +212,70 @@ var errAbsentFromLog = errors.New("stored bundle of an establishment absent from
 const absentExamples = 5
 
 // reconcileOne reconciles one establishment of the replay with its stored bundle, whose summary's
-// fingerprint is s.print, and reports whether it stored a bundle.
+// fingerprint is s.print, then its day ahead with the stored one, and reports whether it stored a
+// current bundle.
 func (p *Projector) reconcileOne(ctx context.Context, l *lane, s storedPrint) (bool, error) {
+	written, t, err := p.reconcileCurrent(ctx, l, s)
+	if err != nil || t == nil {
+		return written, err
+	}
+	return written, p.settleAhead(ctx, t)
+}
+
+// reconcileCurrent reconciles one establishment of the replay with its stored bundle, whose
+// summary's fingerprint is s.print, and reports whether it stored a bundle; t is the establishment
+// when it is one of the log.
+func (p *Projector) reconcileCurrent(ctx context.Context, l *lane, s storedPrint) (written bool, t *tracked, err error) {
 	slug, print := s.slug, s.print
 	t, ok := l.cache.Peek(slug)
 	if !ok {
 		parsed, err := domain.ParseSlug(slug)
 		if err != nil {
-			return false, nil // its records were skipped
+			return false, nil, nil // its records were skipped
 		}
 		if t, err = l.savedState(ctx, parsed); err != nil {
-			return false, err
+			return false, nil, err
 		}
 	}
 	switch {
 	case (t == nil || t.stored == nil) && print == 0:
-		return false, nil // nothing was stored, nothing is to be
+		return false, t, nil // nothing was stored, nothing is to be
 	case t != nil && t.stored != nil && t.stored.Fingerprint() == print:
 		// What the replay would have stored was stored when the bucket was read: nothing to
 		// render, nor to read again.
-		return false, p.reannounce(ctx, t, s.lastAnnounced(), s.seq)
+		return false, t, p.reannounce(ctx, t, s.lastAnnounced(), s.seq)
 	}
-	var (
-		stored *projections.BundleSummary // none when the bucket held none: only this projector writes to it
-		err    error
-	)
+	var stored *projections.BundleSummary // none when the bucket held none: only this projector writes to it
 	if print != 0 {
 		if stored, err = p.summaryIn(ctx, p.cfg.KV, slug); err != nil {
-			return false, err
+			return false, nil, err
 		}
 	}
 	if stored == nil && p.cfg.Replaces != nil && t != nil && t.stored != nil {
-		return p.replace(ctx, t, s.floor)
+		written, err = p.replace(ctx, t, s.floor)
+		return written, t, err
 	}
 	if t == nil || t.stored == nil {
 		// The log holds no creation for this slug, or its replayed state cannot be read back.
 		if stored != nil {
-			return false, errAbsentFromLog
+			return false, nil, errAbsentFromLog
 		}
-		return false, nil
+		return false, nil, nil
 	}
 	replayed := t.stored
 	t.stored = stored
 	if stored.Same(replayed) {
 		// What the replay would have stored is stored: nothing to render.
-		return false, p.reannounce(ctx, t, s.lastAnnounced(), 0)
+		return false, t, p.reannounce(ctx, t, s.lastAnnounced(), 0)
 	}
 	u := projections.Next(stored, t.render(p.cfg.FilesURL, nil), replayed.Revision())
 	u.Bundle.Sequence = replayed.Sequence() // the record a projection one at a time last stored
 	if !u.Write {
-		return false, p.reannounce(ctx, t, s.lastAnnounced(), 0)
+		return false, t, p.reannounce(ctx, t, s.lastAnnounced(), 0)
 	}
 	ok, err = p.store(ctx, u)
 	if ok {
 		t.stored = projections.Summarize(&u.Bundle)
 	}
-	return ok, err
+	return ok, t, err
 }

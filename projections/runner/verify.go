@@ -77,9 +77,6 @@ type VerifyConfig struct {
 	FilesURL string
 	// Slugs, when not empty, are the only establishments checked.
 	Slugs []string
-	// NoAheads leaves the bundles of days ahead unchecked: for a bucket that holds only those
-	// its projector stored while following the log, as a rebuild's new generation does.
-	NoAheads bool
 	// UpTo, when not 0, is a position up to which the projector of KV has projected every
 	// record (its checkpoint, say): records after it that a bundle does not reflect yet are no
 	// difference, so that a live bucket is checked without races.
@@ -88,9 +85,9 @@ type VerifyConfig struct {
 
 // Verify rebuilds, for every establishment of the log and of the bucket, the bundle a replay of
 // its records into an empty bucket would store, and compares it with the stored one: revision,
-// access fields and every document body. So it does for the bundle of the day ahead that following
-// the log stores beside it, unless VerifyConfig.NoAheads: the log's and the stored one, or the
-// absence of either. It writes nothing, so it can run against a live bucket.
+// access fields and every document body. So it does for the bundle of the day ahead stored beside
+// it: the log's and the stored one, or the absence of either. It writes nothing, so it can run
+// against a live bucket.
 //
 // It reads one establishment at a time per worker (its history by direct gets, its bundles by key
 // gets), so its memory is bounded by the number of workers and it opens no consumer but the
@@ -192,11 +189,9 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 	if err != nil || diff != "" {
 		return diff != "", diff, err
 	}
-	var gotAhead *dockey.Bundle
-	if !cfg.NoAheads {
-		if gotAhead, diff, err = storedBundle(ctx, cfg.KV, dockey.AheadKey(slug)); err != nil || diff != "" {
-			return diff != "", "day ahead: " + diff, err
-		}
+	gotAhead, diff, err := storedBundle(ctx, cfg.KV, dockey.AheadKey(slug))
+	if err != nil || diff != "" {
+		return diff != "", "day ahead: " + diff, err
 	}
 	recs, err := cfg.Log.History(ctx, slug)
 	if err != nil {
@@ -256,7 +251,7 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 			wantAhead = &again
 		}
 	}
-	if diff := bundleDifference(got, want); diff != "" || cfg.NoAheads {
+	if diff := bundleDifference(got, want); diff != "" {
 		return true, diff, nil
 	}
 	return true, aheadDifference(gotAhead, wantAhead, got), nil

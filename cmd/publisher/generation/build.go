@@ -156,8 +156,6 @@ func (r *rebuilder) verify(ctx context.Context, b *building) error {
 	rep, err := runner.Verify(ctx, runner.VerifyConfig{
 		Log: r.store, KV: b.newDocs, Workers: r.cfg.VerifyWorkers, FilesURL: b.rb.FilesURL, Progress: show, Logger: r.cfg.Logger,
 		UpTo: b.pr.p.Position(),
-		// The new generation holds the days ahead only of the records it followed.
-		NoAheads: true,
 	})
 	end(err == nil)
 	if err != nil {
