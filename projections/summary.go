@@ -39,6 +39,10 @@ func (s *BundleSummary) Revision() int64 { return s.revision }
 // Sequence is the sequence of the record that last wrote the bundle s describes.
 func (s *BundleSummary) Sequence() uint64 { return s.sequence }
 
+// Base is, for the bundle of a day ahead s describes, the revision of the current bundle it was
+// rendered beside; 0 for a current bundle.
+func (s *BundleSummary) Base() int64 { return s.base }
+
 // Status is the status of the establishment of the bundle s describes: dockey.StatusActive when
 // its documents are public.
 func (s *BundleSummary) Status() string { return s.access.Status }
@@ -173,10 +177,12 @@ func (s *BundleSummary) sameTags(b *dockey.Bundle) bool {
 	return same
 }
 
-// Same reports whether s and o describe the same bundle: revision, access fields and every
-// document's digest and tag. A nil summary is the same as none other.
+// Same reports whether s and o describe the same bundle: revision, for a day ahead the bundle it
+// was rendered beside and its start, access fields and every document's digest and tag. A nil
+// summary is the same as none other.
 func (s *BundleSummary) Same(o *BundleSummary) bool {
-	if s == nil || o == nil || s.revision != o.revision || !SameAccess(&s.access, &o.access) || len(s.docs) != len(o.docs) {
+	if s == nil || o == nil || s.revision != o.revision || s.base != o.base || s.starts != o.starts ||
+		!SameAccess(&s.access, &o.access) || len(s.docs) != len(o.docs) {
 		return false
 	}
 	for name, d := range s.docs {

@@ -43,24 +43,30 @@ func (p *Projector) knowAhead(ctx context.Context, t *tracked, had bool) ([]byte
 }
 
 // settleAhead stores the bundle of t's day ahead beside its current bundle as stored (t.stored),
-// once a replay or a rebuild has settled that one, unless the stored one is the same; or removes
-// the stored one when the log makes none though the establishment has a day ahead (its
-// documents are the current ones). It reads the bucket only for an establishment with a day
-// ahead: those within the lead of their midnight, a few of them at any time.
+// once a replay or a rebuild has settled that one, unless the stored one is that bundle; or
+// removes the stored one when the log makes none though the establishment has a day ahead (its
+// documents are the current ones). Its revision is the one the replay followed (t.ahead), as the
+// following of the log gives it, or without one, that of the bundle stored. It reads the bucket
+// only for an establishment with a day ahead: in the hour before a zone's midnight, every
+// date-dependent one of the zone.
 func (p *Projector) settleAhead(ctx context.Context, t *tracked) error {
 	if t.stored == nil || t.agg.Ahead.IsZero() {
 		return nil
 	}
-	prev, _, err := p.summaryAt(ctx, p.cfg.KV, dockey.AheadKey(string(t.agg.Slug)))
+	stored, _, err := p.summaryAt(ctx, p.cfg.KV, dockey.AheadKey(string(t.agg.Slug)))
 	if err != nil {
 		return err
 	}
-	t.ahead, t.aheadKnown = prev, true
-	a := t.projectAhead(t.stored, p.cfg.FilesURL)
-	if err := p.storeAhead(ctx, t, a); err != nil {
-		return err
+	if t.ahead == nil {
+		t.ahead = stored
 	}
-	return p.dropAhead(ctx, t, a)
+	a := t.projectAhead(t.stored, p.cfg.FilesURL)
+	t.ahead, t.aheadKnown = stored, true
+	if a.None {
+		return p.dropAhead(ctx, t, a)
+	}
+	a.Write = !stored.Same(projections.Summarize(&a.Bundle))
+	return p.storeAhead(ctx, t, a)
 }
 
 // storeAhead stores the bundle of a day ahead a decided.

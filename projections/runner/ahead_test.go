@@ -113,12 +113,16 @@ func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
 	p.waitFor(t, n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22"))
 	starts := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
-	seq := n.append(t, demo, domain.DayAhead{Date: fixture.Date(t, "2026-11-23"), Starts: starts})
+	p.waitFor(t, n.append(t, demo, domain.DayAhead{Date: fixture.Date(t, "2026-11-23"), Starts: starts}))
+	// Tomorrow's menu changes: the day ahead alone, at a revision one more above the current one.
+	v := nextDaysMenu(t)
+	seq := n.append(t, demo, domain.MenuVersionPublished{MenuType: "menu-du-jour", Version: v})
 	p.waitFor(t, seq)
 	_ = p.stop(t)
+	current, _, _ := entry(t, n.kv, demo)
 	live, ok := aheadEntry(t, n.kv, demo)
-	if !ok {
-		t.Fatal("no day ahead stored")
+	if !ok || live.Revision != current.Revision+2 {
+		t.Fatalf("day ahead stored %t at %d; want one at %d, the current %d and two changes of it", ok, live.Revision, current.Revision+2, current.Revision)
 	}
 	sameAhead := func(what string, kv jetstream.KeyValue) {
 		t.Helper()
@@ -157,7 +161,6 @@ func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 
 	// The replaced generation moves on above the new one with other documents: settling raises
 	// the new one's bundle, and its day ahead follows.
-	current, _, _ := entry(t, n.kv, demo)
 	other := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
 	other.Identity.Name = "Rendu autrement"
 	replaced := projections.Render(other, current.Revision+10)
@@ -181,5 +184,61 @@ func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 	}
 	if rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: next}); err != nil || rep.Different != 0 {
 		t.Errorf("settled: verify: %+v, %v; want no difference", rep, err)
+	}
+}
+
+// nextDaysMenu returns the demo's menu of the day for 2026-11-23 with fewer items.
+func nextDaysMenu(t *testing.T) domain.MenuVersion {
+	t.Helper()
+	e := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
+	mt, ok := e.MenuType("menu-du-jour")
+	if !ok {
+		t.Fatal("the demo has no menu of the day")
+	}
+	for _, v := range mt.Versions {
+		if v.ID == "2026-11-23" {
+			v.Sections[0].Items = v.Sections[0].Items[:2]
+			return v
+		}
+	}
+	t.Fatal("the demo has no menu of the day for 2026-11-23")
+	return domain.MenuVersion{}
+}
+
+// A replay removes a day ahead stored beside the current bundle where the log makes none: here
+// the establishment's documents are no longer served.
+func TestReplayRemovesADayAheadTheLogMakesNone(t *testing.T) {
+	n := newNATSEnv(t)
+	const demo = "chez-marcel"
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
+	p.waitFor(t, n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22"))
+	starts := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
+	p.waitFor(t, n.append(t, demo, domain.DayAhead{Date: fixture.Date(t, "2026-11-23"), Starts: starts}))
+	ahead, err := n.kv.Get(testContext(t), dockey.AheadKey(demo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := n.append(t, demo, domain.PublicAPIDisabled{})
+	p.waitFor(t, seq)
+	_ = p.stop(t)
+	current, _, _ := entry(t, n.kv, demo)
+	var stale dockey.Bundle
+	if err := dockey.Decode(ahead.Value(), &stale); err != nil {
+		t.Fatal(err)
+	}
+	stale.Base = current.Revision
+	value, err := dockey.EncodeBundle(&stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.kv.Put(testContext(t), dockey.AheadKey(demo), value); err != nil {
+		t.Fatal(err)
+	}
+
+	r := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
+	r.waitFor(t, seq)
+	_ = r.stop(t)
+	if _, ok := aheadEntry(t, n.kv, demo); ok {
+		t.Error("a day ahead is still stored beside a bundle not served")
 	}
 }

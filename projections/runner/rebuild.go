@@ -184,13 +184,14 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 	}
 	// The establishment as the bucket's bundles show it, at the revision that follows the
 	// replaced one: its saved state, and its records up to the one that stored the bundle, or
-	// that of its day ahead when later (the records between changed no current document).
+	// that of its day ahead when later and rendered beside it (the records between changed no
+	// current document).
 	upTo := cur.Sequence()
 	ahead, _, err := p.summaryAt(ctx, p.cfg.KV, dockey.AheadKey(slug))
 	if err != nil {
 		return false, err
 	}
-	if ahead != nil {
+	if ahead != nil && ahead.Base() == cur.Revision() {
 		upTo = max(upTo, ahead.Sequence())
 	}
 	t, err := l.savedState(ctx, parsed)
