@@ -185,28 +185,32 @@ func verifySlugs(ctx context.Context, cfg VerifyConfig) ([]string, error) {
 // two agree.
 func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug string) (checked bool, diff string, err error) {
 	// The bundles first: the history read after them holds every record they can reflect.
-	got, diff, err := storedBundle(ctx, cfg.KV, dockey.Key(slug))
+	got, gotAhead, diff, err := storedBundles(ctx, cfg.KV, slug)
 	if err != nil || diff != "" {
 		return diff != "", diff, err
-	}
-	gotAhead, diff, err := storedBundle(ctx, cfg.KV, dockey.AheadKey(slug))
-	if err != nil || diff != "" {
-		return diff != "", "day ahead: " + diff, err
 	}
 	recs, err := cfg.Log.History(ctx, slug)
 	if err != nil {
 		return false, "", err
 	}
+	aheadOut := false // the day ahead stored is of a record the current bundle does not reflect yet
 	if cfg.UpTo > 0 {
 		// Every record up to UpTo is projected, and the records of one establishment in order:
 		// the bundle is the rendering of its records up to UpTo, or up to the one that stored it
-		// when that one is later. Records after both are not its business yet.
+		// when that one is later. Records after both are not its business yet. The projector
+		// stores a record's day ahead before its current bundle: a later day ahead rendered
+		// beside the bundle read is of records that changed no current document; one rendered
+		// beside another is of a record whose current bundle is on its way.
 		limit := cfg.UpTo
 		if got != nil {
 			limit = max(limit, got.Sequence)
 		}
-		if gotAhead != nil {
-			limit = max(limit, gotAhead.Sequence)
+		if gotAhead != nil && gotAhead.Sequence > limit {
+			if got != nil && gotAhead.Base == got.Revision {
+				limit = gotAhead.Sequence
+			} else {
+				aheadOut = true
+			}
 		}
 		recs = slices.DeleteFunc(recs, func(rec events.Record) bool { return rec.Sequence > limit })
 	}
@@ -251,32 +255,69 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 			wantAhead = &again
 		}
 	}
-	if diff := bundleDifference(got, want); diff != "" {
+	if diff := bundleDifference(got, want); diff != "" || aheadOut {
 		return true, diff, nil
 	}
 	return true, aheadDifference(gotAhead, wantAhead, got), nil
 }
 
-// storedBundle returns the bundle stored under key in kv, nil when none is, with the body of each
-// document absent from it nil; diff says why a stored value is not a bundle.
-func storedBundle(ctx context.Context, kv VerifyBucket, key string) (b *dockey.Bundle, diff string, err error) {
+// bundleReads bounds the reads of an establishment's two bundles that storedBundles makes while
+// the projector writes them.
+const bundleReads = 3
+
+// storedBundles returns the current bundle of slug stored in kv and that of its day ahead, nil
+// for one not stored, as they were at one instant: the day ahead is read before and after the
+// current bundle, again while it changed between (at most bundleReads times). diff says why a
+// stored value is not a bundle.
+func storedBundles(ctx context.Context, kv VerifyBucket, slug string) (current, ahead *dockey.Bundle, diff string, err error) {
+	aheadOf := func() (b *dockey.Bundle, revision uint64, diff string, err error) {
+		b, revision, diff, err = storedBundle(ctx, kv, dockey.AheadKey(slug))
+		if diff != "" {
+			diff = "day ahead: " + diff
+		}
+		return b, revision, diff, err
+	}
+	_, before, diff, err := aheadOf()
+	for range bundleReads {
+		if err != nil || diff != "" {
+			return nil, nil, diff, err
+		}
+		if current, _, diff, err = storedBundle(ctx, kv, dockey.Key(slug)); err != nil || diff != "" {
+			return nil, nil, diff, err
+		}
+		var after uint64
+		if ahead, after, diff, err = aheadOf(); after == before {
+			break
+		}
+		before = after
+	}
+	if err != nil || diff != "" {
+		return nil, nil, diff, err
+	}
+	return current, ahead, "", nil
+}
+
+// storedBundle returns the bundle stored under key in kv and the revision of its entry, nil and 0
+// when none is stored, with the body of each document absent from it nil; diff says why a stored
+// value is not a bundle.
+func storedBundle(ctx context.Context, kv VerifyBucket, key string) (b *dockey.Bundle, revision uint64, diff string, err error) {
 	e, err := kv.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return nil, "", nil
+		return nil, 0, "", nil
 	case err != nil:
-		return nil, "", fmt.Errorf("get bundle: %w", err)
+		return nil, 0, "", fmt.Errorf("get bundle: %w", err)
 	}
 	b = new(dockey.Bundle)
 	if err := dockey.Decode(e.Value(), b); err != nil {
-		return nil, fmt.Sprintf("stored bundle cannot be decoded: %v", err), nil
+		return nil, e.Revision(), fmt.Sprintf("stored bundle cannot be decoded: %v", err), nil
 	}
 	projections.EachDocument(b, func(_ string, d *dockey.Document) {
 		if string(d.Body) == "null" {
 			d.Body = nil // stored for a document that is absent, as a draft's are
 		}
 	})
-	return b, "", nil
+	return b, e.Revision(), "", nil
 }
 
 // bundleDifference says how the stored bundle got differs from want, the log's rendering; empty

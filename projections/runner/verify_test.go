@@ -102,7 +102,6 @@ func TestVerifyListsABoundedNumberOfDifferences(t *testing.T) {
 func TestVerifyComparesTheDayAhead(t *testing.T) {
 	n := newNATSEnv(t)
 	const demo = "chez-marcel"
-	// Following the log, not replaying it: a replay stores no day ahead.
 	cfg := Config{Store: n.store, KV: n.kv, State: n.freshState(t)}
 	r := startProjectorWith(t, cfg)
 	r.waitFor(t, n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22"))
@@ -168,4 +167,52 @@ func TestVerifyComparesTheDayAhead(t *testing.T) {
 	check("stored beside the current bundle", VerifyConfig{}, "a day ahead is stored beside the current bundle")
 	put(ahead) // beside the bundle before the day started
 	check("left beside an earlier bundle", VerifyConfig{}, "")
+}
+
+// The projector stores a record's day ahead before its current bundle, and removes a day ahead
+// after the current bundle that took it: verify, up to the projector's position before that
+// record, finds no difference in a bucket caught between the two writes.
+func TestVerifyUpToSeesABucketBetweenTheWritesOfARecord(t *testing.T) {
+	n := newNATSEnv(t)
+	ctx := testContext(t)
+	const demo = "chez-marcel"
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
+	p.waitFor(t, n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22"))
+	starts := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
+	prepared := n.append(t, demo, domain.DayAhead{Date: fixture.Date(t, "2026-11-23"), Starts: starts})
+	p.waitFor(t, prepared)
+	_, before, _ := entry(t, n.kv, demo)
+	check := func(what string) {
+		t.Helper()
+		rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: n.kv, UpTo: prepared})
+		if err != nil || rep.Different != 0 {
+			t.Errorf("%s: %+v, %v; want no difference", what, rep, err)
+		}
+	}
+	put := func(key string, value []byte) {
+		t.Helper()
+		if _, err := n.kv.Put(ctx, key, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	e := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
+	id := e.Identity
+	id.Name = "Autre nom"
+	changed := n.append(t, demo, domain.IdentityChanged{Identity: id})
+	p.waitFor(t, changed)
+	_, after, _ := entry(t, n.kv, demo)
+	aheadAfter, err := n.kv.Get(ctx, dockey.AheadKey(demo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(dockey.Key(demo), before) // its day ahead stored, its current bundle not yet
+	check("a change's day ahead stored before its current bundle")
+	put(dockey.Key(demo), after)
+	put(dockey.AheadKey(demo), aheadAfter.Value())
+
+	p.waitFor(t, n.append(t, demo, domain.DayStarted{Date: fixture.Date(t, "2026-11-23")}))
+	_ = p.stop(t)
+	put(dockey.AheadKey(demo), aheadAfter.Value()) // the day started, its day ahead not yet removed
+	check("a day started before its day ahead is removed")
 }
