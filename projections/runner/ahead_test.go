@@ -110,10 +110,7 @@ func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 	n := newNATSEnv(t)
 	ctx := testContext(t)
 	const demo = "chez-marcel"
-	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
-	p.waitFor(t, n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22"))
-	starts := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
-	p.waitFor(t, n.append(t, demo, domain.DayAhead{Date: fixture.Date(t, "2026-11-23"), Starts: starts}))
+	p, _ := demoWithDayAhead(t, n)
 	// Tomorrow's menu changes: the day ahead alone, at a revision one more above the current one.
 	v := nextDaysMenu(t)
 	seq := n.append(t, demo, domain.MenuVersionPublished{MenuType: "menu-du-jour", Version: v})
@@ -187,6 +184,19 @@ func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 	}
 }
 
+// demoWithDayAhead starts a projector following the log of n, imports the demo on 2026-11-22 and
+// prepares its next day, from 23:00 UTC; it returns the projector and the sequence of the
+// day-ahead record, both projected.
+func demoWithDayAhead(t *testing.T, n *natsEnv) (*running, uint64) {
+	t.Helper()
+	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
+	p.waitFor(t, n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22"))
+	starts := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
+	seq := n.append(t, "chez-marcel", domain.DayAhead{Date: fixture.Date(t, "2026-11-23"), Starts: starts})
+	p.waitFor(t, seq)
+	return p, seq
+}
+
 // nextDaysMenu returns the demo's menu of the day for 2026-11-23 with fewer items.
 func nextDaysMenu(t *testing.T) domain.MenuVersion {
 	t.Helper()
@@ -210,10 +220,7 @@ func nextDaysMenu(t *testing.T) domain.MenuVersion {
 func TestReplayRemovesADayAheadTheLogMakesNone(t *testing.T) {
 	n := newNATSEnv(t)
 	const demo = "chez-marcel"
-	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
-	p.waitFor(t, n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22"))
-	starts := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
-	p.waitFor(t, n.append(t, demo, domain.DayAhead{Date: fixture.Date(t, "2026-11-23"), Starts: starts}))
+	p, _ := demoWithDayAhead(t, n)
 	ahead, err := n.kv.Get(testContext(t), dockey.AheadKey(demo))
 	if err != nil {
 		t.Fatal(err)

@@ -176,11 +176,7 @@ func TestVerifyUpToSeesABucketBetweenTheWritesOfARecord(t *testing.T) {
 	n := newNATSEnv(t)
 	ctx := testContext(t)
 	const demo = "chez-marcel"
-	p := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
-	p.waitFor(t, n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22"))
-	starts := time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC)
-	prepared := n.append(t, demo, domain.DayAhead{Date: fixture.Date(t, "2026-11-23"), Starts: starts})
-	p.waitFor(t, prepared)
+	p, prepared := demoWithDayAhead(t, n)
 	_, before, _ := entry(t, n.kv, demo)
 	check := func(what string) {
 		t.Helper()
