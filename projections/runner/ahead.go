@@ -46,9 +46,10 @@ func (p *Projector) knowAhead(ctx context.Context, t *tracked, had bool) ([]byte
 // once a replay or a rebuild has settled that one, unless the stored one is that bundle; or
 // removes the stored one when the log makes none though the establishment has a day ahead (its
 // documents are the current ones). Its revision is the one the replay followed (t.ahead), as the
-// following of the log gives it, or without one, that of the bundle stored. It reads the bucket
-// only for an establishment with a day ahead: in the hour before a zone's midnight, every
-// date-dependent one of the zone.
+// following of the log gives it, unless the stored one holds that revision or a later one with
+// other documents (another renderer's, served perhaps): then one above it, as for any bundle. It
+// reads the bucket only for an establishment with a day ahead: in the hour before a zone's
+// midnight, every date-dependent one of the zone.
 func (p *Projector) settleAhead(ctx context.Context, t *tracked) error {
 	if t.stored == nil || t.agg.Ahead.IsZero() {
 		return nil
@@ -61,6 +62,10 @@ func (p *Projector) settleAhead(ctx context.Context, t *tracked) error {
 		t.ahead = stored
 	}
 	a := t.projectAhead(t.stored, p.cfg.FilesURL)
+	if !a.None && stored != nil && stored.Revision() >= a.Bundle.Revision && !stored.Same(projections.Summarize(&a.Bundle)) {
+		t.ahead = stored
+		a = t.projectAhead(t.stored, p.cfg.FilesURL)
+	}
 	t.ahead, t.aheadKnown = stored, true
 	if a.None {
 		return p.dropAhead(ctx, t, a)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -247,5 +248,41 @@ func TestReplayRemovesADayAheadTheLogMakesNone(t *testing.T) {
 	_ = r.stop(t)
 	if _, ok := aheadEntry(t, n.kv, demo); ok {
 		t.Error("a day ahead is still stored beside a bundle not served")
+	}
+}
+
+// A replay never stores a day ahead under a revision a stored one holds with other documents
+// (another renderer's, perhaps served): it takes one above it, and verify finds the log's content
+// at that revision no difference.
+func TestReplayTakesARevisionAboveAnotherDayAhead(t *testing.T) {
+	n := newNATSEnv(t)
+	const demo = "chez-marcel"
+	p, seq := demoWithDayAhead(t, n)
+	_ = p.stop(t)
+	current, _, _ := entry(t, n.kv, demo)
+	other, ok := aheadEntry(t, n.kv, demo)
+	if !ok {
+		t.Fatal("no day ahead stored")
+	}
+	other.Menus.All.Body = []byte(`{"content_revision":` + strconv.FormatInt(other.Revision, 10) + `,"rendu":"autrement"}`)
+	other.Menus.All.ETag, other.Menus.All.Gzip = "", nil
+	projections.Compress(&other)
+	value, err := dockey.EncodeBundle(&other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.kv.Put(testContext(t), dockey.AheadKey(demo), value); err != nil {
+		t.Fatal(err)
+	}
+
+	r := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
+	r.waitFor(t, seq)
+	_ = r.stop(t)
+	ahead, ok := aheadEntry(t, n.kv, demo)
+	if !ok || ahead.Revision != other.Revision+1 || ahead.Base != current.Revision {
+		t.Errorf("day ahead stored %t at %d beside %d; want one at %d beside %d", ok, ahead.Revision, ahead.Base, other.Revision+1, current.Revision)
+	}
+	if rep, err := Verify(testContext(t), VerifyConfig{Log: n.store, KV: n.kv}); err != nil || rep.Different != 0 {
+		t.Errorf("verify: %+v, %v; want no difference", rep, err)
 	}
 }

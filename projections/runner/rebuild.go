@@ -232,8 +232,9 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 	if !ok || err != nil {
 		return ok, err
 	}
-	// The day ahead stored beside the bundle replaced is served beside no other: it follows it.
-	t.stored = projections.Summarize(&u.Bundle)
+	// The day ahead stored beside the bundle replaced is served beside no other: it follows it,
+	// above the one stored (what a saved state says of it may be older).
+	t.stored, t.ahead = projections.Summarize(&u.Bundle), nil
 	return true, p.settleAhead(ctx, t)
 }
 
