@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -193,45 +194,52 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 	if err != nil {
 		return false, "", err
 	}
-	aheadOut := false // the day ahead stored is of a record the current bundle does not reflect yet
+	// Without UpTo every record counts; with it, the bundle is the rendering of its records up to
+	// UpTo, every one of them projected, or up to the one that stored it when that one is later.
+	// Records after both are not its business yet. The projector stores a record's day ahead
+	// before its current bundle: a later day ahead rendered beside the bundle read is of records
+	// that wrote no current bundle, checked; one rendered beside another, or of a record that
+	// writes the current bundle (an access change keeps the revision), is of a record whose
+	// current bundle is on its way, not checked.
+	limit, aheadLimit := uint64(math.MaxUint64), uint64(math.MaxUint64)
 	if cfg.UpTo > 0 {
-		// Every record up to UpTo is projected, and the records of one establishment in order:
-		// the bundle is the rendering of its records up to UpTo, or up to the one that stored it
-		// when that one is later. Records after both are not its business yet. The projector
-		// stores a record's day ahead before its current bundle: a later day ahead rendered
-		// beside the bundle read is of records that changed no current document; one rendered
-		// beside another is of a record whose current bundle is on its way.
-		limit := cfg.UpTo
+		limit = cfg.UpTo
 		if got != nil {
 			limit = max(limit, got.Sequence)
 		}
-		if gotAhead != nil && gotAhead.Sequence > limit {
-			if got != nil && gotAhead.Base == got.Revision {
-				limit = gotAhead.Sequence
-			} else {
-				aheadOut = true
-			}
+		aheadLimit = limit
+		if gotAhead != nil && gotAhead.Sequence > limit && got != nil && gotAhead.Base == got.Revision {
+			aheadLimit = gotAhead.Sequence
 		}
-		recs = slices.DeleteFunc(recs, func(rec events.Record) bool { return rec.Sequence > limit })
 	}
+	aheadOut := gotAhead != nil && gotAhead.Sequence > aheadLimit
 	m := newModel(logger)
 	var (
 		want, wantAhead *dockey.Bundle
 		last            *tracked
 	)
 	for _, rec := range recs {
-		if t := m.apply(rec); t != nil {
-			u, ok := t.project(rec.Sequence, cfg.FilesURL)
-			if ok && u.Write {
-				t.stored = projections.Summarize(&u.Bundle)
-				want, last = &u.Bundle, t
+		if rec.Sequence > aheadLimit {
+			break
+		}
+		t := m.apply(rec)
+		if t == nil {
+			continue
+		}
+		u, ok := t.project(rec.Sequence, cfg.FilesURL)
+		if ok && u.Write {
+			if rec.Sequence > limit {
+				aheadOut = true
+				break
 			}
-			if a := t.projectAhead(t.stored, cfg.FilesURL); a.Write {
-				t.ahead = projections.Summarize(&a.Bundle)
-				wantAhead = &a.Bundle
-			} else if a.None {
-				t.ahead, wantAhead = nil, nil
-			}
+			t.stored = projections.Summarize(&u.Bundle)
+			want, last = &u.Bundle, t
+		}
+		if a := t.projectAhead(t.stored, cfg.FilesURL); a.Write {
+			t.ahead = projections.Summarize(&a.Bundle)
+			wantAhead = &a.Bundle
+		} else if a.None {
+			t.ahead, wantAhead = nil, nil
 		}
 	}
 	switch {
@@ -248,15 +256,17 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		again := last.render(cfg.FilesURL, nil).Bundle(got.Revision)
 		again.Sequence = want.Sequence
 		want = &again
-		if wantAhead != nil && gotAhead != nil && gotAhead.Revision > got.Revision {
-			// The day ahead it stored since is of a revision above that one, beside it.
-			again := projections.RenderWith(projections.AheadOf(last.agg), cfg.FilesURL, nil).Bundle(gotAhead.Revision)
-			again.Base, again.Starts, again.Sequence = got.Revision, wantAhead.Starts, wantAhead.Sequence
-			wantAhead = &again
-		}
 	}
 	if diff := bundleDifference(got, want); diff != "" || aheadOut {
 		return true, diff, nil
+	}
+	if wantAhead != nil && gotAhead != nil && gotAhead.Revision > wantAhead.Revision {
+		// So for a day ahead: stored above the log's revision (beside a bundle raised so, or
+		// above another renderer's day ahead), the log's content at that revision is no
+		// difference.
+		again := projections.RenderWith(projections.AheadOf(last.agg), cfg.FilesURL, nil).Bundle(gotAhead.Revision)
+		again.Base, again.Starts, again.Sequence = got.Revision, wantAhead.Starts, wantAhead.Sequence
+		wantAhead = &again
 	}
 	return true, aheadDifference(gotAhead, wantAhead, got), nil
 }
@@ -266,27 +276,23 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 const bundleReads = 3
 
 // storedBundles returns the current bundle of slug stored in kv and that of its day ahead, nil
-// for one not stored, as they were at one instant: the day ahead is read before and after the
-// current bundle, again while it changed between (at most bundleReads times). diff says why a
+// for one not stored, as they were at one instant: the current bundle, never removed while its
+// establishment exists, is read before and after the day ahead, again while it changed between
+// (at most bundleReads times, after which the last reads are taken, as a race). diff says why a
 // stored value is not a bundle.
 func storedBundles(ctx context.Context, kv VerifyBucket, slug string) (current, ahead *dockey.Bundle, diff string, err error) {
-	aheadOf := func() (b *dockey.Bundle, revision uint64, diff string, err error) {
-		b, revision, diff, err = storedBundle(ctx, kv, dockey.AheadKey(slug))
-		if diff != "" {
-			diff = "day ahead: " + diff
-		}
-		return b, revision, diff, err
-	}
-	_, before, diff, err := aheadOf()
+	current, before, diff, err := storedBundle(ctx, kv, dockey.Key(slug))
 	for range bundleReads {
 		if err != nil || diff != "" {
 			return nil, nil, diff, err
 		}
-		if current, _, diff, err = storedBundle(ctx, kv, dockey.Key(slug)); err != nil || diff != "" {
-			return nil, nil, diff, err
+		if ahead, _, diff, err = storedBundle(ctx, kv, dockey.AheadKey(slug)); err != nil {
+			return nil, nil, "", err
+		} else if diff != "" {
+			return nil, nil, "day ahead: " + diff, nil
 		}
 		var after uint64
-		if ahead, after, diff, err = aheadOf(); after == before {
+		if current, after, diff, err = storedBundle(ctx, kv, dockey.Key(slug)); after == before {
 			break
 		}
 		before = after

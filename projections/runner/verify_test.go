@@ -171,7 +171,8 @@ func TestVerifyComparesTheDayAhead(t *testing.T) {
 
 // The projector stores a record's day ahead before its current bundle, and removes a day ahead
 // after the current bundle that took it: verify, up to the projector's position before that
-// record, finds no difference in a bucket caught between the two writes.
+// record, finds no difference in a bucket caught between the two writes, whether the record
+// changes the current revision or, an access change, keeps it.
 func TestVerifyUpToSeesABucketBetweenTheWritesOfARecord(t *testing.T) {
 	n := newNATSEnv(t)
 	ctx := testContext(t)
@@ -206,6 +207,11 @@ func TestVerifyUpToSeesABucketBetweenTheWritesOfARecord(t *testing.T) {
 	check("a change's day ahead stored before its current bundle")
 	put(dockey.Key(demo), after)
 	put(dockey.AheadKey(demo), aheadAfter.Value())
+
+	// An access change keeps the revision: its day ahead is beside the bundle read.
+	p.waitFor(t, n.append(t, demo, domain.APIKeyRegenerated{KeyHash: domain.NewAPIKey([32]byte{9}).Hash()}))
+	put(dockey.Key(demo), after)
+	check("an access change's day ahead stored before its current bundle")
 
 	p.waitFor(t, n.append(t, demo, domain.DayStarted{Date: fixture.Date(t, "2026-11-23")}))
 	_ = p.stop(t)
