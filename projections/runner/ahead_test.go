@@ -144,9 +144,7 @@ func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 	if err := n.kv.Delete(ctx, dockey.AheadKey(demo)); err != nil {
 		t.Fatal(err)
 	}
-	r = startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
-	r.waitFor(t, seq)
-	_ = r.stop(t)
+	replayInPlace(t, n, seq)
 	sameAhead("replayed into the live bucket without it", n.kv)
 
 	next, state, err := OpenGeneration(ctx, n.js, 2, 1)
@@ -198,6 +196,27 @@ func demoWithDayAhead(t *testing.T, n *natsEnv) (*running, uint64) {
 	return p, seq
 }
 
+// putAhead stores b as the day ahead of its establishment in kv, behind the projector's back.
+func putAhead(t *testing.T, kv jetstream.KeyValue, b dockey.Bundle) {
+	t.Helper()
+	value, err := dockey.EncodeBundle(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(testContext(t), dockey.AheadKey(b.Slug), value); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replayInPlace replays the whole log of n up to seq into its bucket, with a projector of a fresh
+// state, and stops it.
+func replayInPlace(t *testing.T, n *natsEnv, seq uint64) {
+	t.Helper()
+	r := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
+	r.waitFor(t, seq)
+	_ = r.stop(t)
+}
+
 // nextDaysMenu returns the demo's menu of the day for 2026-11-23 with fewer items.
 func nextDaysMenu(t *testing.T) domain.MenuVersion {
 	t.Helper()
@@ -235,17 +254,9 @@ func TestReplayRemovesADayAheadTheLogMakesNone(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale.Base = current.Revision
-	value, err := dockey.EncodeBundle(&stale)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.kv.Put(testContext(t), dockey.AheadKey(demo), value); err != nil {
-		t.Fatal(err)
-	}
+	putAhead(t, n.kv, stale)
 
-	r := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
-	r.waitFor(t, seq)
-	_ = r.stop(t)
+	replayInPlace(t, n, seq)
 	if _, ok := aheadEntry(t, n.kv, demo); ok {
 		t.Error("a day ahead is still stored beside a bundle not served")
 	}
@@ -267,17 +278,9 @@ func TestReplayTakesARevisionAboveAnotherDayAhead(t *testing.T) {
 	other.Menus.All.Body = []byte(`{"content_revision":` + strconv.FormatInt(other.Revision, 10) + `,"rendu":"autrement"}`)
 	other.Menus.All.ETag, other.Menus.All.Gzip = "", nil
 	projections.Compress(&other)
-	value, err := dockey.EncodeBundle(&other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.kv.Put(testContext(t), dockey.AheadKey(demo), value); err != nil {
-		t.Fatal(err)
-	}
+	putAhead(t, n.kv, other)
 
-	r := startProjectorWith(t, Config{Store: n.store, KV: n.kv, State: n.freshState(t)})
-	r.waitFor(t, seq)
-	_ = r.stop(t)
+	replayInPlace(t, n, seq)
 	ahead, ok := aheadEntry(t, n.kv, demo)
 	if !ok || ahead.Revision != other.Revision+1 || ahead.Base != current.Revision {
 		t.Errorf("day ahead stored %t at %d beside %d; want one at %d beside %d", ok, ahead.Revision, ahead.Base, other.Revision+1, current.Revision)

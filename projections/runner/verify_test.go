@@ -127,25 +127,15 @@ func TestVerifyComparesTheDayAhead(t *testing.T) {
 			t.Errorf("%s: %d checked, differences %+v; want one checked and a difference starting %q", what, rep.Checked, rep.Differences, want)
 		}
 	}
-	put := func(b dockey.Bundle) {
-		t.Helper()
-		value, err := dockey.EncodeBundle(&b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := n.kv.Put(testContext(t), dockey.AheadKey(demo), value); err != nil {
-			t.Fatal(err)
-		}
-	}
 	check("as stored", VerifyConfig{}, "")
 
 	altered := ahead
 	altered.Menus.All.Body = []byte(`{"content_revision":0}`)
-	put(altered)
+	putAhead(t, n.kv, altered)
 	check("altered", VerifyConfig{}, "day ahead: documents differ: [menus]")
 	moved := ahead
 	moved.Starts += 3600
-	put(moved)
+	putAhead(t, n.kv, moved)
 	check("another start", VerifyConfig{}, "day ahead: beside revision")
 
 	if err := n.kv.Delete(testContext(t), dockey.AheadKey(demo)); err != nil {
@@ -163,9 +153,9 @@ func TestVerifyComparesTheDayAhead(t *testing.T) {
 	current, _, _ := entry(t, n.kv, demo)
 	stale := ahead
 	stale.Base = current.Revision
-	put(stale)
+	putAhead(t, n.kv, stale)
 	check("stored beside the current bundle", VerifyConfig{}, "a day ahead is stored beside the current bundle")
-	put(ahead) // beside the bundle before the day started
+	putAhead(t, n.kv, ahead) // beside the bundle before the day started
 	check("left beside an earlier bundle", VerifyConfig{}, "")
 }
 
