@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -82,11 +81,8 @@ func (b *Bundles) identity(ctx context.Context) (string, error) {
 // sequence returns the sequence, in the bucket's stream, of the write of the bundle it holds under
 // key, as putPrinted returned it: 0 when it holds none.
 func (b *Bundles) sequence(ctx context.Context, key string) (uint64, error) {
-	e, err := b.Get(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return 0, nil
-	case err != nil:
+	e, err := entryAt(ctx, b, key)
+	if e == nil || err != nil {
 		return 0, err
 	}
 	return e.Revision(), nil

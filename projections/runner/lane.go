@@ -223,37 +223,35 @@ func (p *Projector) summaryAt(ctx context.Context, kv *Bundles, key string) (*pr
 func (p *Projector) valueAt(ctx context.Context, kv bundleGetter, key, what string) ([]byte, error) {
 	var value []byte
 	err := p.retry(ctx, "read "+what, func() error {
-		e, err := kv.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			return nil
-		case err != nil:
-			return err
+		e, err := entryAt(ctx, kv, key)
+		if e != nil {
+			value = e.Value()
 		}
-		value = e.Value()
-		return nil
+		return err
 	})
 	return value, err
 }
 
-// bundleGetter reads one bundle of a bucket: *Bundles and jetstream.KeyValue are ones.
+// bundleGetter reads one value of a bucket: *Bundles and jetstream.KeyValue are ones.
 type bundleGetter interface {
 	Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error)
+}
+
+// entryAt returns what kv holds under key, nil when it holds nothing there.
+func entryAt(ctx context.Context, kv bundleGetter, key string) (jetstream.KeyValueEntry, error) {
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	return e, err
 }
 
 // readSummary returns the summary of the bundle kv holds of slug: nil when it holds none, or one
 // that cannot be read, which it logs (it is replaced by the next one stored).
 func readSummary(ctx context.Context, kv bundleGetter, slug string, logger *slog.Logger) (*projections.BundleSummary, error) {
-	return readSummaryAt(ctx, kv, dockey.Key(slug), logger)
-}
-
-// readSummaryAt returns the summary of the bundle kv holds under key, as readSummary does.
-func readSummaryAt(ctx context.Context, kv bundleGetter, key string, logger *slog.Logger) (*projections.BundleSummary, error) {
-	e, err := kv.Get(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return nil, nil
-	case err != nil:
+	key := dockey.Key(slug)
+	e, err := entryAt(ctx, kv, key)
+	if e == nil || err != nil {
 		return nil, err
 	}
 	return summarize(e.Value(), key, logger), nil

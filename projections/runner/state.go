@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -67,12 +66,12 @@ type checkpoint struct {
 // readCheckpoint returns the stored checkpoint, with false when there is none of this code's
 // format.
 func readCheckpoint(ctx context.Context, kv StateStore) (checkpoint, bool, error) {
-	e, err := kv.Get(ctx, checkpointKey)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return checkpoint{}, false, nil
-	}
+	e, err := entryAt(ctx, kv, checkpointKey)
 	if err != nil {
 		return checkpoint{}, false, fmt.Errorf("read checkpoint: %w", err)
+	}
+	if e == nil {
+		return checkpoint{}, false, nil
 	}
 	var cp checkpoint
 	if err := json.Unmarshal(e.Value(), &cp); err != nil || cp.Format != checkpointFormat() {

@@ -307,12 +307,12 @@ func storedBundles(ctx context.Context, kv VerifyBucket, slug string) (current, 
 // when none is stored, with the body of each document absent from it nil; diff says why a stored
 // value is not a bundle.
 func storedBundle(ctx context.Context, kv VerifyBucket, key string) (b *dockey.Bundle, revision uint64, diff string, err error) {
-	e, err := kv.Get(ctx, key)
+	e, err := entryAt(ctx, kv, key)
 	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return nil, 0, "", nil
 	case err != nil:
 		return nil, 0, "", fmt.Errorf("get bundle: %w", err)
+	case e == nil:
+		return nil, 0, "", nil
 	}
 	b = new(dockey.Bundle)
 	if err := dockey.Decode(e.Value(), b); err != nil {
