@@ -30,8 +30,9 @@
 //     redirect setting) rewrites the bundle with its revision unchanged; an event that changes
 //     nothing public writes nothing. At start-up, content equal to what the bucket holds keeps
 //     the stored revision, and different content (a changed renderer, a bucket ahead of the log)
-//     takes max(replayed revision, stored revision + 1), so that a restart or an upgrade never
-//     goes back. A rebuild into an empty bucket gives every establishment the sequence of its
+//     takes max(replayed revision, stored revision + 1), and above a stored day ahead's revision
+//     unless its documents are that day's, so that a restart or an upgrade never goes back nor
+//     names two contents with one revision. A rebuild into an empty bucket gives every establishment the sequence of its
 //     last visible change.
 //   - A bundle is one KV value, so a reader switches all documents of an establishment at once.
 //     It is stored with dockey.EncodeBundle, which keeps every body byte for byte: the read API

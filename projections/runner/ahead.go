@@ -74,6 +74,23 @@ func (p *Projector) settleAhead(ctx context.Context, t *tracked) error {
 	return p.storeAhead(ctx, t, a)
 }
 
+// nextBeside decides, as projections.Next does, the bundle that follows prev, the summary of the
+// current bundle kv holds for slug, now that its content is c; and above the revision of the
+// bundle of a day ahead kv holds beside it, when that revision is floor or more, unless c's
+// documents are that day's: readers may have been served the day under its revision from its
+// midnight, and no revision names two contents. A replay or a rebuild, whose following of the log
+// knows nothing of what the bucket held, decides so.
+func (p *Projector) nextBeside(ctx context.Context, kv *Bundles, slug string, prev *projections.BundleSummary, c projections.Rendering, floor int64) (projections.Update, error) {
+	ahead, _, err := p.summaryAt(ctx, kv, dockey.AheadKey(slug))
+	if err != nil {
+		return projections.Update{}, err
+	}
+	if ahead != nil && ahead.Revision() < floor {
+		ahead = nil // below any revision a rise takes
+	}
+	return projections.NextOver(prev, ahead, c, floor), nil
+}
+
 // storeAhead stores the bundle of a day ahead a decided.
 func (p *Projector) storeAhead(ctx context.Context, t *tracked, a projections.AheadUpdate) error {
 	if !a.Write {

@@ -105,7 +105,8 @@ func TestProjectorKeepsTheDayAhead(t *testing.T) {
 
 // A replay of the whole log, into an empty bucket or the live one, and a rebuild's new generation
 // hold the day ahead the following of the log stored, byte for byte; settling the new generation
-// above the replaced one moves its day ahead beside the bundle it raised. Verify finds each bucket
+// above the replaced one, and above the replaced one's day ahead, moves its day ahead beside the
+// bundle it raised. Verify finds each bucket
 // equal to the log, days ahead included.
 func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 	n := newNATSEnv(t)
@@ -155,8 +156,9 @@ func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 	r.waitFor(t, seq)
 	sameAhead("rebuilt", next)
 
-	// The replaced generation moves on above the new one with other documents: settling raises
-	// the new one's bundle, and its day ahead follows.
+	// The replaced generation moves on above the new one with other documents, and a day ahead
+	// of its own beside them: settling raises the new one's bundle above both, and its day ahead
+	// follows.
 	other := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
 	other.Identity.Name = "Rendu autrement"
 	replaced := projections.Render(other, current.Revision+10)
@@ -168,15 +170,20 @@ func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 	if _, err := n.kv.Put(ctx, dockey.Key(demo), value); err != nil {
 		t.Fatal(err)
 	}
+	other.Identity.Name = "Rendu autrement demain"
+	replacedAhead := projections.Render(other, replaced.Revision+1)
+	replacedAhead.Base, replacedAhead.Starts = replaced.Revision, live.Starts
+	projections.Compress(&replacedAhead)
+	putAhead(t, n.kv, replacedAhead)
 	_ = r.stop(t)
 	if raised, err := r.Settle(ctx, 1, seq); err != nil || raised != 1 {
 		t.Fatalf("settle: %d raised, %v; want 1", raised, err)
 	}
 	settled, _, _ := entry(t, next, demo)
 	ahead, ok := aheadEntry(t, next, demo)
-	if !ok || settled.Revision != replaced.Revision+1 || ahead.Base != settled.Revision || ahead.Revision <= settled.Revision || ahead.Starts != live.Starts {
+	if !ok || settled.Revision != replacedAhead.Revision+1 || ahead.Base != settled.Revision || ahead.Revision <= settled.Revision || ahead.Starts != live.Starts {
 		t.Errorf("settled: revision %d, day ahead %t at %d beside %d from %d; want %d, one above it beside it from %d",
-			settled.Revision, ok, ahead.Revision, ahead.Base, ahead.Starts, replaced.Revision+1, live.Starts)
+			settled.Revision, ok, ahead.Revision, ahead.Base, ahead.Starts, replacedAhead.Revision+1, live.Starts)
 	}
 	if rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: next}); err != nil || rep.Different != 0 {
 		t.Errorf("settled: verify: %+v, %v; want no difference", rep, err)
@@ -284,6 +291,44 @@ func TestReplayTakesARevisionAboveAnotherDayAhead(t *testing.T) {
 	ahead, ok := aheadEntry(t, n.kv, demo)
 	if !ok || ahead.Revision != other.Revision+1 || ahead.Base != current.Revision {
 		t.Errorf("day ahead stored %t at %d beside %d; want one at %d beside %d", ok, ahead.Revision, ahead.Base, other.Revision+1, current.Revision)
+	}
+	if rep, err := Verify(testContext(t), VerifyConfig{Log: n.store, KV: n.kv}); err != nil || rep.Different != 0 {
+		t.Errorf("verify: %+v, %v; want no difference", rep, err)
+	}
+}
+
+// A replay that finds the stored current bundle other than the log's gives the log's content a
+// revision above the stored day ahead's too: readers may have been served that day under its
+// revision from its midnight, and no revision names two contents.
+func TestReplayTakesARevisionAboveTheStoredDayAhead(t *testing.T) {
+	n := newNATSEnv(t)
+	const demo = "chez-marcel"
+	p, seq := demoWithDayAhead(t, n)
+	_ = p.stop(t)
+	current, _, _ := entry(t, n.kv, demo)
+	stored, ok := aheadEntry(t, n.kv, demo)
+	if !ok || stored.Revision != current.Revision+1 {
+		t.Fatalf("day ahead stored %t at %d; want one at %d", ok, stored.Revision, current.Revision+1)
+	}
+	other := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
+	other.Identity.Name = "Rendu autrement"
+	elsewise := projections.Render(other, current.Revision)
+	projections.Compress(&elsewise)
+	value, err := dockey.EncodeBundle(&elsewise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.kv.Put(testContext(t), dockey.Key(demo), value); err != nil {
+		t.Fatal(err)
+	}
+
+	replayInPlace(t, n, seq)
+	replayed, _, _ := entry(t, n.kv, demo)
+	if replayed.Revision != stored.Revision+1 {
+		t.Errorf("replayed at revision %d; want %d, above the stored day ahead's %d", replayed.Revision, stored.Revision+1, stored.Revision)
+	}
+	if ahead, ok := aheadEntry(t, n.kv, demo); !ok || ahead.Base != replayed.Revision || ahead.Revision <= replayed.Revision {
+		t.Errorf("day ahead stored %t at %d beside %d; want one above %d beside it", ok, ahead.Revision, ahead.Base, replayed.Revision)
 	}
 	if rep, err := Verify(testContext(t), VerifyConfig{Log: n.store, KV: n.kv}); err != nil || rep.Different != 0 {
 		t.Errorf("verify: %+v, %v; want no difference", rep, err)

@@ -89,7 +89,9 @@ func (p *Projector) replace(ctx context.Context, t *tracked, floor uint64) (bool
 			return false, err
 		}
 		if prev != nil && !prev.Same(replayed) {
-			u = projections.Next(prev, c, replayed.Revision())
+			if u, err = p.nextBeside(ctx, p.cfg.Replaces, string(t.agg.Slug), prev, c, replayed.Revision()); err != nil {
+				return false, err
+			}
 		}
 	}
 	u.Bundle.Sequence = replayed.Sequence()
@@ -105,7 +107,8 @@ func (p *Projector) replace(ctx context.Context, t *tracked, floor uint64) (bool
 // writes to that one any more and Run has returned: for every establishment with a record from
 // sequence from through to, it compares the two bundles again and, where the switch would send
 // the revision back or keep it over different documents, stores in the bucket the same documents
-// at the revision that follows the replaced bundle's. It returns how many it stored.
+// at the revision that follows the replaced bundle's, and its day ahead's (nextBeside). It returns
+// how many it stored.
 //
 // Records up to from-1 must have been projected into Config.Replaces before the replay of the
 // whole log read its bundles; records up to to must all have been projected into the bucket.
@@ -220,7 +223,10 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 			t.apply(p.logger, rec)
 		}
 	}
-	u := projections.Next(prev, t.render(p.cfg.FilesURL, nil), cur.Revision())
+	u, err := p.nextBeside(ctx, p.cfg.Replaces, slug, prev, t.render(p.cfg.FilesURL, nil), cur.Revision())
+	if err != nil {
+		return false, err
+	}
 	if u.Bundle.Revision <= cur.Revision() {
 		return false, nil
 	}

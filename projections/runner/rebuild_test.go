@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,7 +21,7 @@ import (
 // written by "another renderer", then lets the first move on after the build, as its projector
 // does until the switch: Settle raises in the new generation every establishment that would go
 // back, to the replaced revision when the documents are the same and above it otherwise, and
-// touches nothing else.
+// touches nothing else. Neither takes a revision the replaced generation's day ahead holds.
 func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
 	n := newNATSEnv(t)
 	const demo, cave = "chez-marcel", "cave-a-vins"
@@ -37,8 +38,14 @@ func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The first generation: the demo rendered another way, the cave as this renderer does.
+	// The first generation: the demo rendered another way, with a day ahead of its own beside it,
+	// the cave as this renderer does.
 	other := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
+	otherAhead := other
+	otherAhead.Identity.Name = "Rendu autrement demain"
+	ahead := projections.Render(otherAhead, 1001)
+	ahead.Base, ahead.Starts = 1000, time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC).Unix()
+	putAhead(t, n.kv, ahead)
 	other.Identity.Name = "Rendu autrement"
 	put(n.kv, projections.Render(other, 1000))
 	caveAgg := fixture.Load(t, "../testdata/uploaded-only/snapshot.json", fixture.Date(t, "2026-03-10"))
@@ -50,8 +57,8 @@ func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
 	}
 	p := startProjectorWith(t, Config{Store: n.store, KV: next, State: state, Replaces: n.kv})
 	p.waitFor(t, built)
-	if b, _, _ := entry(t, next, demo); b.Revision != 1001 {
-		t.Errorf("%s built: revision %d, want 1001 (other documents than the replaced ones at 1000)", demo, b.Revision)
+	if b, _, _ := entry(t, next, demo); b.Revision != 1002 {
+		t.Errorf("%s built: revision %d, want 1002 (other documents than the replaced ones at 1000 and their day ahead's at 1001)", demo, b.Revision)
 	}
 	_, oldCave, _ := entry(t, n.kv, cave)
 	if b, value, _ := entry(t, next, cave); b.Revision != 500 || !bytes.Equal(documentsOf(t, value), documentsOf(t, oldCave)) {

@@ -47,7 +47,7 @@ func (r *reconciled) addAbsent(o *reconciled) {
 // reconcile stores, for every establishment of slugs, replayed by lanes, the bundle that follows
 // the one found in the bucket, each worker its share of the establishments. Content equal to the
 // stored content keeps the stored revision; different content gets max(replayed revision, stored
-// revision + 1).
+// revision + 1), above the revision of a day ahead stored beside it too (nextBeside).
 func (p *Projector) reconcile(ctx context.Context, lanes []*lane, share []storedPrint, tally *reconciled) error {
 	_, err := fanOut(ctx, lanes, func(s storedPrint) string { return s.slug }, func(ctx context.Context, l *lane, s storedPrint) error {
 		written, err := p.reconcileOne(ctx, l, s)
@@ -268,7 +268,10 @@ func (p *Projector) reconcileCurrent(ctx context.Context, l *lane, s storedPrint
 		// What the replay would have stored is stored: nothing to render.
 		return false, t, p.reannounce(ctx, t, s.lastAnnounced(), 0)
 	}
-	u := projections.Next(stored, t.render(p.cfg.FilesURL, nil), replayed.Revision())
+	u, err := p.nextBeside(ctx, p.cfg.KV, slug, stored, t.render(p.cfg.FilesURL, nil), replayed.Revision())
+	if err != nil {
+		return false, nil, err
+	}
 	u.Bundle.Sequence = replayed.Sequence() // the record a projection one at a time last stored
 	if !u.Write {
 		return false, t, p.reannounce(ctx, t, s.lastAnnounced(), 0)
