@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections/fixture"
 )
@@ -90,5 +91,32 @@ func TestDayAheadNone(t *testing.T) {
 	}
 	if a := NextAhead(nil, nil, render(AheadOf(e), nil), starts); !a.None {
 		t.Errorf("no current bundle: got a day ahead at %d, want none", a.Bundle.Revision)
+	}
+}
+
+// The start of a day ahead, nothing else changed, is decided from the day ahead's summary alone
+// (Started) as NextSummaryOver decides it from the day's rendering: beside a current bundle at
+// each of two revisions, with a day ahead kept at its own revision or one above.
+func TestStartedDecidesAsTheDayRendered(t *testing.T) {
+	e, starts := dayAhead(t)
+	day := AheadOf(e)
+	opts := cmp.AllowUnexported(BundleSummary{}, docSummary{})
+	for _, revision := range []int64{100, 5000} {
+		current := Render(e, revision)
+		current.Sequence = 40
+		cur := Summarize(&current)
+		for _, prev := range []*BundleSummary{nil, Summarize(ptr(Render(day, revision+7)))} {
+			ahead, write := NextAheadSummary(prev, cur, render(day, nil), starts, 41)
+			if ahead == nil || !write && prev == nil {
+				t.Fatalf("beside %d: no day ahead decided", revision)
+			}
+			want, write := NextSummaryOver(cur, ahead, render(day, nil), 6000, 42)
+			if !write {
+				t.Fatalf("beside %d: the day started writes nothing", revision)
+			}
+			if diff := cmp.Diff(want, ahead.Started(42), opts); diff != "" {
+				t.Errorf("beside %d, day ahead at %d: (-NextSummaryOver +Started):\n%s", revision, ahead.Revision(), diff)
+			}
+		}
 	}
 }

@@ -43,6 +43,17 @@ func (s *BundleSummary) Sequence() uint64 { return s.sequence }
 // rendered beside; 0 for a current bundle.
 func (s *BundleSummary) Base() int64 { return s.base }
 
+// Started returns what NextSummaryOver decides when the day ahead whose bundle s describes is
+// recorded and nothing else changes, beside the current bundle s was rendered beside: the current
+// bundle takes that day's documents, access and revision, written by the record sequence. The
+// establishment's content is then the one s was rendered from, so its decision needs no new
+// rendering.
+func (s *BundleSummary) Started(sequence uint64) *BundleSummary {
+	c := *s // the documents' map is shared: a summary's is never written once made
+	c.sequence, c.base, c.starts = sequence, 0, 0
+	return &c
+}
+
 // Status is the status of the establishment of the bundle s describes: dockey.StatusActive when
 // its documents are public.
 func (s *BundleSummary) Status() string { return s.access.Status }

@@ -334,3 +334,57 @@ func TestReplayTakesARevisionAboveTheStoredDayAhead(t *testing.T) {
 		t.Errorf("verify: %+v, %v; want no difference", rep, err)
 	}
 }
+
+// A replay decides the days ahead and their starts without rendering them again as the
+// following of the log decides them rendering each: its bundles, each day ahead included, are
+// the following's byte for byte, through an access change beside a day ahead, a day started
+// from its day ahead, a menu of the day after published and that day prepared, and a day started
+// past it.
+func TestReplayDecidesDayChangesAsTheFollowing(t *testing.T) {
+	n := newNATSEnv(t)
+	ctx := testContext(t)
+	const demo = "chez-marcel"
+	p, _ := demoWithDayAhead(t, n)
+	n.append(t, demo, domain.APIKeyRegenerated{KeyHash: domain.NewAPIKey([32]byte{7}).Hash()})
+	n.append(t, demo, domain.DayStarted{Date: fixture.Date(t, "2026-11-23")})
+	v := nextDaysMenu(t)
+	v.ID, v.ReferenceDate = "2026-11-24", ptr(fixture.Date(t, "2026-11-24"))
+	n.append(t, demo, domain.MenuVersionPublished{MenuType: "menu-du-jour", Version: v})
+	seq := n.append(t, demo, domain.DayAhead{Date: fixture.Date(t, "2026-11-24"), Starts: time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC)})
+	p.waitFor(t, seq)
+	sameAsFollowed := func(bucket string, seq uint64) {
+		t.Helper()
+		fresh, err := n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, Storage: jetstream.MemoryStorage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := startProjectorWith(t, Config{Store: n.store, KV: NewBundles(n.js, fresh), State: n.freshState(t)})
+		r.waitFor(t, seq)
+		_ = r.stop(t)
+		for _, key := range []string{dockey.Key(demo), dockey.AheadKey(demo)} {
+			followed, err := n.kv.Get(ctx, key)
+			replayed, err2 := fresh.Get(ctx, key)
+			switch {
+			case errors.Is(err, jetstream.ErrKeyNotFound) && errors.Is(err2, jetstream.ErrKeyNotFound):
+			case err != nil || err2 != nil:
+				t.Errorf("up to %d, %s: followed %v, replayed %v", seq, key, err, err2)
+			case !bytes.Equal(documentsOf(t, followed.Value()), documentsOf(t, replayed.Value())):
+				t.Errorf("up to %d, %s differs:\nfollowed %.300s\nreplayed %.300s", seq, key, followed.Value(), replayed.Value())
+			}
+		}
+	}
+	if _, err := n.kv.Get(ctx, dockey.AheadKey(demo)); err != nil {
+		t.Fatalf("no day ahead stored for 2026-11-24: %v", err)
+	}
+	sameAsFollowed("REPLAYED1", seq)
+
+	seq = n.append(t, demo, domain.DayStarted{Date: fixture.Date(t, "2026-11-25")})
+	p.waitFor(t, seq)
+	if _, err := n.kv.Get(ctx, dockey.AheadKey(demo)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("a day ahead stored (%v) past the day started", err)
+	}
+	sameAsFollowed("REPLAYED2", seq)
+	if rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: n.kv}); err != nil || rep.Different != 0 {
+		t.Errorf("verify: %+v, %v; want no difference", rep, err)
+	}
+}

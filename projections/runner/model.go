@@ -81,16 +81,29 @@ func (t *tracked) apply(logger *slog.Logger, rec events.Record) {
 // It decides as project does, from the summaries of the documents rather than the documents: the
 // replay of a whole log renders every record and keeps only summaries, so that stamping each
 // document with a revision, then hashing it, would be most of its work.
+//
+// Two records change no current document and are decided without rendering one: a record of the
+// next day alone (DayAhead), which the current documents do not show, and the start of the day
+// ahead t summarizes, which makes that day's rendering the current one (startedAhead). In a log
+// of establishments whose documents change with the day, they are most of the records.
 func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record, scratch *projections.Scratch) {
+	ahead := t.agg.Ahead
 	t.apply(logger, rec)
 	if !t.agg.Created {
 		return
 	}
-	scratch.Reset() // the rendering summarized last is dead: nextSummary keeps no byte of it
-	if s, write := projections.NextSummaryOver(t.stored, t.ahead, t.render(files, scratch), int64(rec.Sequence), t.seq); write {
-		t.stored = s
-		if len(rec.Events) > 0 {
-			t.changed = rec.Events[0].Time
+	switch {
+	case t.stored != nil && only(rec, domain.TypeDayAhead):
+	case t.startedAhead(rec, ahead):
+		t.stored = t.ahead.Started(t.seq)
+		t.changed = rec.Events[0].Time
+	default:
+		scratch.Reset() // the rendering summarized last is dead: nextSummary keeps no byte of it
+		if s, write := projections.NextSummaryOver(t.stored, t.ahead, t.render(files, scratch), int64(rec.Sequence), t.seq); write {
+			t.stored = s
+			if len(rec.Events) > 0 {
+				t.changed = rec.Events[0].Time
+			}
 		}
 	}
 	next := projections.AheadOf(t.agg)
@@ -103,6 +116,26 @@ func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record, s
 	if s, write := projections.NextAheadSummary(t.ahead, t.stored, c, t.agg.AheadStarts.Unix(), t.seq); write {
 		t.ahead = s
 	}
+}
+
+// startedAhead reports whether rec, just applied, recorded nothing but the start of the day
+// ahead, ahead, that t.ahead summarizes beside the current bundle t.stored: t's content is then
+// the one that day was rendered from (projections.AheadOf), and the current bundle takes that
+// day's documents and revision (projections.BundleSummary.Started). t.ahead was decided after the
+// record before, beside t.stored as it is.
+func (t *tracked) startedAhead(rec events.Record, ahead domain.LocalDate) bool {
+	return !ahead.IsZero() && t.agg.Today == ahead && t.agg.Ahead.IsZero() && only(rec, domain.TypeDayStarted) &&
+		t.ahead != nil && t.stored != nil && t.stored.Served() && t.ahead.Base() == t.stored.Revision()
+}
+
+// only reports whether rec holds events, all of type typ.
+func only(rec events.Record, typ string) bool {
+	for _, env := range rec.Events {
+		if env.Type != typ {
+			return false
+		}
+	}
+	return len(rec.Events) > 0
 }
 
 // project decides what follows the stored bundle of t now that its aggregate changed, with
