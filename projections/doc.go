@@ -24,16 +24,16 @@
 //     into an empty bucket reproduces the same bytes.
 //   - content_revision never goes back and is the same in every document of a bundle. It rises
 //     exactly when the bytes of at least one document change, compared with both stamped at the
-//     same revision. The new revision is max(stream sequence of the
-//     record, stored revision + 1), and above the revision of a stored day ahead (below); a
-//     recorded day whose documents are its day ahead's takes that one's revision. A change of access fields only (status, API enabled, key,
-//     redirect setting) rewrites the bundle with its revision unchanged; an event that changes
-//     nothing public writes nothing. At start-up, content equal to what the bucket holds keeps
-//     the stored revision, and different content (a changed renderer, a bucket ahead of the log)
-//     takes max(replayed revision, stored revision + 1), and above a stored day ahead's revision
-//     unless its documents are that day's, so that a restart or an upgrade never goes back nor
-//     names two contents with one revision. A rebuild into an empty bucket gives every establishment the sequence of its
-//     last visible change.
+//     same revision. The new revision is max(stream sequence of the record, stored revision + 1),
+//     and above the revision of a stored day ahead (below); a recorded day whose documents are
+//     its day ahead's takes that one's revision. A change of access fields only (status, API
+//     enabled, key, redirect setting) rewrites the bundle with its revision unchanged; an event
+//     that changes nothing public writes nothing. At start-up, content equal to what the bucket
+//     holds keeps the stored revision, and different content (a changed renderer, a bucket ahead
+//     of the log) takes max(replayed revision, stored revision + 1), and above a stored day
+//     ahead's revision unless its documents are that day's, so that a restart or an upgrade
+//     never goes back nor names two contents with one revision. A rebuild into an empty bucket
+//     gives every establishment the sequence of its last visible change.
 //   - A bundle is one KV value, so a reader switches all documents of an establishment at once.
 //     It is stored with dockey.EncodeBundle, which keeps every body byte for byte: the read API
 //     serves the stored slice and the entity tag computed here.

@@ -76,19 +76,37 @@ func (p *Projector) settleAhead(ctx context.Context, t *tracked) error {
 
 // nextBeside decides, as projections.Next does, the bundle that follows prev, the summary of the
 // current bundle kv holds for slug, now that its content is c; and above the revision of the
-// bundle of a day ahead kv holds beside it, when that revision is floor or more, unless c's
-// documents are that day's: readers may have been served the day under its revision from its
-// midnight, and no revision names two contents. A replay or a rebuild, whose following of the log
-// knows nothing of what the bucket held, decides so.
+// bundle of a day ahead kv holds, whatever it was rendered beside, unless c's documents are that
+// day's (nextAbove): readers may have been served the day under its revision from its midnight,
+// and no revision names two contents. A replay or a rebuild, whose following of the log knows
+// nothing of what the bucket held, decides so. A bucket that holds no current bundle serves no
+// day ahead: nothing more is read.
 func (p *Projector) nextBeside(ctx context.Context, kv *Bundles, slug string, prev *projections.BundleSummary, c projections.Rendering, floor int64) (projections.Update, error) {
+	if prev == nil {
+		return projections.Next(nil, c, floor), nil
+	}
 	ahead, _, err := p.summaryAt(ctx, kv, dockey.AheadKey(slug))
 	if err != nil {
 		return projections.Update{}, err
 	}
+	return nextAbove(prev, ahead, c, floor), nil
+}
+
+// nextAbove decides as projections.NextOver does beside ahead, the summary of a stored day
+// ahead (nil for none), when its revision is floor or more; below, any rise takes a revision above
+// it, and its own would send the revision below floor.
+func nextAbove(prev, ahead *projections.BundleSummary, c projections.Rendering, floor int64) projections.Update {
 	if ahead != nil && ahead.Revision() < floor {
-		ahead = nil // below any revision a rise takes
+		ahead = nil
 	}
-	return projections.NextOver(prev, ahead, c, floor), nil
+	return projections.NextOver(prev, ahead, c, floor)
+}
+
+// servedBelow reports whether readers may have been served a revision at or above cur's with
+// other documents: a, the summary of the stored day ahead beside the bundle a switch replaces
+// (nil for none), is above cur, or at its revision with other documents or access.
+func servedBelow(cur, a *projections.BundleSummary) bool {
+	return a != nil && (cur.Revision() < a.Revision() || cur.Revision() == a.Revision() && !a.Started(cur.Sequence()).Same(cur))
 }
 
 // storeAhead stores the bundle of a day ahead a decided.

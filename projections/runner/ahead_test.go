@@ -106,8 +106,7 @@ func TestProjectorKeepsTheDayAhead(t *testing.T) {
 // A replay of the whole log, into an empty bucket or the live one, and a rebuild's new generation
 // hold the day ahead the following of the log stored, byte for byte; settling the new generation
 // above the replaced one, and above the replaced one's day ahead, moves its day ahead beside the
-// bundle it raised. Verify finds each bucket
-// equal to the log, days ahead included.
+// bundle it raised. Verify finds each bucket equal to the log, days ahead included.
 func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 	n := newNATSEnv(t)
 	ctx := testContext(t)
@@ -386,5 +385,62 @@ func TestReplayDecidesDayChangesAsTheFollowing(t *testing.T) {
 	sameAsFollowed("REPLAYED2", seq)
 	if rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: n.kv}); err != nil || rep.Different != 0 {
 		t.Errorf("verify: %+v, %v; want no difference", rep, err)
+	}
+}
+
+// Settling raises the new generation's bundle above a day ahead the replaced generation holds at
+// its revision with other documents, though it is above the replaced bundle: readers may have
+// been served that day from its midnight. So too when the replaced bundle's documents are the
+// new one's.
+func TestSettleRisesAboveTheReplacedDayAhead(t *testing.T) {
+	for _, replacedDocs := range []string{"other", "the same"} {
+		t.Run(replacedDocs, func(t *testing.T) {
+			n := newNATSEnv(t)
+			ctx := testContext(t)
+			const demo = "chez-marcel"
+			p, seq := demoWithDayAhead(t, n)
+			_ = p.stop(t)
+			next, state, err := OpenGeneration(ctx, n.js, 2, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := startProjectorWith(t, Config{Store: n.store, KV: next, State: state, Replaces: n.kv})
+			r.waitFor(t, seq)
+			_ = r.stop(t)
+			cur, _, _ := entry(t, next, demo)
+
+			// The replaced generation: its bundle one below the new one's, its day ahead, of
+			// other documents, at the new one's revision.
+			e := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
+			if replacedDocs == "other" {
+				e.Identity.Name = "Rendu autrement"
+			}
+			replaced := projections.Render(e, cur.Revision-1)
+			projections.Compress(&replaced)
+			value, err := dockey.EncodeBundle(&replaced)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := n.kv.Put(ctx, dockey.Key(demo), value); err != nil {
+				t.Fatal(err)
+			}
+			e.Identity.Name = "Rendu autrement demain"
+			replacedAhead := projections.Render(e, cur.Revision)
+			replacedAhead.Base, replacedAhead.Starts = replaced.Revision, cur.Revision
+			putAhead(t, n.kv, replacedAhead)
+
+			if raised, err := r.Settle(ctx, 1, seq); err != nil || raised != 1 {
+				t.Fatalf("settle: %d raised, %v; want 1", raised, err)
+			}
+			settled, _, _ := entry(t, next, demo)
+			ahead, ok := aheadEntry(t, next, demo)
+			if settled.Revision != cur.Revision+1 || !ok || ahead.Base != settled.Revision || ahead.Revision <= settled.Revision {
+				t.Errorf("settled at %d, day ahead %t at %d beside %d; want %d, a day ahead above it beside it",
+					settled.Revision, ok, ahead.Revision, ahead.Base, cur.Revision+1)
+			}
+			if rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: next}); err != nil || rep.Different != 0 {
+				t.Errorf("verify: %+v, %v; want no difference", rep, err)
+			}
+		})
 	}
 }

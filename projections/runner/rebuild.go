@@ -107,8 +107,9 @@ func (p *Projector) replace(ctx context.Context, t *tracked, floor uint64) (bool
 // writes to that one any more and Run has returned: for every establishment with a record from
 // sequence from through to, it compares the two bundles again and, where the switch would send
 // the revision back or keep it over different documents, stores in the bucket the same documents
-// at the revision that follows the replaced bundle's, and its day ahead's (nextBeside). It returns
-// how many it stored.
+// at the revision that follows the replaced bundle's. So too where the replaced bundle's day
+// ahead, which readers may have been served from its midnight, holds the bucket's revision with
+// other documents, or a later one (servedBelow). It returns how many it stored.
 //
 // Records up to from-1 must have been projected into Config.Replaces before the replay of the
 // whole log read its bundles; records up to to must all have been projected into the bucket.
@@ -178,11 +179,17 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 	if err != nil {
 		return false, err
 	}
+	// The replaced bundle's day ahead may have been served from its midnight: the switch must not
+	// go below it either.
+	prevAhead, _, err := p.summaryAt(ctx, p.cfg.Replaces, dockey.AheadKey(slug))
+	if err != nil {
+		return false, err
+	}
 	switch {
 	case cur == nil:
 		p.logger.Warn("the replaced bucket holds an establishment the new one does not", "slug", slug)
 		return false, nil
-	case cur.Revision() > prev.Revision(), cur.Same(prev):
+	case cur.Same(prev), cur.Revision() > prev.Revision() && !servedBelow(cur, prevAhead):
 		return false, nil
 	}
 	// The establishment as the bucket's bundles show it, at the revision that follows the
@@ -223,9 +230,11 @@ func (p *Projector) settleOne(ctx context.Context, l *lane, slug string) (bool, 
 			t.apply(p.logger, rec)
 		}
 	}
-	u, err := p.nextBeside(ctx, p.cfg.Replaces, slug, prev, t.render(p.cfg.FilesURL, nil), cur.Revision())
-	if err != nil {
-		return false, err
+	c := t.render(p.cfg.FilesURL, nil)
+	u := nextAbove(prev, prevAhead, c, cur.Revision())
+	if u.Bundle.Revision <= cur.Revision() && servedBelow(cur, prevAhead) {
+		// The replaced documents, but the day ahead beside them may have been served: above it.
+		u = projections.Update{Bundle: c.Bundle(prevAhead.Revision() + 1), Write: true}
 	}
 	if u.Bundle.Revision <= cur.Revision() {
 		return false, nil

@@ -171,11 +171,16 @@ func TestBoundedProjectorStoresWhatAnUnboundedOneDoes(t *testing.T) {
 		t.Errorf("announced revisions differ after resuming:\n bounded %v\n all in memory %v", got, want)
 	}
 
-	// A replay of the whole log holding one establishment per worker stores the same bytes.
+	// A replay of the whole log holding one establishment per worker stores the same bytes, and
+	// reads nothing of the empty bucket it stores them into.
 	replayKV := n.bucketNamed(t, "BOUNDED_REPLAY")
-	replay := startProjectorWith(t, Config{Store: n.store, KV: replayKV, State: n.freshState(t), Workers: 2, CacheSize: 2})
+	intoEmpty := &countingBucket{KeyValue: replayKV.KeyValue}
+	replay := startProjectorWith(t, Config{Store: n.store, KV: NewBundles(n.js, intoEmpty), State: n.freshState(t), Workers: 2, CacheSize: 2})
 	replay.waitFor(t, more)
 	compareBuckets(t, "replay with one establishment per worker", bucketValues(t, replayKV), want)
+	if g := intoEmpty.gets.Load(); g != 0 {
+		t.Errorf("the replay into an empty bucket read %d bundles, want none", g)
+	}
 
 	// Replayed again over the bucket it stored, with states let go of and read back in the middle
 	// of its passes, it reads no establishment's records one by one, nor any bundle: the log and
