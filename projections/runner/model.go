@@ -82,10 +82,11 @@ func (t *tracked) apply(logger *slog.Logger, rec events.Record) {
 // replay of a whole log renders every record and keeps only summaries, so that stamping each
 // document with a revision, then hashing it, would be most of its work.
 //
-// Two records change no current document and are decided without rendering one: a record of the
-// next day alone (DayAhead), which the current documents do not show, and the start of the day
-// ahead t summarizes, which makes that day's rendering the current one (startedAhead). In a log
-// of establishments whose documents change with the day, they are most of the records.
+// Two kinds of record are decided without rendering the current documents: a record of the next
+// day alone (DayAhead), which the current documents do not show, and the start of the day ahead t
+// summarizes, whose rendering becomes the current one (startedAhead). In the log of
+// establishments whose documents change with the day, followed through their midnights, they are
+// most of the records.
 func (t *tracked) replay(logger *slog.Logger, files string, rec events.Record, scratch *projections.Scratch) {
 	ahead := t.agg.Ahead
 	t.apply(logger, rec)
