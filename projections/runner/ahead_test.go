@@ -97,10 +97,7 @@ func TestProjectorKeepsTheDayAhead(t *testing.T) {
 	if _, again, _ := entry(t, fresh, demo); !bytes.Equal(live, again) {
 		t.Errorf("replayed bundle differs:\nlive     %.200s\nreplayed %.200s", live, again)
 	}
-	rep, err := Verify(testContext(t), VerifyConfig{Log: n.store, KV: n.kv})
-	if err != nil || len(rep.Differences) != 0 {
-		t.Errorf("verify: %+v, %v; want no difference", rep, err)
-	}
+	wantVerified(t, n, n.kv, "followed")
 }
 
 // A replay of the whole log, into an empty bucket or the live one, and a rebuild's new generation
@@ -127,9 +124,7 @@ func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 		if got, ok := aheadEntry(t, kv, demo); !ok || !cmp.Equal(got, live) {
 			t.Errorf("%s: day ahead stored %t, %+v; want the one following the log stored", what, ok, got)
 		}
-		if rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: kv}); err != nil || rep.Different != 0 {
-			t.Errorf("%s: verify: %+v, %v; want no difference", what, rep, err)
-		}
+		wantVerified(t, n, kv, what)
 	}
 
 	fresh, err := n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "REPLAYED", History: 1, Storage: jetstream.MemoryStorage})
@@ -161,14 +156,7 @@ func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 	other := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
 	other.Identity.Name = "Rendu autrement"
 	replaced := projections.Render(other, current.Revision+10)
-	projections.Compress(&replaced)
-	value, err := dockey.EncodeBundle(&replaced)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.kv.Put(ctx, dockey.Key(demo), value); err != nil {
-		t.Fatal(err)
-	}
+	putBundle(t, n.kv, dockey.Key(demo), replaced)
 	other.Identity.Name = "Rendu autrement demain"
 	replacedAhead := projections.Render(other, replaced.Revision+1)
 	replacedAhead.Base, replacedAhead.Starts = replaced.Revision, live.Starts
@@ -184,9 +172,7 @@ func TestReplaysAndRebuildsStoreTheDayAhead(t *testing.T) {
 		t.Errorf("settled: revision %d, day ahead %t at %d beside %d from %d; want %d, one above it beside it from %d",
 			settled.Revision, ok, ahead.Revision, ahead.Base, ahead.Starts, replacedAhead.Revision+1, live.Starts)
 	}
-	if rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: next}); err != nil || rep.Different != 0 {
-		t.Errorf("settled: verify: %+v, %v; want no difference", rep, err)
-	}
+	wantVerified(t, n, next, "settled")
 }
 
 // demoWithDayAhead starts a projector following the log of n, imports the demo on 2026-11-22 and
@@ -202,16 +188,18 @@ func demoWithDayAhead(t *testing.T, n *natsEnv) (*running, uint64) {
 	return p, seq
 }
 
+// wantVerified fails t unless verify finds kv, the bucket what names, equal to the log of n.
+func wantVerified(t *testing.T, n *natsEnv, kv jetstream.KeyValue, what string) {
+	t.Helper()
+	if rep, err := Verify(testContext(t), VerifyConfig{Log: n.store, KV: kv}); err != nil || rep.Different != 0 {
+		t.Errorf("%s: verify: %+v, %v; want no difference", what, rep, err)
+	}
+}
+
 // putAhead stores b as the day ahead of its establishment in kv, behind the projector's back.
 func putAhead(t *testing.T, kv jetstream.KeyValue, b dockey.Bundle) {
 	t.Helper()
-	value, err := dockey.EncodeBundle(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(testContext(t), dockey.AheadKey(b.Slug), value); err != nil {
-		t.Fatal(err)
-	}
+	putBundle(t, kv, dockey.AheadKey(b.Slug), b)
 }
 
 // replayInPlace replays the whole log of n up to seq into its bucket, with a projector of a fresh
@@ -291,9 +279,7 @@ func TestReplayTakesARevisionAboveAnotherDayAhead(t *testing.T) {
 	if !ok || ahead.Revision != other.Revision+1 || ahead.Base != current.Revision {
 		t.Errorf("day ahead stored %t at %d beside %d; want one at %d beside %d", ok, ahead.Revision, ahead.Base, other.Revision+1, current.Revision)
 	}
-	if rep, err := Verify(testContext(t), VerifyConfig{Log: n.store, KV: n.kv}); err != nil || rep.Different != 0 {
-		t.Errorf("verify: %+v, %v; want no difference", rep, err)
-	}
+	wantVerified(t, n, n.kv, "replayed")
 }
 
 // A replay that finds the stored current bundle other than the log's gives the log's content a
@@ -311,15 +297,7 @@ func TestReplayTakesARevisionAboveTheStoredDayAhead(t *testing.T) {
 	}
 	other := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
 	other.Identity.Name = "Rendu autrement"
-	elsewise := projections.Render(other, current.Revision)
-	projections.Compress(&elsewise)
-	value, err := dockey.EncodeBundle(&elsewise)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.kv.Put(testContext(t), dockey.Key(demo), value); err != nil {
-		t.Fatal(err)
-	}
+	putBundle(t, n.kv, dockey.Key(demo), projections.Render(other, current.Revision))
 
 	replayInPlace(t, n, seq)
 	replayed, _, _ := entry(t, n.kv, demo)
@@ -329,9 +307,7 @@ func TestReplayTakesARevisionAboveTheStoredDayAhead(t *testing.T) {
 	if ahead, ok := aheadEntry(t, n.kv, demo); !ok || ahead.Base != replayed.Revision || ahead.Revision <= replayed.Revision {
 		t.Errorf("day ahead stored %t at %d beside %d; want one above %d beside it", ok, ahead.Revision, ahead.Base, replayed.Revision)
 	}
-	if rep, err := Verify(testContext(t), VerifyConfig{Log: n.store, KV: n.kv}); err != nil || rep.Different != 0 {
-		t.Errorf("verify: %+v, %v; want no difference", rep, err)
-	}
+	wantVerified(t, n, n.kv, "replayed")
 }
 
 // A replay decides the days ahead and their starts without rendering them again as the
@@ -353,11 +329,8 @@ func TestReplayDecidesDayChangesAsTheFollowing(t *testing.T) {
 	p.waitFor(t, seq)
 	sameAsFollowed := func(bucket string, seq uint64) {
 		t.Helper()
-		fresh, err := n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, Storage: jetstream.MemoryStorage})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := startProjectorWith(t, Config{Store: n.store, KV: NewBundles(n.js, fresh), State: n.freshState(t)})
+		fresh := n.bucketNamed(t, bucket)
+		r := startProjectorWith(t, Config{Store: n.store, KV: fresh, State: n.freshState(t)})
 		r.waitFor(t, seq)
 		_ = r.stop(t)
 		for _, key := range []string{dockey.Key(demo), dockey.AheadKey(demo)} {
@@ -383,9 +356,7 @@ func TestReplayDecidesDayChangesAsTheFollowing(t *testing.T) {
 		t.Fatalf("a day ahead stored (%v) past the day started", err)
 	}
 	sameAsFollowed("REPLAYED2", seq)
-	if rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: n.kv}); err != nil || rep.Different != 0 {
-		t.Errorf("verify: %+v, %v; want no difference", rep, err)
-	}
+	wantVerified(t, n, n.kv, "followed")
 }
 
 // Settling raises the new generation's bundle above a day ahead the replaced generation holds at
@@ -416,14 +387,7 @@ func TestSettleRisesAboveTheReplacedDayAhead(t *testing.T) {
 				e.Identity.Name = "Rendu autrement"
 			}
 			replaced := projections.Render(e, cur.Revision-1)
-			projections.Compress(&replaced)
-			value, err := dockey.EncodeBundle(&replaced)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := n.kv.Put(ctx, dockey.Key(demo), value); err != nil {
-				t.Fatal(err)
-			}
+			putBundle(t, n.kv, dockey.Key(demo), replaced)
 			e.Identity.Name = "Rendu autrement demain"
 			replacedAhead := projections.Render(e, cur.Revision)
 			replacedAhead.Base, replacedAhead.Starts = replaced.Revision, cur.Revision
@@ -438,9 +402,7 @@ func TestSettleRisesAboveTheReplacedDayAhead(t *testing.T) {
 				t.Errorf("settled at %d, day ahead %t at %d beside %d; want %d, a day ahead above it beside it",
 					settled.Revision, ok, ahead.Revision, ahead.Base, cur.Revision+1)
 			}
-			if rep, err := Verify(ctx, VerifyConfig{Log: n.store, KV: next}); err != nil || rep.Different != 0 {
-				t.Errorf("verify: %+v, %v; want no difference", rep, err)
-			}
+			wantVerified(t, n, next, "settled")
 		})
 	}
 }

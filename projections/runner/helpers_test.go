@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
@@ -24,6 +25,20 @@ func renderedDraft(e *domain.Establishment, revision int64) dockey.Bundle {
 	b := projections.RenderWith(&active, "", nil).Bundle(revision)
 	b.Status = dockey.StatusDraft
 	return b
+}
+
+// putBundle compresses b and stores it in kv under key, behind the projector's back, as another
+// renderer or generation would have.
+func putBundle(t *testing.T, kv jetstream.KeyValue, key string, b dockey.Bundle) {
+	t.Helper()
+	projections.Compress(&b)
+	value, err := dockey.EncodeBundle(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(testContext(t), key, value); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // storedSummaryOf returns the summary of b as the projector reads it back from the bucket.

@@ -28,16 +28,7 @@ func TestRebuildNeverGoesBelowTheReplacedGeneration(t *testing.T) {
 	n.importFixture(t, "../../cmd/publisher/demo.json", "2026-11-22")
 	built := n.importFixture(t, "../testdata/uploaded-only/snapshot.json", "2026-03-10")
 	ctx := testContext(t)
-	put := func(kv jetstream.KeyValue, b dockey.Bundle) {
-		projections.Compress(&b)
-		v, err := dockey.EncodeBundle(&b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := kv.Put(ctx, dockey.Key(b.Slug), v); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(kv jetstream.KeyValue, b dockey.Bundle) { putBundle(t, kv, dockey.Key(b.Slug), b) }
 	// The first generation: the demo rendered another way, with a day ahead of its own beside it,
 	// the cave as this renderer does.
 	other := fixture.Load(t, "../../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
