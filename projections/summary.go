@@ -43,6 +43,10 @@ func (s *BundleSummary) Sequence() uint64 { return s.sequence }
 // rendered beside; 0 for a current bundle.
 func (s *BundleSummary) Base() int64 { return s.base }
 
+// Starts is, for the bundle of a day ahead s describes, the instant that day starts (Unix
+// seconds); 0 for a current bundle.
+func (s *BundleSummary) Starts() int64 { return s.starts }
+
 // Started returns what NextSummaryOver decides when the day ahead whose bundle s describes is
 // recorded and nothing else changes, beside the current bundle s was rendered beside: the current
 // bundle takes that day's documents, access and revision, written by the record sequence. The

@@ -7,6 +7,7 @@ import (
 	"github.com/opencarte/publisher/domain"
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
+	"github.com/opencarte/publisher/projections/dockey"
 )
 
 // model holds establishments rebuilt from their records, each with the summary of the bundle a
@@ -43,6 +44,16 @@ func newModel(logger *slog.Logger) *model {
 // names no valid establishment. An event that cannot be decoded is logged and skipped; the other
 // events of the record still apply, since the log is the truth.
 func (m *model) apply(rec events.Record) *tracked {
+	t := m.track(rec)
+	if t != nil {
+		t.apply(m.logger, rec)
+	}
+	return t
+}
+
+// track returns the establishment of rec, as it stands before rec, or nil when the record names
+// no valid establishment.
+func (m *model) track(rec events.Record) *tracked {
 	slug, err := domain.ParseSlug(rec.Establishment)
 	if err != nil {
 		m.logger.Warn("skip record of an invalid establishment slug",
@@ -54,7 +65,6 @@ func (m *model) apply(rec events.Record) *tracked {
 		t = &tracked{agg: domain.New(slug)}
 		m.byslug[rec.Establishment] = t
 	}
-	t.apply(m.logger, rec)
 	return t
 }
 
@@ -161,6 +171,30 @@ func (t *tracked) projectAhead(current *projections.BundleSummary, files string)
 	a := projections.NextAhead(t.ahead, current, projections.RenderWith(next, files, nil), t.agg.AheadStarts.Unix())
 	a.Bundle.Sequence = t.seq
 	return a
+}
+
+// currentRendering returns the rendering of t's aggregate and t.stored, the summary of the
+// bundle a projection of t's records stored, when there is one; files is the base URL of
+// uploaded files. While no record since wrote another, the rendering at the summary's revision is
+// that bundle.
+func (t *tracked) currentRendering(files string) (projections.Rendering, *projections.BundleSummary) {
+	if t.stored == nil {
+		return projections.Rendering{}, nil
+	}
+	return t.render(files, nil), t.stored
+}
+
+// dayAhead returns the bundle of the day ahead t.ahead summarizes, rendered from t's aggregate,
+// nil when it summarizes none: while no record since wrote another, the bundle a projection of
+// t's records stored. files is the base URL of uploaded files.
+func (t *tracked) dayAhead(files string) *dockey.Bundle {
+	next := projections.AheadOf(t.agg)
+	if t.ahead == nil || next == nil {
+		return nil
+	}
+	b := projections.RenderWith(next, files, nil).Bundle(t.ahead.Revision())
+	b.Sequence, b.Base, b.Starts = t.ahead.Sequence(), t.ahead.Base(), t.ahead.Starts()
+	return &b
 }
 
 // render renders t's aggregate, giving uploaded files their URLs under files, its documents

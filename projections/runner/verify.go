@@ -213,34 +213,47 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		}
 	}
 	aheadOut := gotAhead != nil && gotAhead.Sequence > aheadLimit
+	// The records are decided as a replay decides them, on summaries; the bundles they make are
+	// rendered once, from the establishment as the last record leaves it, since a record that
+	// wrote nothing changed nothing they hold: the current bundle as of limit, before a record
+	// after it is applied.
 	m := newModel(logger)
 	var (
-		want, wantAhead *dockey.Bundle
-		last            *tracked
+		t        *tracked
+		c        projections.Rendering      // of the current bundle wanted, rendered once stored is
+		stored   *projections.BundleSummary // its summary, nil for none
+		rendered bool
+		scratch  projections.Scratch
 	)
 	for _, rec := range recs {
 		if rec.Sequence > aheadLimit {
 			break
 		}
-		t := m.apply(rec)
-		if t == nil {
+		if t = m.track(rec); t == nil {
 			continue
 		}
-		u, ok := t.project(rec.Sequence, cfg.FilesURL)
-		if ok && u.Write {
-			if rec.Sequence > limit {
-				aheadOut = true
-				break
-			}
-			t.stored = projections.Summarize(&u.Bundle)
-			want, last = &u.Bundle, t
+		if rec.Sequence > limit && !rendered {
+			c, stored = t.currentRendering(cfg.FilesURL)
+			rendered = true
 		}
-		if a := t.projectAhead(t.stored, cfg.FilesURL); a.Write {
-			t.ahead = projections.Summarize(&a.Bundle)
-			wantAhead = &a.Bundle
-		} else if a.None {
-			t.ahead, wantAhead = nil, nil
+		before := t.stored
+		t.replay(logger, cfg.FilesURL, rec, &scratch)
+		if rec.Sequence > limit && t.stored != before {
+			aheadOut = true
+			break
 		}
+	}
+	if t != nil && !rendered {
+		c, stored = t.currentRendering(cfg.FilesURL)
+	}
+	var want, wantAhead *dockey.Bundle
+	if stored != nil {
+		b := c.Bundle(stored.Revision())
+		b.Sequence = stored.Sequence()
+		want = &b
+	}
+	if t != nil && !aheadOut {
+		wantAhead = t.dayAhead(cfg.FilesURL)
 	}
 	switch {
 	case want == nil && got == nil:
@@ -253,7 +266,7 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		// A projector that rendered the log again (another renderer, another base URL of the
 		// files) raised the revision of what it stored anew: the same content at that revision
 		// is the bucket the log makes.
-		again := last.render(cfg.FilesURL, nil).Bundle(got.Revision)
+		again := c.Bundle(got.Revision)
 		again.Sequence = want.Sequence
 		want = &again
 	}
@@ -264,7 +277,7 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		// So for a day ahead: stored above the log's revision (beside a bundle raised so, or
 		// above another renderer's day ahead), the log's content at that revision is no
 		// difference.
-		again := projections.RenderWith(projections.AheadOf(last.agg), cfg.FilesURL, nil).Bundle(gotAhead.Revision)
+		again := projections.RenderWith(projections.AheadOf(t.agg), cfg.FilesURL, nil).Bundle(gotAhead.Revision)
 		again.Base, again.Starts, again.Sequence = got.Revision, wantAhead.Starts, wantAhead.Sequence
 		wantAhead = &again
 	}
