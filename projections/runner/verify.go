@@ -328,7 +328,8 @@ func storedBundle(ctx context.Context, kv VerifyBucket, key string) (b *dockey.B
 		return nil, 0, "", nil
 	}
 	b = new(dockey.Bundle)
-	if err := dockey.Decode(e.Value(), b); err != nil {
+	// Shared with the value, which outlives the comparison: decoded without copies.
+	if _, err := dockey.DecodeShared(e.Value(), b, nil); err != nil {
 		return nil, e.Revision(), fmt.Sprintf("stored bundle cannot be decoded: %v", err), nil
 	}
 	projections.EachDocument(b, func(_ string, d *dockey.Document) {
