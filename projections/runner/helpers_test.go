@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/opencarte/publisher/domain"
+	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/projections"
 	"github.com/opencarte/publisher/projections/dockey"
 	"github.com/opencarte/publisher/projections/fixture"
@@ -53,4 +54,15 @@ func storedSummaryOf(tb testing.TB, b *dockey.Bundle) *projections.BundleSummary
 		tb.Fatal(err)
 	}
 	return s
+}
+
+// apply applies the events of rec to its establishment and returns it, or nil when the record
+// names no valid establishment. An event that cannot be decoded is logged and skipped; the other
+// events of the record still apply, since the log is the truth.
+func (m *model) apply(rec events.Record) *tracked {
+	t := m.track(rec)
+	if t != nil {
+		t.apply(m.logger, rec)
+	}
+	return t
 }

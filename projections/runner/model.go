@@ -40,17 +40,6 @@ func newModel(logger *slog.Logger) *model {
 	return &model{logger: logger, byslug: make(map[string]*tracked)}
 }
 
-// apply applies the events of rec to its establishment and returns it, or nil when the record
-// names no valid establishment. An event that cannot be decoded is logged and skipped; the other
-// events of the record still apply, since the log is the truth.
-func (m *model) apply(rec events.Record) *tracked {
-	t := m.track(rec)
-	if t != nil {
-		t.apply(m.logger, rec)
-	}
-	return t
-}
-
 // track returns the establishment of rec, as it stands before rec, or nil when the record names
 // no valid establishment.
 func (m *model) track(rec events.Record) *tracked {
