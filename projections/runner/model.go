@@ -165,7 +165,7 @@ func (t *tracked) projectAhead(current *projections.BundleSummary, files string)
 // currentRendering returns the rendering of t's aggregate and t.stored, the summary of the
 // bundle a projection of t's records stored, when there is one; files is the base URL of
 // uploaded files. While no record since wrote another, the rendering at the summary's revision is
-// that bundle.
+// that bundle (bundleOf).
 func (t *tracked) currentRendering(files string) (projections.Rendering, *projections.BundleSummary) {
 	if t.stored == nil {
 		return projections.Rendering{}, nil
@@ -173,16 +173,23 @@ func (t *tracked) currentRendering(files string) (projections.Rendering, *projec
 	return t.render(files, nil), t.stored
 }
 
-// dayAhead returns the bundle of the day ahead t.ahead summarizes, rendered from t's aggregate,
-// nil when it summarizes none: while no record since wrote another, the bundle a projection of
-// t's records stored. files is the base URL of uploaded files.
-func (t *tracked) dayAhead(files string) *dockey.Bundle {
+// aheadRendering returns, as currentRendering does, the rendering of t's day ahead and t.ahead,
+// the summary of its bundle, when there is one.
+func (t *tracked) aheadRendering(files string) (projections.Rendering, *projections.BundleSummary) {
 	next := projections.AheadOf(t.agg)
 	if t.ahead == nil || next == nil {
+		return projections.Rendering{}, nil
+	}
+	return projections.RenderWith(next, files, nil), t.ahead
+}
+
+// bundleOf returns the bundle s summarizes, its documents those of c, nil when s is nil.
+func bundleOf(c projections.Rendering, s *projections.BundleSummary) *dockey.Bundle {
+	if s == nil {
 		return nil
 	}
-	b := projections.RenderWith(next, files, nil).Bundle(t.ahead.Revision())
-	b.Sequence, b.Base, b.Starts = t.ahead.Sequence(), t.ahead.Base(), t.ahead.Starts()
+	b := c.Bundle(s.Revision())
+	b.Sequence, b.Base, b.Starts = s.Sequence(), s.Base(), s.Starts()
 	return &b
 }
 

@@ -246,15 +246,14 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 	if t != nil && !rendered {
 		c, stored = t.currentRendering(cfg.FilesURL)
 	}
-	var want, wantAhead *dockey.Bundle
-	if stored != nil {
-		b := c.Bundle(stored.Revision())
-		b.Sequence = stored.Sequence()
-		want = &b
-	}
+	var (
+		ca          projections.Rendering // of the day ahead wanted
+		aheadStored *projections.BundleSummary
+	)
 	if t != nil && !aheadOut {
-		wantAhead = t.dayAhead(cfg.FilesURL)
+		ca, aheadStored = t.aheadRendering(cfg.FilesURL)
 	}
+	want, wantAhead := bundleOf(c, stored), bundleOf(ca, aheadStored)
 	switch {
 	case want == nil && got == nil:
 		return false, "", nil
@@ -277,7 +276,7 @@ func verifyOne(ctx context.Context, cfg VerifyConfig, logger *slog.Logger, slug 
 		// So for a day ahead: stored above the log's revision (beside a bundle raised so, or
 		// above another renderer's day ahead), the log's content at that revision is no
 		// difference.
-		again := projections.RenderWith(projections.AheadOf(t.agg), cfg.FilesURL, nil).Bundle(gotAhead.Revision)
+		again := ca.Bundle(gotAhead.Revision)
 		again.Base, again.Starts, again.Sequence = got.Revision, wantAhead.Starts, wantAhead.Sequence
 		wantAhead = &again
 	}
