@@ -48,7 +48,7 @@ const maxDrain = 64 << 10
 // up, superseded, or another attempt after a backoff, which JetStream keeps (a negative
 // acknowledgement with a delay), so a retry survives a restart of any dispatcher.
 func (d *Dispatcher) handleTask(parent context.Context, msg jetstream.Msg) {
-	ctx, cancel := context.WithTimeout(parent, d.attemptAckWait())
+	ctx, cancel := stepContext(parent, d.attemptAckWait())
 	defer cancel()
 	k, ok := d.takeTask(ctx, msg)
 	if !ok {
@@ -58,7 +58,7 @@ func (d *Dispatcher) handleTask(parent context.Context, msg jetstream.Msg) {
 	// while an older attempt to its endpoint was being sent is found superseded.
 	release, ok := d.turns.take(ctx, endpointKey(k.t.Establishment, k.t.Endpoint))
 	if !ok {
-		d.nakLater(msg, "wait for the endpoint's attempt in flight", ctx.Err())
+		d.nakLater(msg, "wait for the endpoint's attempt in flight", context.Cause(ctx))
 		return
 	}
 	defer release()

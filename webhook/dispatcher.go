@@ -137,7 +137,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Dispatcher, error) {
 // open creates or updates the streams, buckets and consumers the dispatcher uses.
 func (d *Dispatcher) open(ctx context.Context, nc *nats.Conn) error {
 	var err error
-	if d.js, err = jetstream.New(nc); err != nil {
+	if d.js, err = jetstream.New(nc, jetstream.WithDefaultTimeout(requestTimeout)); err != nil {
 		return err
 	}
 	signals, err := d.openStreams(ctx, nc)
@@ -149,6 +149,14 @@ func (d *Dispatcher) open(ctx context.Context, nc *nats.Conn) error {
 	}
 	return d.openConsumers(ctx, signals)
 }
+
+// directGets is off for the WEBHOOK and WEBHOOK_QUEUE streams: they are read from their leader
+// alone, not with direct gets, which any replica answers, one that has not yet applied the last
+// writes included. The dispatcher decides on what it reads just after writing it: a window
+// closing must see the signal appended by a handler that found the window open, or that signal
+// would wait, unannounced, for the establishment's next change; a delivery queued must see the
+// one it supersedes, or that one's resources would be lost to its receiver.
+const directGets = false
 
 // openStreams creates or updates the SIGNALS, WEBHOOK and WEBHOOK_QUEUE streams; it returns
 // SIGNALS.
@@ -171,7 +179,7 @@ func (d *Dispatcher) openStreams(ctx context.Context, nc *nats.Conn) (signals je
 		Replicas:          d.cfg.Replicas,
 		AllowMsgSchedules: true,
 		AllowRollup:       true,
-		AllowDirect:       true,
+		AllowDirect:       directGets,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", StreamName, err)
@@ -187,7 +195,7 @@ func (d *Dispatcher) openStreams(ctx context.Context, nc *nats.Conn) (signals je
 		Storage:           jetstream.FileStorage,
 		Replicas:          d.cfg.Replicas,
 		Duplicates:        streamDuplicates,
-		AllowDirect:       true,
+		AllowDirect:       directGets,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", QueueStreamName, err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/opencarte/publisher/webhook"
 )
 
@@ -179,4 +181,38 @@ func TestTwoDispatchersDeliverOnce(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The dispatch streams are read from their leader alone, never with direct gets, which a replica
+// behind the leader may answer: also those an earlier version created with direct gets on.
+func TestDispatchStreamsAreReadFromTheirLeader(t *testing.T) {
+	srv := startNATS(t, t.TempDir())
+	nc := connect(t, srv)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := []string{webhook.StreamName, webhook.QueueStreamName}
+	openDispatcher(t, nc, webhook.Config{}).Close()
+	for _, name := range streams {
+		s, err := js.Stream(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := s.CachedInfo().Config
+		cfg.AllowDirect = true
+		if _, err := js.UpdateStream(t.Context(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	openDispatcher(t, nc, webhook.Config{})
+	for _, name := range streams {
+		s, err := js.Stream(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.CachedInfo().Config.AllowDirect {
+			t.Errorf("stream %s answers direct gets", name)
+		}
+	}
 }

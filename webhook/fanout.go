@@ -17,7 +17,7 @@ import (
 // delivery still queued or retrying (which the new one supersedes) and those of deliveries it
 // gave up on, so a receiver always learns everything that changed since it last said 2xx.
 func (d *Dispatcher) handleDue(parent context.Context, msg jetstream.Msg) {
-	ctx, cancel := context.WithTimeout(parent, stepTimeout)
+	ctx, cancel := stepContext(parent, stepTimeout)
 	defer cancel()
 	w, err := decodeJSON[window](msg.Data())
 	if err != nil || checkKeyPart(w.Establishment) != nil {

@@ -28,6 +28,24 @@ type window struct {
 // stepTimeout bounds the NATS work of handling one signal or one closed window.
 const stepTimeout = 20 * time.Second
 
+// requestTimeout bounds each NATS request of a step. A reply lost with a server (stopped while
+// the request was on its way to it, or to the stream leader behind it) costs this, and the step
+// is tried again at once on the servers left.
+const requestTimeout = 5 * time.Second
+
+// stepContext bounds a step to limit by cancelling it then, without a deadline: the JetStream
+// client applies its own request timeout (requestTimeout) only to a context without one, so
+// that each request of the step keeps it. With a deadline, a lost reply would hold the step,
+// and what waits on it, until the limit.
+func stepContext(parent context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := time.AfterFunc(limit, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() {
+		timer.Stop()
+		cancel(context.Canceled)
+	}
+}
+
 // handleSignal adds a change signal to its establishment's open window, or opens one. It does
 // so whether or not the establishment has endpoints: those are looked up when the window closes,
 // so an endpoint registered during the window, in this process or another, gets it.
@@ -41,7 +59,7 @@ const stepTimeout = 20 * time.Second
 // no window and opens the next one: the server creates the due message and purges the schedule
 // in one step, and the due handler reads only after that step.
 func (d *Dispatcher) handleSignal(parent context.Context, msg jetstream.Msg) {
-	ctx, cancel := context.WithTimeout(parent, stepTimeout)
+	ctx, cancel := stepContext(parent, stepTimeout)
 	defer cancel()
 	sig, err := events.DecodeSignal(msg.Data())
 	if err != nil {
