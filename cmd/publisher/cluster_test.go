@@ -21,7 +21,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/opencarte/publisher/cmd/publisher/generation"
+	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/events/natstest"
+	"github.com/opencarte/publisher/webhook"
 )
 
 // TestProcessesStartBeforeTheirCluster starts the processes a deployment runs on a three-node NATS
@@ -313,6 +315,7 @@ func TestNodeLossUnderLoad(t *testing.T) {
 	roots := receiver.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 
 	servers := natstest.StartCluster(t)
+	logs := &syncBuffer{} // every process's
 	var urls []string
 	for _, s := range servers {
 		urls = append(urls, s.ClientURL())
@@ -324,7 +327,7 @@ func TestNodeLossUnderLoad(t *testing.T) {
 			HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: testAdminToken,
 			Today: "2026-11-24", ClockEvery: time.Hour, DuplicateTTL: time.Hour, KeyQuota: -1, IPQuota: -1,
 			PublicURL: "https://menus.example", WebhookWindow: time.Second, WebhookAllowPrivate: true, WebhookRootCAs: roots,
-		}}
+		}, Logger: slog.New(slog.NewTextHandler(logs, nil))}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		if err := m.Open(ctx); err != nil {
@@ -466,12 +469,21 @@ func TestNodeLossUnderLoad(t *testing.T) {
 	want := fmt.Sprintf(`"name":"Chez Marcel %d"`, lastAcked.Load())
 	orPending := fmt.Sprintf(`"name":"Chez Marcel %d"`, pending.Load())
 	var served int64
-	for _, r := range readers {
-		eventually(t, "the last acknowledged write served", func() bool {
+	for i, r := range readers {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
 			got := r.get(t, est, key)
 			served = got.revision(t)
-			return bytes.Contains(got.body, []byte(want)) || pending.Load() > 0 && bytes.Contains(got.body, []byte(orPending))
-		})
+			if bytes.Contains(got.body, []byte(want)) || pending.Load() > 0 && bytes.Contains(got.body, []byte(orPending)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				stored, _ := tryDo(http.MethodGet, writer.AdminURL+"/admin/v1/establishments/chez-marcel", nil, "Authorization", "Bearer "+testAdminToken)
+				t.Fatalf("read node %d serves revision %d, not the last acknowledged write (%s or %s); the admin API answers %d %.300s; the processes said:\n%s",
+					i+1, served, want, orPending, stored.status, stored.body, logs)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 	// The change webhook: the last delivery names the revision served, and no delivery came twice
 	// although two dispatchers ran.
@@ -494,10 +506,50 @@ func TestNodeLossUnderLoad(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("webhook: the last delivery names revision %d, the read nodes serve %d", last, served)
+			t.Fatalf("webhook: the last delivery names revision %d, the read nodes serve %d; the dispatch stream holds %s; the processes said:\n%s",
+				last, served, webhookState(t, servers[(killed+1)%len(servers)]), logs)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// webhookState describes what the webhook's dispatch stream holds, subject by subject, with
+// the body of each open window, and the state of the webhook's consumers.
+func webhookState(t *testing.T, srv *server.Server) string {
+	nc := natstest.Connect(t, srv)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err.Error()
+	}
+	stream, err := js.Stream(t.Context(), webhook.StreamName)
+	if err != nil {
+		return err.Error()
+	}
+	info, err := stream.Info(t.Context(), jetstream.WithSubjectFilter(">"))
+	if err != nil {
+		return err.Error()
+	}
+	out := fmt.Sprintf("%+v", info.State.Subjects)
+	for subject := range info.State.Subjects {
+		if strings.HasPrefix(subject, "webhook.window.") {
+			if m, err := stream.GetLastMsgForSubject(t.Context(), subject); err == nil {
+				out += fmt.Sprintf("; %s at %s: %s %v", subject, m.Time.Format(time.RFC3339Nano), m.Data, m.Header)
+			}
+		}
+	}
+	for _, name := range []string{webhook.StreamName, webhook.QueueStreamName, events.SignalStreamName} {
+		stream, err := js.Stream(t.Context(), name)
+		if err != nil {
+			out += "; " + err.Error()
+			continue
+		}
+		for c := range stream.ListConsumers(t.Context()).Info() {
+			out += fmt.Sprintf("; consumer %s of %s: pending %d, ack pending %d, redelivered %d, waiting %d, leader %s",
+				c.Name, name, c.NumPending, c.NumAckPending, c.NumRedelivered, c.NumWaiting, c.Cluster.Leader)
+		}
+	}
+	return out + fmt.Sprintf("; now %s", time.Now().UTC().Format(time.RFC3339Nano))
 }
 
 // TestRolesSurviveNATSRestart: every role, connected to an external server, carries on once the
