@@ -103,6 +103,10 @@ func (m *Main) serveAPI(ctx context.Context, mc *nats.Conn, mjs jetstream.JetStr
 		return err
 	}
 	m.mirrorLag = lag
+	lag.Stalled = func() {
+		m.Logger.Warn("read api: the documents mirror applies nothing while behind its bucket; watching again", "role", roleAPI)
+		m.Mirror.Rewatch()
+	}
 	m.metrics.Mirror(m.Mirror, lag)
 	m.loops.Go("mirror lag", lag.Run)
 	srv, err := readapi.New(readapi.Config{

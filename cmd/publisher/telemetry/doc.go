@@ -10,7 +10,8 @@
 // take as no counting.
 //
 // Lag asks, once a second, whether the bucket holds a write after the mirror's applied revision;
-// /readyz, the admin status and the metrics read it.
+// /readyz, the admin status and the metrics read it, and the process has the mirror watch again
+// when it applies nothing while behind (Lag.Stalled).
 //
 // It imports the roles' packages for the types of their readings (readapi, webhook, clock,
 // capacity), nats.go and the Prometheus client; never package main, the admin API, the

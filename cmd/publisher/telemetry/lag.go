@@ -12,6 +12,9 @@ import (
 // lagCheckEvery is how often a read node compares its mirror with the documents bucket.
 const lagCheckEvery = time.Second
 
+// stallAfter is how long a mirror behind its bucket may apply nothing before Lag calls Stalled.
+const stallAfter = 3 * time.Second
+
 // Lag follows how long the read API's mirror has been behind the documents bucket: every second
 // it asks the bucket's stream for its first write after the last one the mirror applied, which
 // follows every key (direct gets, never on a read's path). A get from a sequence, unlike the
@@ -30,6 +33,16 @@ type Lag struct {
 	bucket string           // the generation of the bucket stream is of
 	stream jetstream.Stream // the bucket's stream
 	since  atomic.Int64     // Unix ns since which the mirror is behind; 0 when it is not
+
+	// Stalled, when set, is called when the mirror has been behind the bucket for stallAfter
+	// without applying anything, and again every stallAfter while that lasts: the consumer of its
+	// watch may have gone with a NATS server while the connection stayed up, which the client
+	// notices only once it has missed that consumer's heartbeats, 10 to 20 s later. Set before
+	// Run.
+	Stalled func()
+
+	progress uint64    // Applied when it last moved, or the mirror was last seen not behind
+	still    time.Time // since when the mirror, behind, has not moved from progress
 }
 
 // lagging is the read API's mirror as Lag compares it with its bucket.
@@ -83,22 +96,43 @@ func (l *Lag) Run(ctx context.Context) error {
 		}
 		rctx, cancel := context.WithTimeout(ctx, lagCheckEvery)
 		var msg *jetstream.RawStreamMsg
+		applied := l.mirror.Applied()
 		err := l.bind(rctx)
 		if err == nil {
-			msg, err = l.firstAfter(rctx, l.mirror.Applied())
+			msg, err = l.firstAfter(rctx, applied)
 		}
 		cancel()
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			l.since.Store(0) // nothing written since
+			l.still = time.Time{}
 		case err != nil:
 			// Unknown: the last state stands.
 		case l.mirror.Applied() >= msg.Sequence:
 			l.since.Store(0) // applied meanwhile
+			l.still = time.Time{}
 		default:
-			l.since.CompareAndSwap(0, time.Now().UnixNano())
+			now := time.Now()
+			l.since.CompareAndSwap(0, now.UnixNano())
+			if l.stalled(applied, now) && l.Stalled != nil {
+				l.Stalled()
+			}
 		}
 	}
+}
+
+// stalled reports whether the mirror, found behind at now with applied, has applied nothing for
+// stallAfter; it then starts counting again.
+func (l *Lag) stalled(applied uint64, now time.Time) bool {
+	if l.still.IsZero() || applied != l.progress {
+		l.progress, l.still = applied, now
+		return false
+	}
+	if now.Sub(l.still) < stallAfter {
+		return false
+	}
+	l.still = now
+	return true
 }
 
 // firstAfter returns the first write to the bucket after sequence applied, under any key.

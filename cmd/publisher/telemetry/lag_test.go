@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,9 +39,53 @@ func TestMirrorLagEndsWhenEveryWriteIsApplied(t *testing.T) {
 	eventually(t, "the mirror no longer behind once it runs", func() bool { return lag.Behind() == 0 })
 }
 
+// TestAStalledMirrorWatchesAgain: a mirror whose watch's consumer is gone (with its server, say)
+// while its connection stays up applies nothing more; found behind and applying nothing, it is
+// told so, watches again and applies what was written meanwhile, where the client would notice
+// only after it missed the consumer's heartbeats (this test's deadline or later).
+func TestAStalledMirrorWatchesAgain(t *testing.T) {
+	var stalls atomic.Int32
+	js, kv, mirror, _ := lagWith(t, func(m *readapi.Mirror) {
+		stalls.Add(1)
+		m.Rewatch()
+	}, dockey.Key("chez-marcel"))
+	go mirror.Run(t.Context())
+	eventually(t, "the mirror caught up", func() bool { return mirror.Applied() == 1 })
+	before := stalls.Load()
+
+	stream, err := js.Stream(t.Context(), "KV_"+kv.Bucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := stream.ConsumerNames(t.Context())
+	for name := range names.Name() {
+		if err := stream.DeleteConsumer(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := names.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(t.Context(), dockey.Key("chez-marcel"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the write applied", func() bool { return mirror.Applied() == 2 })
+	if stalls.Load() == before {
+		t.Error("the write was applied without the mirror found stalled: its watch did not stall")
+	}
+}
+
 // lagOfBucket writes keys, in order, to a new bucket of bundles on a NATS server of its own and
 // returns a mirror of the bucket, not running, and its lag, running.
 func lagOfBucket(t *testing.T, keys ...string) (*readapi.Mirror, *Lag) {
+	t.Helper()
+	_, _, mirror, lag := lagWith(t, nil, keys...)
+	return mirror, lag
+}
+
+// lagWith is lagOfBucket with a lag calling stalled, if not nil, with the mirror, and the
+// bucket and its JetStream.
+func lagWith(t *testing.T, stalled func(*readapi.Mirror), keys ...string) (jetstream.JetStream, jetstream.KeyValue, *readapi.Mirror, *Lag) {
 	t.Helper()
 	nc := natstest.Connect(t, natstest.Start(t))
 	js, err := jetstream.New(nc)
@@ -64,8 +109,11 @@ func lagOfBucket(t *testing.T, keys ...string) (*readapi.Mirror, *Lag) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if stalled != nil {
+		lag.Stalled = func() { stalled(mirror) }
+	}
 	go lag.Run(t.Context())
-	return mirror, lag
+	return js, kv, mirror, lag
 }
 
 // eventually polls f until it holds, failing tb after 10s.
