@@ -73,7 +73,9 @@
 //   - Replay and Follow read the whole log with one ordered consumer each, which the server removes
 //     10 seconds after its last use; FollowNotes reads headers only through one durable consumer
 //     shared by every process that names it. History and Replay stop at the last record stored
-//     when they are called; Follow and FollowNotes go on.
+//     when they are called; Follow and FollowNotes go on. A Follow whose consumer delivers
+//     nothing for 3 s while records wait (lost with a cluster node, and not made again yet)
+//     ends with ErrStalled, and its caller follows again at once.
 //   - Decode ignores unknown fields, so that records written by a newer version remain readable,
 //     and returns payloads compacted; Encode writes them without HTML escaping. Decode(Encode(r))
 //     is r. A null payload is refused, as it usually means an event lost its body.

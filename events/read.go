@@ -274,13 +274,25 @@ func (s *Store) ReplayPart(ctx context.Context, from, to uint64, keep func(slug 
 }
 
 // Follow calls fn, in order, for every record of the log whose sequence is at least from, then
-// for each new record as it is stored, until ctx is done or fn fails. It returns ctx.Err() or
-// fn's error wrapped.
+// for each new record as it is stored, until ctx is done or fn fails. It returns ctx.Err(), fn's
+// error wrapped, or ErrStalled wrapped when its consumer delivered nothing for a few seconds
+// while records waited: the caller follows again from the record after the last fn accepted.
 func (s *Store) Follow(ctx context.Context, from uint64, fn func(Record) error) error {
-	_, err := s.consume(ctx, max(from, 1), 0, true, nil, nil, nil, fn)
+	from = max(from, 1)
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var w stallWatch
+	w.received.Store(from - 1)
+	go w.run(fctx, s.stream, func() { cancel(ErrStalled) })
+	_, err := s.consume(fctx, from, 0, true, nil, nil, nil, func(rec Record) error {
+		defer w.receive(rec.Sequence)()
+		return fn(rec)
+	})
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.Is(context.Cause(fctx), ErrStalled):
+		return fmt.Errorf("follow %s: %w", StreamName, ErrStalled)
 	case err != nil:
 		return fmt.Errorf("follow %s: %w", StreamName, err)
 	}

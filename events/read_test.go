@@ -223,6 +223,91 @@ func TestFollowStopsOnError(t *testing.T) {
 	}
 }
 
+// A follow whose consumer is gone and cannot be made again for a while (here the stream takes no
+// more consumers; on a cluster, one electing its leaders refuses them) ends with ErrStalled once
+// a record waits, rather than wait on the client's growing intervals between attempts; a new
+// follow from the record after the last delivered delivers it once a consumer can be made.
+func TestFollowEndsWhenItsConsumerStalls(t *testing.T) {
+	t.Parallel()
+	nc := natstest.Connect(t, natstest.StartLimited(t, 2))
+	st := openStore(t, nc, events.Config{})
+	fill(t, st, 1)
+	records := make(chan events.Record, 10)
+	follow := func(from uint64) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			done <- st.Follow(t.Context(), from, func(r events.Record) error {
+				records <- r
+				return nil
+			})
+		}()
+		return done
+	}
+	next := func() events.Record {
+		t.Helper()
+		select {
+		case r := <-records:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no record from Follow within 10s")
+		}
+		return events.Record{}
+	}
+	done := follow(1)
+	if r := next(); r.Sequence != 1 {
+		t.Fatalf("first record: %d, want 1", r.Sequence)
+	}
+
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(t.Context(), events.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The follow's consumer goes, and the two the stream takes are held: the client, which makes
+	// its consumer again as soon as it sees it gone, may take the second place first, and loses
+	// it again.
+	if _, err := stream.CreateConsumer(t.Context(), jetstream.ConsumerConfig{Durable: "hold-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 0; ; attempt++ {
+		names := stream.ConsumerNames(t.Context())
+		for name := range names.Name() {
+			if name != "hold-1" {
+				_ = stream.DeleteConsumer(t.Context(), name)
+			}
+		}
+		if _, err := stream.CreateConsumer(t.Context(), jetstream.ConsumerConfig{Durable: "hold-2"}); err == nil {
+			break
+		} else if attempt == 100 {
+			t.Fatalf("the stream's last place not taken: %v", err)
+		}
+	}
+	seq := mustAppend(t, st, "gamma", 0, "while-stalled", event("t", `{}`))
+	select {
+	case err := <-done:
+		if !errors.Is(err, events.ErrStalled) {
+			t.Fatalf("Follow: %v, want %v", err, events.ErrStalled)
+		}
+	case r := <-records:
+		t.Fatalf("record %d delivered without a consumer", r.Sequence)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Follow neither delivered nor ended within 20s of the record appended")
+	}
+
+	for _, name := range []string{"hold-1", "hold-2"} {
+		if err := stream.DeleteConsumer(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	follow(seq)
+	if r := next(); r.Sequence != seq || r.CommandID != "while-stalled" {
+		t.Errorf("after following again: %d %s, want %d while-stalled", r.Sequence, r.CommandID, seq)
+	}
+}
+
 // A partial replay passes the records of the establishments it keeps, up to the sequence it is
 // given, and passes over an unreadable message of theirs, telling it.
 func TestReplayPart(t *testing.T) {

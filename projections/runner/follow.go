@@ -108,6 +108,11 @@ func (p *Projector) read(ctx context.Context, from uint64, skipped func(seq uint
 	}
 	for {
 		err := p.cfg.Store.Follow(ctx, seen+1+skip, accept)
+		if errors.Is(err, events.ErrStalled) && ctx.Err() == nil {
+			// The consumer went with a cluster node and is not made again yet: a new one is.
+			p.logger.Warn("the event log's consumer delivers nothing while records wait; following again", "after_seq", seen+skip)
+			continue
+		}
 		if err == nil || ctx.Err() != nil || !errors.Is(err, events.ErrInvalidRecord) {
 			return err
 		}
