@@ -6,10 +6,13 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"testing"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/opencarte/publisher/cmd/publisher/heapfloor"
+	"github.com/opencarte/publisher/events/natstest"
 )
 
 // withoutGOMEMLIMIT runs the test as a process started without GOMEMLIMIT and gives the runtime
@@ -63,4 +66,42 @@ func TestMemoryLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadNodeSettlesItsHeap: a process running the api role alone, GOGC left to it, keeps its
+// heap within a tenth of what is live once its mirror is loaded; one whose GOGC is set, or that
+// runs other roles, keeps the collector's percentage.
+func TestReadNodeSettlesItsHeap(t *testing.T) {
+	t.Cleanup(func() { debug.SetGCPercent(heapfloor.ProcessGCPercent()) })
+	srv := natstest.Start(t)
+	external := func(c *Config) { c.NATSURL = srv.ClientURL() }
+	for _, tc := range []struct {
+		name      string
+		roles     []string
+		gogcUnset bool
+		want      int
+	}{
+		{"api alone", []string{roleAPI}, true, readNodeGCPercent},
+		{"api alone, GOGC set", []string{roleAPI}, false, 100},
+		{"every role", nil, true, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetGCPercent(100)
+			m := testMain(t.TempDir(), "2026-11-22", external, func(c *Config) { c.Roles = tc.roles })
+			if tc.gogcUnset {
+				m.heap = heapfloor.Start(0, 100)
+			}
+			startMain(t, m)
+			if got := gcPercent(); got != tc.want {
+				t.Errorf("GOGC %d once the mirror is loaded, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// gcPercent is the collector's percentage now.
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(int64(s[0].Value.Uint64()))
 }

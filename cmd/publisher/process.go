@@ -21,6 +21,7 @@ import (
 	"github.com/opencarte/publisher/cmd/publisher/capacity"
 	"github.com/opencarte/publisher/cmd/publisher/clock"
 	"github.com/opencarte/publisher/cmd/publisher/generation"
+	"github.com/opencarte/publisher/cmd/publisher/heapfloor"
 	"github.com/opencarte/publisher/cmd/publisher/listeners"
 	"github.com/opencarte/publisher/cmd/publisher/node"
 	"github.com/opencarte/publisher/cmd/publisher/supervise"
@@ -65,6 +66,7 @@ type Main struct {
 	listeners *listeners.Set      // the HTTP listeners, within the process's file descriptors
 	metrics   *telemetry.Registry // nil without a metrics listener
 	mirrorLag *telemetry.Lag      // nil without the read API
+	heap      *heapfloor.Floor    // the collector's percentage, when GOGC leaves it to serve
 	gens      generations         // this process's part in the documents' generations
 
 	destinations *destination.Store // the broker destinations, when the webhook or admin role runs

@@ -40,6 +40,7 @@ func (m *Main) startAPI(ctx context.Context) error {
 	if err := m.awaitMirror(ctx); err != nil {
 		return err
 	}
+	m.settleReadNode()
 	return m.serveAPI(ctx, mc, mjs, files)
 }
 

@@ -273,8 +273,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		return envflag.Usagef("serve", "--change-retention %s: want at least %s, the window in which a signal sent twice is recognised", cfg.ChangeRetention, events.DefaultDuplicates)
 	}
 	setMemoryLimit(logger, memlimit.FromCgroup, memlimit.FromSystem)
-	defer heapfloor.Start(uint64(cfg.HeapFloor), heapfloor.ProcessGCPercent())()
+	heap := heapfloor.Start(uint64(cfg.HeapFloor), heapfloor.ProcessGCPercent())
+	defer heap.Stop()
 	m := &Main{Config: cfg, Logger: logger}
+	if getenv("GOGC") == "" {
+		m.heap = heap
+	}
 	if err := m.Open(ctx); err != nil {
 		return err
 	}

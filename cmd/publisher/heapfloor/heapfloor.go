@@ -43,20 +43,50 @@ type controller struct {
 	stopped bool
 }
 
-// Start keeps the heap floor until the returned function is called, which restores base, GOGC's
-// percentage (see ProcessGCPercent). It does nothing when floor is 0, or when base is 0 or less
-// (GOGC=0 or off, settings of their own). A floor above Max is Max.
-func Start(floor uint64, base int) (stop func()) {
+// Floor is a heap floor Start keeps, and the percentage given back above it.
+type Floor struct {
+	rt   gcRuntime
+	base int         // GOGC's percentage, as Start was given it
+	c    *controller // nil when no floor is kept
+}
+
+// Start keeps the heap floor until Stop, which restores base, GOGC's percentage (see
+// ProcessGCPercent). It keeps none when floor is 0, or when base is 0 or less (GOGC=0 or off,
+// settings of their own). A floor above Max is Max.
+func Start(floor uint64, base int) *Floor {
 	return start(newRuntime(), floor, base)
 }
 
-func start(rt gcRuntime, floor uint64, base int) (stop func()) {
+func start(rt gcRuntime, floor uint64, base int) *Floor {
+	f := &Floor{rt: rt, base: base}
 	if floor == 0 || base <= 0 {
-		return func() {}
+		return f
 	}
-	c := &controller{rt: rt, floor: min(floor, Max), base: base}
-	c.arm()
-	return c.stop
+	f.c = &controller{rt: rt, floor: min(floor, Max), base: base}
+	f.c.arm()
+	return f
+}
+
+// Stop stops keeping the floor and gives the percentage back: base, or the one Settle set.
+func (f *Floor) Stop() {
+	if f.c != nil {
+		f.c.stop()
+	}
+}
+
+// Settle makes p the percentage from now on, the floor still kept while the heap is small: for
+// a process whose heap has become long-lived data that changes little (a read node once its
+// mirror is loaded), a small percentage keeps the heap near what is live at little cost. It does
+// nothing when p is 0 or less, or when Start was given no percentage of GOGC's (0 or off).
+func (f *Floor) Settle(p int) {
+	if p <= 0 || f.base <= 0 {
+		return
+	}
+	if f.c == nil {
+		f.rt.setGCPercent(p)
+		return
+	}
+	f.c.settle(p)
 }
 
 // arm calls adjust once the next collection has ended, and arms again while the floor is kept.
@@ -83,6 +113,20 @@ func (c *controller) adjust() bool {
 		c.rt.setGCPercent(p)
 	}
 	return true
+}
+
+// settle makes p the base percentage and sets the one it gives now.
+func (c *controller) settle(p int) {
+	r := c.rt.read()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
+	c.base = p
+	if q := floorPercent(r.live, r.roots, c.floor, c.base); r.percent != q {
+		c.rt.setGCPercent(q)
+	}
 }
 
 func (c *controller) stop() {

@@ -69,7 +69,7 @@ func (f *fakeRuntime) state() (sets []int, armed int) {
 func TestHeapFloorFollowsTheCollections(t *testing.T) {
 	const floor = 64 * mib
 	rt := &fakeRuntime{last: reading{percent: 100}}
-	stop := start(rt, floor, 100)
+	stop := start(rt, floor, 100).Stop
 	if sets, armed := rt.state(); len(sets) != 0 || armed != 1 {
 		t.Fatalf("at start: set %v, %d armed; want nothing set and one armed", sets, armed)
 	}
@@ -109,6 +109,42 @@ func TestHeapFloorFollowsTheCollections(t *testing.T) {
 	stop()
 	if sets, _ := rt.state(); len(sets) != len(stopped) {
 		t.Fatalf("a second stop: set %v, want nothing more after %v", sets, stopped)
+	}
+}
+
+// TestSettleLowersThePercentageAboveTheFloor: once settled at 10, a large heap's goal is 10 %
+// above what is live, from the settling on; a heap become small again keeps the floor; stopping
+// gives the settled percentage back. Without a floor, or with GOGC off, settling sets the
+// percentage directly, or nothing.
+func TestSettleLowersThePercentageAboveTheFloor(t *testing.T) {
+	const floor = 64 * mib
+	rt := &fakeRuntime{last: reading{percent: 100, live: 1 << 30}}
+	f := start(rt, floor, 100)
+	rt.collect(1<<30, 1<<20)
+	if got := rt.read().percent; got != 100 {
+		t.Fatalf("before settling: GOGC %d, want 100", got)
+	}
+	f.Settle(10)
+	if got := rt.read().percent; got != 10 {
+		t.Fatalf("settled with 1 GiB live: GOGC %d, want 10 at once", got)
+	}
+	if goal := rt.collect(1<<30, 1<<20); goal > (1<<30)*111/100 {
+		t.Fatalf("settled with 1 GiB live: goal %d, want at most 10 %% above it", goal)
+	}
+	if goal := rt.collect(1*mib, 64<<10); goal < floor {
+		t.Fatalf("settled, 1 MiB live: goal %d, want the floor %d kept", goal, floor)
+	}
+	f.Stop()
+	if got := rt.read().percent; got != 10 {
+		t.Fatalf("after stop: GOGC %d, want the settled 10", got)
+	}
+
+	rt = &fakeRuntime{last: reading{percent: 100}}
+	start(rt, 0, 100).Settle(10)
+	start(rt, 1<<30, 100).Settle(0)
+	start(rt, 1<<30, -1).Settle(10)
+	if sets, _ := rt.state(); !slices.Equal(sets, []int{10}) {
+		t.Fatalf("settled without a floor, at 0, and with GOGC off: set %v, want only [10]", sets)
 	}
 }
 
@@ -170,7 +206,7 @@ func TestHeapFloorHoldsTheGoal(t *testing.T) {
 
 	held := make([]byte, 16<<20)
 	runtime.GC()
-	stop := Start(floor, 100)
+	stop := Start(floor, 100).Stop
 	defer stop()
 	until("the goal at the floor while 16 MiB are live", atFloor)
 	runtime.KeepAlive(held)
@@ -200,17 +236,17 @@ func TestHeapFloorHoldsTheGoal(t *testing.T) {
 func TestHeapFloorOff(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(ProcessGCPercent()) })
 	debug.SetGCPercent(100)
-	Start(0, 100)()
-	Start(1<<30, -1)()
-	Start(1<<30, 0)()
+	Start(0, 100).Stop()
+	Start(1<<30, -1).Stop()
+	Start(1<<30, 0).Stop()
 	if got := gcPercentNow(); got != 100 {
 		t.Fatalf("GOGC %d, want 100 untouched", got)
 	}
 	// Nor does it arm anything or set a percentage of its own.
 	rt := &fakeRuntime{last: reading{percent: 100}}
-	start(rt, 0, 100)()
-	start(rt, 1<<30, -1)()
-	start(rt, 1<<30, 0)()
+	start(rt, 0, 100).Stop()
+	start(rt, 1<<30, -1).Stop()
+	start(rt, 1<<30, 0).Stop()
 	if sets, armed := rt.state(); len(sets) != 0 || armed != 0 {
 		t.Fatalf("set %v, %d armed; want nothing", sets, armed)
 	}
