@@ -323,7 +323,7 @@ func TestNodeLossUnderLoad(t *testing.T) {
 	open := func(roles ...string) *Main {
 		t.Helper()
 		m := &Main{Config: Config{
-			NATSURL: strings.Join(urls, ","), Replicas: 3, Roles: roles, SecretKeys: testSecretKeys,
+			NATSURL: strings.Join(urls, ","), DataDir: t.TempDir(), Replicas: 3, Roles: roles, SecretKeys: testSecretKeys,
 			HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: testAdminToken,
 			Today: "2026-11-24", ClockEvery: time.Hour, DuplicateTTL: time.Hour, KeyQuota: -1, IPQuota: -1,
 			PublicURL: "https://menus.example", WebhookWindow: time.Second, WebhookAllowPrivate: true, WebhookRootCAs: roots,
@@ -479,8 +479,13 @@ func TestNodeLossUnderLoad(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				stored, _ := tryDo(http.MethodGet, writer.AdminURL+"/admin/v1/establishments/chez-marcel", nil, "Authorization", "Bearer "+testAdminToken)
-				t.Fatalf("read node %d serves revision %d, not the last acknowledged write (%s or %s); the admin API answers %d %.300s; the processes said:\n%s",
-					i+1, served, want, orPending, stored.status, stored.body, logs)
+				var position uint64
+				if p := writer.Projector(); p != nil {
+					position = p.Position()
+				}
+				t.Fatalf("read node %d serves revision %d, not the last acknowledged write (%s or %s); the admin API answers %d %.300s; the projector is at %d; the read nodes applied %d and %d; %s; the processes said:\n%s",
+					i+1, served, want, orPending, stored.status, stored.body, position, readers[0].Mirror.Applied(), readers[1].Mirror.Applied(),
+					streamsState(t, servers[(killed+1)%len(servers)]), logs)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -550,6 +555,25 @@ func webhookState(t *testing.T, srv *server.Server) string {
 		}
 	}
 	return out + fmt.Sprintf("; now %s", time.Now().UTC().Format(time.RFC3339Nano))
+}
+
+// streamsState gives the last sequence of every stream and the leader of each.
+func streamsState(t *testing.T, srv *server.Server) string {
+	nc := natstest.Connect(t, srv)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	infos := js.ListStreams(t.Context())
+	for info := range infos.Info() {
+		out = append(out, fmt.Sprintf("%s last %d leader %s", info.Config.Name, info.State.LastSeq, info.Cluster.Leader))
+	}
+	if err := infos.Err(); err != nil {
+		out = append(out, err.Error())
+	}
+	return "streams: " + strings.Join(out, ", ")
 }
 
 // TestRolesSurviveNATSRestart: every role, connected to an external server, carries on once the
