@@ -42,10 +42,11 @@ func (w *stallWatch) receive(seq uint64) (done func()) {
 }
 
 // run checks every followStallCheck until ctx ends, and calls stalled once the follow has
-// received nothing for followStallAfter (three times that before its first message), not busy, while stream holds a message after the last it
-// received. The stream is asked only then, and so once per followStallAfter while the follow is
-// idle: one direct get of the first message after that one, which the server answers from the
-// block that would hold it. When it cannot answer, nothing is decided.
+// received nothing for followStallAfter (three times that before its first message), not busy,
+// while stream holds a message after the last it received. The stream is asked only then, and
+// so once per followStallAfter while the follow is idle: one direct get of the first message
+// after that one, which the server answers from the block that would hold it. When it cannot
+// answer, nothing is decided.
 func (w *stallWatch) run(ctx context.Context, stream jetstream.Stream, stalled func()) {
 	t := time.NewTicker(followStallCheck)
 	defer t.Stop()

@@ -30,7 +30,7 @@ const stepTimeout = 20 * time.Second
 
 // requestTimeout bounds each NATS request of a step. A reply lost with a server (stopped while
 // the request was on its way to it, or to the stream leader behind it) costs this, and the step
-// is tried again at once on the servers left.
+// is tried again a second later (retryStep) on the servers left.
 const requestTimeout = 5 * time.Second
 
 // stepContext bounds a step to limit by cancelling it then, without a deadline: the JetStream
