@@ -258,14 +258,7 @@ func TestFollowEndsWhenItsConsumerStalls(t *testing.T) {
 		t.Fatalf("first record: %d, want 1", r.Sequence)
 	}
 
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.Stream(t.Context(), events.StreamName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := logStream(t, nc)
 	// The follow's consumer goes, and the two the stream takes are held: the client, which makes
 	// its consumer again as soon as it sees it gone, may take the second place first, and loses
 	// it again.

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/opencarte/publisher/events"
 	"github.com/opencarte/publisher/events/natstest"
 )
@@ -81,14 +79,7 @@ func TestReadsOpenNoConsumer(t *testing.T) {
 		}
 	}
 
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.Stream(t.Context(), events.StreamName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := logStream(t, nc)
 	info, err := stream.Info(t.Context())
 	if err != nil {
 		t.Fatal(err)

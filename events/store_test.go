@@ -33,6 +33,20 @@ func openStore(tb testing.TB, nc *nats.Conn, cfg events.Config) *events.Store {
 	return st
 }
 
+// logStream returns the log's stream, as nc sees it.
+func logStream(tb testing.TB, nc *nats.Conn) jetstream.Stream {
+	tb.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stream, err := js.Stream(tb.Context(), events.StreamName)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return stream
+}
+
 // event returns a valid event whose payload is the given JSON.
 func event(typ, payload string) events.Envelope {
 	return events.Envelope{Type: typ, Time: testTime, SchemaVersion: 1, Payload: json.RawMessage(payload)}

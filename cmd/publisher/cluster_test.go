@@ -521,9 +521,7 @@ func TestNodeLossUnderLoad(t *testing.T) {
 // webhookState describes what the webhook's dispatch stream holds, subject by subject, with
 // the body of each open window, and the state of the webhook's consumers.
 func webhookState(t *testing.T, srv *server.Server) string {
-	nc := natstest.Connect(t, srv)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err := jetStreamOf(t, srv)
 	if err != nil {
 		return err.Error()
 	}
@@ -559,9 +557,7 @@ func webhookState(t *testing.T, srv *server.Server) string {
 
 // streamsState gives the last sequence of every stream and the leader of each.
 func streamsState(t *testing.T, srv *server.Server) string {
-	nc := natstest.Connect(t, srv)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err := jetStreamOf(t, srv)
 	if err != nil {
 		return err.Error()
 	}
@@ -574,6 +570,11 @@ func streamsState(t *testing.T, srv *server.Server) string {
 		out = append(out, err.Error())
 	}
 	return "streams: " + strings.Join(out, ", ")
+}
+
+// jetStreamOf returns JetStream on a connection to srv of its own, closed when the test ends.
+func jetStreamOf(t *testing.T, srv *server.Server) (jetstream.JetStream, error) {
+	return jetstream.New(natstest.Connect(t, srv))
 }
 
 // TestRolesSurviveNATSRestart: every role, connected to an external server, carries on once the
