@@ -356,7 +356,7 @@ func eachMsg(ctx context.Context, stream jetstream.Stream, cfg jetstream.Ordered
 	cfg.InactiveThreshold = consumerInactiveThreshold
 	cons, err := stream.OrderedConsumer(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("create consumer: %w", err)
+		return fmt.Errorf("%w: %w", ErrNoConsumer, err)
 	}
 	if !follow {
 		// A read that is done deletes its consumer rather than leave it to the server for the

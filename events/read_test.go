@@ -226,7 +226,8 @@ func TestFollowStopsOnError(t *testing.T) {
 // A follow whose consumer is gone and cannot be made again for a while (here the stream takes no
 // more consumers; on a cluster, one electing its leaders refuses them) ends with ErrStalled once
 // a record waits, rather than wait on the client's growing intervals between attempts; a new
-// follow from the record after the last delivered delivers it once a consumer can be made.
+// follow says at once that it has no consumer (ErrNoConsumer) while none can be made, and from
+// the record after the last delivered delivers it once one can.
 func TestFollowEndsWhenItsConsumerStalls(t *testing.T) {
 	t.Parallel()
 	nc := natstest.Connect(t, natstest.StartLimited(t, 2))
@@ -290,6 +291,10 @@ func TestFollowEndsWhenItsConsumerStalls(t *testing.T) {
 		t.Fatal("Follow neither delivered nor ended within 20s of the record appended")
 	}
 
+	// While no consumer can be made, a new follow says so at once.
+	if err := <-follow(seq); !errors.Is(err, events.ErrNoConsumer) {
+		t.Fatalf("Follow without room for its consumer: %v, want %v", err, events.ErrNoConsumer)
+	}
 	for _, name := range []string{"hold-1", "hold-2"} {
 		if err := stream.DeleteConsumer(t.Context(), name); err != nil {
 			t.Fatal(err)

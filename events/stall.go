@@ -19,6 +19,10 @@ import (
 // once.
 var ErrStalled = errors.New("the consumer delivers nothing while records wait")
 
+// ErrNoConsumer is a read whose consumer the server would not make: after ErrStalled, while the
+// cluster is still electing its leaders, say.
+var ErrNoConsumer = errors.New("create consumer")
+
 const (
 	// followStallAfter is how long a follow may receive nothing, while records wait and it is
 	// not busy with one, before it ends with ErrStalled.
@@ -43,7 +47,7 @@ func (w *stallWatch) receive(seq uint64) (done func()) {
 
 // run checks every followStallCheck until ctx ends, and calls stalled once the follow has
 // received nothing for followStallAfter (three times that before its first message), not busy,
-// while stream holds a message after the last it received. The stream is asked only then, and
+// while stream holds a message after the last it received, stored at least followStallAfter ago. The stream is asked only then, and
 // so once per followStallAfter while the follow is idle: one direct get of the first message
 // after that one, which the server answers from the block that would hold it. When it cannot
 // answer, nothing is decided.
@@ -65,10 +69,15 @@ func (w *stallWatch) run(ctx context.Context, stream jetstream.Stream, stalled f
 			if now.Sub(since) < followStallAfter {
 				continue
 			}
-			_, err := stream.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(">"))
-			if err != nil {
-				since = now // nothing waits (idle, not stalled), or unknown: asked again later
+			msg, err := stream.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(">"))
+			if err != nil || now.Sub(msg.Time) < followStallAfter {
+				// Nothing waits (idle, not stalled), or not for long enough (a write of a moment
+				// ago, on its way), or unknown: asked again later.
+				since = now
 				continue
+			}
+			if w.received.Load() != last || w.busy.Load() {
+				continue // it came meanwhile
 			}
 			stalled()
 			return

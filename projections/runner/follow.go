@@ -92,6 +92,10 @@ func (p *Projector) follow(ctx context.Context, lanes []*lane, last, recheckTo u
 	return err
 }
 
+// stallRetries is how long the projector tries again every second to make the consumer of a
+// follow that stalled, before its run ends with the error and its supervisor starts it again.
+const stallRetries = 30 * time.Second
+
 // read passes the records of the log from sequence from to fn, those stored now and those to come,
 // until ctx ends. A stored message that is not a readable record (events.ErrInvalidRecord) is
 // logged and passed over, so that one bad message never stops the projection, and skipped is told
@@ -106,11 +110,23 @@ func (p *Projector) read(ctx context.Context, from uint64, skipped func(seq uint
 		seen, skip = rec.Sequence, 0
 		return nil
 	}
+	var stalled time.Time // when the last follow stalled, while its next has no consumer yet
 	for {
 		err := p.cfg.Store.Follow(ctx, seen+1+skip, accept)
-		if errors.Is(err, events.ErrStalled) && ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, events.ErrStalled):
 			// The consumer went with a cluster node and is not made again yet: a new one is.
 			p.logger.Warn("the event log's consumer delivers nothing while records wait; following again", "after_seq", seen+skip)
+			stalled = time.Now()
+			continue
+		case errors.Is(err, events.ErrNoConsumer) && !stalled.IsZero() && time.Since(stalled) < stallRetries:
+			// The cluster that lost the consumer may still be electing its leaders.
+			p.logger.Warn("the event log's consumer not made yet; trying again in a second", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
 			continue
 		}
 		if err == nil || ctx.Err() != nil || !errors.Is(err, events.ErrInvalidRecord) {
