@@ -49,8 +49,9 @@
 // a restart of any dispatcher, or of the NATS server, loses no open window and no pending retry;
 // the next dispatcher carries on, on schedule. Several dispatchers share the same durable
 // consumers: a message is worked on by one dispatcher at a time, and a window or a delivery is
-// never handled concurrently by two. On a cluster, a step reads what it decides on from the
-// stream's leader (no direct gets, which a replica behind it may answer), and a request whose
+// never handled concurrently by two. On a cluster, a step reads the WEBHOOK and WEBHOOK_QUEUE
+// streams from their leaders (no direct gets, which a replica behind may answer; the buckets'
+// records, written by compare-and-set, are read as their client reads them), and a request whose
 // reply was lost with a server fails after its own timeout (5 s), not the whole step's, so the
 // step is tried again on the servers left within seconds.
 //

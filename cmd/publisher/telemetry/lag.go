@@ -35,10 +35,10 @@ type Lag struct {
 	since  atomic.Int64     // Unix ns since which the mirror is behind; 0 when it is not
 
 	// Stalled, when set, is called when the mirror has been behind the bucket for stallAfter
-	// without applying anything, and again every stallAfter while that lasts: the consumer of its
-	// watch may have gone with a NATS server while the connection stayed up, which the client
-	// notices only once it has missed that consumer's heartbeats, 10 to 20 s later. Set before
-	// Run.
+	// without applying anything, and again every three times that while it lasts: the consumer
+	// of its watch may have gone with a NATS server while the connection stayed up, which the
+	// client notices only once it has missed that consumer's heartbeats, 10 to 20 s later. Set
+	// before Run.
 	Stalled func()
 
 	progress uint64    // Applied when it last moved, or the mirror was last seen not behind
@@ -131,7 +131,8 @@ func (l *Lag) stalled(applied uint64, now time.Time) bool {
 	if now.Sub(l.still) < stallAfter {
 		return false
 	}
-	l.still = now
+	// The watch started again is given longer to deliver its first value.
+	l.still = now.Add(2 * stallAfter)
 	return true
 }
 
