@@ -150,13 +150,15 @@ func (d *Dispatcher) open(ctx context.Context, nc *nats.Conn) error {
 	return d.openConsumers(ctx, signals)
 }
 
-// directGets is off for the WEBHOOK and WEBHOOK_QUEUE streams: they are read from their leader
-// alone, not with direct gets, which any replica answers, one that has not yet applied the last
-// writes included. The dispatcher decides on what it reads just after writing it: a window
-// closing must see the signal appended by a handler that found the window open, or that signal
-// would wait, unannounced, for the establishment's next change; a delivery queued must see the
-// one it supersedes, or that one's resources would be lost to its receiver.
-const directGets = false
+// directGets says whether the WEBHOOK and WEBHOOK_QUEUE streams answer direct gets: only with
+// one replica. With more, they are read from their leader alone, as direct gets are answered by
+// any replica, one that has not yet applied the last writes included, and the dispatcher decides
+// on what it reads just after writing it: a window closing must see the signal appended by a
+// handler that found the window open, or that signal would wait, unannounced, for the
+// establishment's next change; a delivery queued must see the one it supersedes, or that one's
+// resources would be lost to its receiver. A read from the leader costs more (88 µs against
+// 36 µs on two cores, a server in process), so a single node keeps direct gets.
+func directGets(replicas int) bool { return replicas <= 1 }
 
 // openStreams creates or updates the SIGNALS, WEBHOOK and WEBHOOK_QUEUE streams; it returns
 // SIGNALS.
@@ -179,7 +181,7 @@ func (d *Dispatcher) openStreams(ctx context.Context, nc *nats.Conn) (signals je
 		Replicas:          d.cfg.Replicas,
 		AllowMsgSchedules: true,
 		AllowRollup:       true,
-		AllowDirect:       directGets,
+		AllowDirect:       directGets(d.cfg.Replicas),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", StreamName, err)
@@ -195,7 +197,7 @@ func (d *Dispatcher) openStreams(ctx context.Context, nc *nats.Conn) (signals je
 		Storage:           jetstream.FileStorage,
 		Replicas:          d.cfg.Replicas,
 		Duplicates:        streamDuplicates,
-		AllowDirect:       directGets,
+		AllowDirect:       directGets(d.cfg.Replicas),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", QueueStreamName, err)

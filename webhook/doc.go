@@ -49,7 +49,7 @@
 // a restart of any dispatcher, or of the NATS server, loses no open window and no pending retry;
 // the next dispatcher carries on, on schedule. Several dispatchers share the same durable
 // consumers: a message is worked on by one dispatcher at a time, and a window or a delivery is
-// never handled concurrently by two. On a cluster, a step reads the WEBHOOK and WEBHOOK_QUEUE
+// never handled concurrently by two. With replicas, a step reads the WEBHOOK and WEBHOOK_QUEUE
 // streams from their leaders (no direct gets, which a replica behind may answer; the buckets'
 // records, written by compare-and-set, are read as their client reads them), and a request whose
 // reply was lost with a server fails after its own timeout (5 s), not the whole step's, so the

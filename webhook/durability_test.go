@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/opencarte/publisher/events/natstest"
 	"github.com/opencarte/publisher/webhook"
 )
 
@@ -183,17 +184,41 @@ func TestTwoDispatchersDeliverOnce(t *testing.T) {
 	})
 }
 
-// The dispatch streams are read from their leader alone, never with direct gets, which a replica
-// behind the leader may answer: also those an earlier version created with direct gets on.
-func TestDispatchStreamsAreReadFromTheirLeader(t *testing.T) {
-	srv := startNATS(t, t.TempDir())
-	nc := connect(t, srv)
+// The dispatch streams answer direct gets on a single node alone: with replicas, which a direct
+// get may find behind the leader, the dispatcher's reads go to the leader, also on streams an
+// earlier version created with direct gets on.
+func TestDispatchStreamsAnswerDirectGetsOnOneReplicaAlone(t *testing.T) {
+	streams := []string{webhook.StreamName, webhook.QueueStreamName}
+	direct := func(js jetstream.JetStream) map[string]bool {
+		t.Helper()
+		out := map[string]bool{}
+		for _, name := range streams {
+			s, err := js.Stream(t.Context(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = s.CachedInfo().Config.AllowDirect
+		}
+		return out
+	}
+
+	nc := connect(t, startNATS(t, t.TempDir()))
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	streams := []string{webhook.StreamName, webhook.QueueStreamName}
-	openDispatcher(t, nc, webhook.Config{}).Close()
+	openDispatcher(t, nc, webhook.Config{})
+	for name, on := range direct(js) {
+		if !on {
+			t.Errorf("one replica: stream %s answers no direct gets", name)
+		}
+	}
+
+	nc = natstest.Connect(t, natstest.StartCluster(t)[0])
+	if js, err = jetstream.New(nc); err != nil {
+		t.Fatal(err)
+	}
+	openDispatcher(t, nc, webhook.Config{Replicas: 3}).Close()
 	for _, name := range streams {
 		s, err := js.Stream(t.Context(), name)
 		if err != nil {
@@ -205,14 +230,10 @@ func TestDispatchStreamsAreReadFromTheirLeader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	openDispatcher(t, nc, webhook.Config{})
-	for _, name := range streams {
-		s, err := js.Stream(t.Context(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.CachedInfo().Config.AllowDirect {
-			t.Errorf("stream %s answers direct gets", name)
+	openDispatcher(t, nc, webhook.Config{Replicas: 3})
+	for name, on := range direct(js) {
+		if on {
+			t.Errorf("three replicas: stream %s answers direct gets", name)
 		}
 	}
 }
