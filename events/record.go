@@ -121,8 +121,8 @@ func ValidJSON(v []byte) (ok bool) {
 }
 
 // WriteJSONString writes s as a JSON string the way encoding/json does without HTML escaping, for
-// the encoders written by hand, of records here and of bundles in projections. Text of plain
-// printable ASCII, nearly every string of a record or a bundle, is written as it is.
+// the encoders of records written by hand. Text of plain printable ASCII, nearly every string of
+// a record, is written as it is.
 func WriteJSONString(buf *bytes.Buffer, s string) {
 	plain := true
 	for i := 0; i < len(s) && plain; i++ {

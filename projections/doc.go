@@ -36,7 +36,7 @@
 //     gives every establishment the sequence of its last visible change.
 //   - A bundle is one KV value, so a reader switches all documents of an establishment at once.
 //     It is stored with dockey.EncodeBundle, which keeps every body byte for byte: the read API
-//     serves the stored slice and the entity tag computed here.
+//     serves the stored bytes and the entity tag computed here.
 //
 // # Decisions on what the specification leaves open
 //

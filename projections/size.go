@@ -59,8 +59,8 @@ func FitsIn(e *domain.Establishment, files string, limit int) (fits bool, size i
 // ("price":"1.00") into its three details and the two JSON-LD offers
 // ("offers":{"@type":"Offer","price":1.00,"priceCurrency":"EUR"}), under twelve times its bytes,
 // and its diets less. A text is no longer in a document than in the payload, which escapes <, >
-// and & as the JSON-LD does. A document's gzip coding, in base64, adds at most 4/3 of it and some
-// bytes: 12 × (1 + 4/3) is 28, taken twice for what the argument leaves out (keys, summaries,
+// and & as the JSON-LD does. A document's gzip coding adds at most 4/3 of it and some bytes (the
+// bound of a coding in base64, as earlier versions stored it; stored as it is, it takes less): 12 × (1 + 4/3) is 28, taken twice for what the argument leaves out (keys, summaries,
 // redirect targets), plus 256 KiB for the fixed part of up to 157 documents. A write side checks
 // a creation against this bound without rendering it, and renders only the rare one over it. The
 // argument does not hold for an establishment that names uploaded files by their digests, which
@@ -90,8 +90,9 @@ func sizeBound(b dockey.Bundle) (int, error) {
 	b.MenuDetails = maps.Clone(b.MenuDetails) // emptied below: the caller's map stays whole
 	bound := 0
 	EachDocument(&b, func(_ string, d *dockey.Document) {
-		// The body as it is, its tag escaped, and a base64 gzip coding of at most the body plus
-		// its block and stream overheads; then the member names and punctuation.
+		// The body as it is, its tag escaped, and a gzip coding of at most the body plus its
+		// block and stream overheads, in base64 as earlier versions stored it; then the member
+		// names and punctuation. The binary form stores less.
 		n := len(d.Body)
 		bound += n + 2*len(d.ETag) + base64.StdEncoding.EncodedLen(n+5*(n/16384+1)+18) + 64
 		d.Body, d.ETag = nil, ""

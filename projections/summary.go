@@ -248,8 +248,9 @@ func inOrder(names map[string]bool) []string {
 }
 
 // storedDoc, storedVariants and storedBundle are a stored bundle without its bodies and codings,
-// which SummarizeStored skips rather than decodes: at start-up the projector reads every bundle
-// of the bucket, and the documents are almost all of their bytes.
+// which SummarizeStored skips rather than decodes in a bundle of the JSON form of earlier
+// versions: the documents are almost all of its bytes. A bundle in the binary form frames them
+// by their lengths, and is decoded whole.
 type storedDoc struct {
 	ETag string `json:"etag"`
 }
@@ -289,6 +290,13 @@ type storedBundle struct {
 // document counts as changed at its next rendering: a revision may then rise once without need,
 // never stay when a body changed.
 func SummarizeStored(value []byte) (*BundleSummary, error) {
+	if dockey.IsBinary(value) {
+		var b dockey.Bundle
+		if _, err := dockey.DecodeShared(value, &b, nil); err != nil {
+			return nil, err
+		}
+		return storedOf(&b).summary(), nil
+	}
 	var sb storedBundle
 	if err := dockey.Decode(value, &sb); err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package readapi
 
 import (
-	"encoding/json"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,9 +14,9 @@ import (
 func putAhead(tb testing.TB, kv jetstream.KeyValue, b dockey.Bundle, base, starts int64) uint64 {
 	tb.Helper()
 	b.Base, b.Starts = base, starts
-	raw, err := json.Marshal(b)
+	raw, err := dockey.EncodeBundle(&b)
 	if err != nil {
-		tb.Fatalf("marshal bundle: %v", err)
+		tb.Fatalf("encode bundle: %v", err)
 	}
 	return putRaw(tb, kv, dockey.AheadKey(b.Slug), raw)
 }

@@ -55,7 +55,18 @@ func newGeneration(tb testing.TB, nc *nats.Conn, n int) jetstream.KeyValue {
 	return kv
 }
 
+// putBundle stores b as the projector does.
 func putBundle(tb testing.TB, kv jetstream.KeyValue, b dockey.Bundle) uint64 {
+	tb.Helper()
+	raw, err := dockey.EncodeBundle(&b)
+	if err != nil {
+		tb.Fatalf("encode bundle: %v", err)
+	}
+	return putRaw(tb, kv, dockey.Key(b.Slug), raw)
+}
+
+// putJSONBundle stores b in the JSON form of earlier versions.
+func putJSONBundle(tb testing.TB, kv jetstream.KeyValue, b dockey.Bundle) uint64 {
 	tb.Helper()
 	raw, err := json.Marshal(b)
 	if err != nil {
@@ -149,7 +160,7 @@ func TestMirrorInitialValues(t *testing.T) {
 	t.Parallel()
 	kv, _ := newBucket(t)
 	putBundle(t, kv, testBundle(alice, 7))
-	putBundle(t, kv, testBundle(bob, 3))
+	putJSONBundle(t, kv, testBundle(bob, 3)) // stored by an earlier version
 	putRaw(t, kv, dockey.Key("broken"), []byte("not json"))
 	putRaw(t, kv, dockey.Key("Bad_Key"), []byte("{}"))
 	putRaw(t, kv, "other.key", []byte("not watched"))
@@ -179,6 +190,12 @@ func TestMirrorInitialValues(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int64{alice: 7, bob: 3, dan: 2}, got); diff != "" {
 		t.Errorf("revisions after ready (-want +got):\n%s", diff)
+	}
+	for slug, rev := range map[string]int64{alice: 7, bob: 3} {
+		if e, want := m.lookup(slug), testBundle(slug, rev); e == nil || !bytes.Equal(e.menus.en.body, want.Menus.EN.Body) ||
+			!bytes.Equal(e.menus.en.gzip, want.Menus.EN.Gzip) || e.menus.en.etag != want.Menus.EN.ETag {
+			t.Errorf("%s: the English menus are not the stored ones", slug)
+		}
 	}
 	waitCtx, waitCancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer waitCancel()

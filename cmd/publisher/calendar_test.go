@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -96,7 +95,7 @@ func TestNextDayIsServedFromMidnight(t *testing.T) {
 			t.Fatal(err)
 		}
 		e, err := docs.Get(t.Context(), dockey.AheadKey("chez-marcel"))
-		return err == nil && json.Unmarshal(e.Value(), &ahead) == nil
+		return err == nil && dockey.Decode(e.Value(), &ahead) == nil
 	})
 	if ahead.Starts != midnight.Unix() || ahead.Base != today.revision(t) || ahead.Revision <= ahead.Base {
 		t.Fatalf("day ahead: revision %d over %d from %d, want above %d from %d", ahead.Revision, ahead.Base, ahead.Starts, today.revision(t), midnight.Unix())

@@ -1,19 +1,29 @@
 package dockey
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 
 	gojson "github.com/goccy/go-json"
 )
 
-// Decode decodes a stored bundle value into v, a *Bundle or a pointer to a struct of a subset of
-// its fields, with the semantics of encoding/json.Unmarshal. Every reader decodes every bundle of
-// the bucket when it starts, a hundred thousand bundles of tens of kilobytes at scale, so the
-// decoding is goccy/go-json's, five to ten times faster on bundles; FuzzDecode checks that it
-// accepts no value encoding/json refuses and gives the same result. A value it refuses (or a
-// panic in it) leaves the decision to encoding/json, whose answer and error stand.
+// Decode decodes a stored bundle value into v. A value in the binary form EncodeBundle writes
+// decodes into a *Bundle alone, which shares none of value's bytes. A value in the JSON form of
+// earlier versions decodes into a *Bundle or a pointer to a struct of a subset of its fields, with
+// the semantics of encoding/json.Unmarshal: through goccy/go-json, five to ten times faster on
+// bundles, which FuzzDecode checks accepts no value encoding/json refuses and gives the same
+// result; a value it refuses (or a panic in it) leaves the decision to encoding/json, whose
+// answer and error stand.
 func Decode(value []byte, v any) error {
+	if IsBinary(value) {
+		b, ok := v.(*Bundle)
+		if !ok {
+			return fmt.Errorf("%w: the binary form decodes into a *Bundle, not a %T", errBinary, v)
+		}
+		return decodeBinary(bytes.Clone(value), b)
+	}
 	if fastDecode(value, v) {
 		return nil
 	}

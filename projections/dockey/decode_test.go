@@ -273,33 +273,51 @@ func TestTaggedBundleIsWalked(t *testing.T) {
 }
 
 // BenchmarkDecodeShared decodes a bundle of documents of the size of a generated establishment's
-// (about 40 kB of bodies, 14 documents), as a read node does for every bundle it loads.
+// (about 40 kB of bodies, 14 documents), as a read node does for every bundle it loads: in the
+// binary form EncodeBundle writes, and in the JSON form of earlier versions.
 func BenchmarkDecodeShared(b *testing.B) {
 	var items []string
 	for i := range 60 {
 		items = append(items, fmt.Sprintf(`{"name":"Plat n°%d, \"maison\"","description":"Légumes du marché, sauce {vierge} et [herbes]","price":{"amount":"%d.50","currency":"EUR"},"allergens":["gluten","lait"]}`, i, 10+i))
 	}
 	body := []byte(`{"slug":"chez-alice","content_revision":7,"sections":[{"name":"Plats","items":[` + strings.Join(items, ",") + `]}]}`)
-	doc := Document{Body: body, ETag: fmt.Sprintf(`"%016x"`, xxhash.Sum64(body)), Gzip: bytes.Repeat([]byte{0x1f, 0x8b, 7}, len(body)/15)}
+	doc := func(n int) Document {
+		body := append([]byte(fmt.Sprintf(`{"n":%d,`, n)), body[1:]...) // documents that differ
+		return Document{Body: body, ETag: fmt.Sprintf(`"%016x"`, xxhash.Sum64(body)), Gzip: bytes.Repeat([]byte{0x1f, 0x8b, byte(n)}, len(body)/15)}
+	}
 	bundle := &Bundle{Slug: "chez-alice", Revision: 7, Status: StatusActive, APIEnabled: true,
-		Establishment: doc, Hours: doc, Menus: Variants{All: doc, FR: doc, EN: doc},
-		MenuDetails: map[string]Variants{"la-carte": {All: doc, FR: doc, EN: doc}, "vins": {All: doc, FR: doc, EN: doc}},
-		JSONLD:      Localized{FR: doc, EN: doc}}
-	value, err := EncodeBundle(bundle)
+		Establishment: doc(0), Hours: doc(1), Menus: Variants{All: doc(2), FR: doc(3), EN: doc(4)},
+		MenuDetails: map[string]Variants{"la-carte": {All: doc(5), FR: doc(6), EN: doc(7)}, "vins": {All: doc(8), FR: doc(9), EN: doc(10)}},
+		JSONLD:      Localized{FR: doc(11), EN: doc(12)}}
+	binaryValue, err := EncodeBundle(bundle)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var scratch []byte
-	var got Bundle
-	b.SetBytes(int64(len(value)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if scratch, err = DecodeShared(value, &got, scratch); err != nil {
-			b.Fatal(err)
-		}
+	var jsonValue bytes.Buffer
+	enc := json.NewEncoder(&jsonValue)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(bundle); err != nil {
+		b.Fatal(err)
 	}
-	at, start := uintptr(unsafe.Pointer(unsafe.SliceData(got.Hours.Body))), uintptr(unsafe.Pointer(unsafe.SliceData(value)))
-	if at < start || at >= start+uintptr(len(value)) || len(got.Hours.Body) != len(body) {
-		b.Fatal("the bundle was not walked")
+	for _, form := range []struct {
+		name  string
+		value []byte
+	}{{"binary", binaryValue}, {"json", bytes.TrimSuffix(jsonValue.Bytes(), []byte("\n"))}} {
+		b.Run(form.name, func(b *testing.B) {
+			value := form.value
+			var scratch []byte
+			var got Bundle
+			b.SetBytes(int64(len(value)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if scratch, err = DecodeShared(value, &got, scratch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			at, start := uintptr(unsafe.Pointer(unsafe.SliceData(got.Hours.Body))), uintptr(unsafe.Pointer(unsafe.SliceData(value)))
+			if at < start || at >= start+uintptr(len(value)) || !bytes.Equal(got.Hours.Body, bundle.Hours.Body) {
+				b.Fatal("the bundle was not walked")
+			}
+		})
 	}
 }

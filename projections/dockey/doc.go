@@ -7,9 +7,10 @@
 // a new content_revision at once without any coordination.
 //
 // EncodeBundle writes a bundle, Decode and DecodeShared read it back: the format is defined here,
-// both ways. Bundles are encoded without HTML escaping: encoding/json's default would rewrite
-// "&", "<" and ">" inside the bodies, and the served bytes would no longer be the rendered bytes
-// their ETag was computed from.
+// both ways. It is binary: every body is stored byte for byte as rendered, framed by its length,
+// so that the served bytes are the rendered bytes their ETag was computed from and a reader
+// finds them without scanning them. The bucket may still hold bundles in the JSON form of earlier
+// versions (encoding/json's without HTML escaping), which both decoders read.
 //
 // It imports nothing of this module, and of others only xxhash (the entity tags) and goccy/go-json
 // (decoding).

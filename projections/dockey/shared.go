@@ -11,25 +11,25 @@ import (
 )
 
 // DecodeShared decodes value, a stored bundle, into b as Decode does, copying nothing it need
-// not: b's strings without escapes and its document bodies share value's bytes; its gzip codings
-// and its strings with escapes (every entity tag has its quotes escaped) are written into
-// scratch, whose grown form it returns for the next call. b is only valid while value is
-// unchanged and until that scratch is passed in again. A reader that copies what it keeps (the
-// read API's mirror moves every byte of an entry into arrays of its own) so decodes a bundle
-// without the copies a general decoder makes, which at a hundred thousand bundles are gigabytes
-// of garbage while a node loads.
+// not. A value in the binary form is decoded whole into b, which shares value's bytes: b is only
+// valid while value is unchanged, and a reader that keeps value keeps b.
 //
-// It walks the form EncodeBundle writes, checking the JSON grammar as it goes: the members of
-// Bundle under their own names, once each, strings without \u escapes or control characters,
-// integers without plus sign, fraction, exponent or leading zero, and null only as a body, in any
-// order and spacing. A body is taken as the bytes that frame it, unparsed, when its entity tag is
-// its own (Tagged): the projector checks that every body it stores is JSON and tags it so, and
-// reading the bodies (nine tenths of a bundle) twice, once to validate them and once to frame
-// them, was a sixth of a read node's start. Anything else, a value in another form, a body whose
-// tag is another's or an invalid value, is decoded by Decode, whose answer stands.
+// A value in the JSON form of earlier versions, which the bucket holds until the establishment
+// changes, is decoded so too but for its gzip codings and its strings with escapes (every entity
+// tag has its quotes escaped), which are written into scratch, whose grown form it returns for
+// the next call; b is then valid until that scratch is passed in again too. It walks the form
+// those versions wrote, checking the JSON grammar as it goes: the members of Bundle under their
+// own names, once each, strings without \u escapes or control characters, integers without plus
+// sign, fraction, exponent or leading zero, and null only as a body, in any order and spacing. A
+// body is taken as the bytes that frame it, unparsed, when its entity tag is its own (Tagged):
+// the projector checked that every body it stored is JSON and tagged it so. Anything else, a body
+// whose tag is another's or an invalid value, is decoded by Decode, whose answer stands.
 // FuzzDecodeShared checks that what the walk accepts, it decodes as encoding/json does, but for a
 // body that is not JSON and carries its own tag, which the projector does not store.
 func DecodeShared(value []byte, b *Bundle, scratch []byte) ([]byte, error) {
+	if IsBinary(value) {
+		return scratch, decodeBinary(value, b)
+	}
 	*b = Bundle{}
 	w := walker{data: value, scratch: scratch[:0]}
 	if w.bundle(b) && w.end() {
@@ -280,12 +280,12 @@ func (w *walker) raw() []byte {
 	return w.data[start:w.i]
 }
 
-// bodyEnd is what follows an object body as EncodeBundle writes a document: the body's last byte,
-// then its entity tag.
+// bodyEnd is what follows an object body as earlier versions wrote a document: the body's last
+// byte, then its entity tag.
 var bodyEnd = []byte(`},"etag":"`)
 
-// body reads a document's body. An object body followed by its own entity tag, as EncodeBundle
-// writes it, is cut at the first bodyEnd and its tag checked there: the search runs at the speed
+// body reads a document's body. An object body followed by its own entity tag, as earlier versions
+// wrote it, is cut at the first bodyEnd and its tag checked there: the search runs at the speed
 // of memory, where framing the body byte by byte was a sixth of a read node's start. It reports
 // the 16 hex digits of the tag it checked, nil when it framed the body instead. A body that is
 // JSON holds bodyEnd only as a member "etag" of an object nested in it, which no rendering has,

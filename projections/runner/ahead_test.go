@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"testing"
@@ -28,7 +27,7 @@ func aheadEntry(t *testing.T, kv jetstream.KeyValue, slug string) (dockey.Bundle
 		t.Fatalf("get the day ahead of %s: %v", slug, err)
 	}
 	var b dockey.Bundle
-	if err := json.Unmarshal(e.Value(), &b); err != nil {
+	if err := dockey.Decode(e.Value(), &b); err != nil {
 		t.Fatalf("decode the day ahead of %s: %v", slug, err)
 	}
 	return b, true

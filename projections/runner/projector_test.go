@@ -193,7 +193,7 @@ func entry(t *testing.T, kv jetstream.KeyValue, slug string) (dockey.Bundle, []b
 		t.Fatalf("get %s: %v", slug, err)
 	}
 	var b dockey.Bundle
-	if err := json.Unmarshal(e.Value(), &b); err != nil {
+	if err := dockey.Decode(e.Value(), &b); err != nil {
 		t.Fatalf("decode %s: %v", slug, err)
 	}
 	return b, e.Value(), e.Revision()

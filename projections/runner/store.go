@@ -32,12 +32,13 @@ func (p *Projector) store(ctx context.Context, u projections.Update) (bool, erro
 }
 
 // put writes b under key, retrying until it is stored or ctx ends, and returns the bucket's
-// sequence of the write. ok is false, without error, for a bundle that is not JSON or larger than
-// Config.MaxValueSize, which is logged and not stored.
+// sequence of the write. ok is false, without error, for a bundle with a document that is not
+// JSON or a string that is not UTF-8, or larger than Config.MaxValueSize, which is logged and not
+// stored.
 func (p *Projector) put(ctx context.Context, key string, b *dockey.Bundle) (seq uint64, ok bool, err error) {
 	if name, ok := allJSON(b); !ok {
 		// Render writes JSON; this is the one check of it, here rather than at every read
-		// node's every start (dockey.DecodeShared takes a body whose tag is its own as it is).
+		// node's every start (dockey.DecodeShared takes the bodies as they are stored).
 		p.logger.Error("rendered document is not JSON, previous bundle kept", "key", key,
 			"revision", b.Revision, "document", name)
 		return 0, false, nil
@@ -45,7 +46,9 @@ func (p *Projector) put(ctx context.Context, key string, b *dockey.Bundle) (seq 
 	projections.Compress(b)
 	value, err := dockey.EncodeBundle(b)
 	if err != nil {
-		return 0, false, err
+		p.logger.Error("bundle cannot be encoded, previous bundle kept", "key", key,
+			"revision", b.Revision, "error", err)
+		return 0, false, nil
 	}
 	if len(value) > p.cfg.MaxValueSize {
 		p.logger.Error("bundle too large, previous bundle kept", "key", key,
