@@ -8,9 +8,16 @@ import (
 
 // compact moves every byte e refers to (bodies, gzip codings, entity tags, header values,
 // locations and menu type slugs) into two byte arrays and every pre-built header slice into one
-// array of strings. A mirror of a hundred thousand establishments then holds each bundle's bytes
-// once, in a handful of allocations instead of dozens, and none of the decoder's buffers stays
-// reachable.
+// array of strings, but for the bytes that lie in kept: the stored value the entry was decoded
+// from, when the entry may keep it as it is. A mirror of a hundred thousand establishments then
+// holds each bundle's bytes once, in a handful of allocations instead of dozens, and none of the
+// decoder's buffers stays reachable.
+//
+// A value in the binary form is kept: it holds the bundle's documents once each, bodies and
+// codings as they are served, so that moving them would copy a value's worth of bytes for
+// nothing, and the NATS client allocated it for this one message. What is left to move are
+// the header values built from it (lengths, the tags of the codings), a few hundred bytes. A
+// value in the JSON form of earlier versions holds the codings in base64, and is not kept.
 //
 // Two byte arrays rather than one, because the Go allocator rounds a request up to its next size
 // class (a multiple of 8 KiB above 32 KiB): one array of the bundle's exact size would waste
@@ -19,8 +26,8 @@ import (
 //
 // The strings made here share the arrays, which are never written once compact returns: an entry
 // is immutable.
-func (e *served) compact() {
-	var c compactor
+func (e *served) compact(kept []byte) {
+	c := compactor{kept: kept}
 	headers := 1 // revision
 	if e.masterMenu != nil {
 		headers++
@@ -78,7 +85,7 @@ func (e *served) compact() {
 		c.header(&d.gzipLength)
 	})
 
-	e.size = c.place()
+	e.size = c.place() + allocated(len(kept))
 
 	// Every moved string is in place: point the rest at them.
 	for _, r := range redirects {
@@ -104,6 +111,7 @@ func (e *served) compact() {
 type compactor struct {
 	pieces  []piece
 	headers []string // capacity fixed beforehand: its elements' addresses must not move
+	kept    []byte   // the bytes left where they are
 }
 
 // piece is a run of bytes to move and where the moved copy goes back: a byte slice or a string.
@@ -123,15 +131,27 @@ func (p piece) set(b []byte) {
 }
 
 func (c *compactor) bytes(p *[]byte) {
-	if len(*p) > 0 {
+	if len(*p) > 0 && !c.inKept(*p) {
 		c.pieces = append(c.pieces, piece{src: *p, bytes: p})
 	}
 }
 
 func (c *compactor) str(p *string) {
 	if s := *p; s != "" {
-		c.pieces = append(c.pieces, piece{src: unsafe.Slice(unsafe.StringData(s), len(s)), str: p})
+		if src := unsafe.Slice(unsafe.StringData(s), len(s)); !c.inKept(src) {
+			c.pieces = append(c.pieces, piece{src: src, str: p})
+		}
 	}
+}
+
+// inKept reports whether p lies in the kept bytes.
+func (c *compactor) inKept(p []byte) bool {
+	if len(c.kept) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(c.kept)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+	return at >= start && at+uintptr(len(p)) <= start+uintptr(len(c.kept))
 }
 
 // header moves the one value of a header slice into the headers array.

@@ -330,3 +330,49 @@ func TestDecodedEntryKeepsNothingOfItsValue(t *testing.T) {
 		}
 	}
 }
+
+// TestAnEntryKeepsABinaryValue checks that an entry decoded from a value in the binary form
+// serves every body and coding from the value itself, equal documents from one place, and counts
+// the value in its size; one of the JSON form of earlier versions keeps nothing of its value.
+func TestAnEntryKeepsABinaryValue(t *testing.T) {
+	t.Parallel()
+	b := withEqualDocuments(testBundle(alice, 7))
+	value, err := dockey.EncodeBundle(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := decodeServed(alice, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inValue := func(p []byte) bool {
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(value)))
+		at := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+		return at >= start && at+uintptr(len(p)) <= start+uintptr(len(value))
+	}
+	eachDocument(e, func(d *document) {
+		if !inValue(d.body) || d.gzip != nil && !inValue(d.gzip) {
+			t.Errorf("document %s is not served from the value", d.etag)
+		}
+	})
+	if e.menus.all.body == nil || unsafe.SliceData(e.menus.all.body) != unsafe.SliceData(e.menus.fr.body) {
+		t.Errorf("equal documents are not served from one place")
+	}
+	if e.size < len(value) || e.size > allocated(len(value))+4096 {
+		t.Errorf("size %d for a value of %d bytes", e.size, len(value))
+	}
+
+	legacy, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value = legacy
+	if e, err = decodeServed(alice, legacy); err != nil {
+		t.Fatal(err)
+	}
+	eachBytes(e, func(p []byte) {
+		if inValue(p) {
+			t.Errorf("an entry of the JSON form keeps %q of its value", p[:min(len(p), 40)])
+		}
+	})
+}

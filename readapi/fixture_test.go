@@ -125,7 +125,7 @@ func decodeServed(slug string, value []byte) (*served, error) {
 
 func mustEntry(tb testing.TB, b dockey.Bundle) *served {
 	tb.Helper()
-	e, err := newServed(&b)
+	e, err := newServed(&b, nil)
 	if err != nil {
 		tb.Fatalf("newEntry(%s): %v", b.Slug, err)
 	}

@@ -114,9 +114,10 @@ func (e *served) keyMatches(key string) bool {
 var errInvalidBundle = errors.New("readapi: invalid bundle")
 
 // decoder decodes bundles one after the other, reusing its buffer: the bundle is decoded without
-// copies (dockey.DecodeShared), its bodies and plain strings sharing value, its gzip codings and
-// entity tags the buffer, until newServed moves every byte the entry keeps into arrays of its
-// own. A mirror loading a bucket then leaves the NATS messages as nearly all its garbage.
+// copies (dockey.DecodeShared), its bodies and plain strings sharing value. An entry keeps a
+// value in the binary form as it is; of one in the JSON form of earlier versions, whose codings
+// and entity tags are decoded into the buffer, newServed moves every byte the entry keeps into
+// arrays of its own. A mirror loading a bucket then leaves next to nothing as garbage.
 type decoder struct {
 	scratch []byte
 }
@@ -138,14 +139,19 @@ func (d *decoder) decode(slug string, value []byte) (*served, error) {
 	if b.Slug != slug {
 		return nil, fmt.Errorf("%w: slug %q stored under the key of %q", errInvalidBundle, b.Slug, slug)
 	}
-	return newServed(&b)
+	var kept []byte
+	if dockey.IsBinary(value) {
+		kept = value
+	}
+	return newServed(&b, kept)
 }
 
-// newServed validates b and builds its entry. Everything that could make a response wrong is
-// checked here, once, so that a request never meets a malformed value: a bundle that fails is
-// skipped whole and the previous one stays in service. That a body is JSON, the projector checks
-// before it stores it; the decoding has checked that its entity tag is its own, or parsed it.
-func newServed(b *dockey.Bundle) (*served, error) {
+// newServed validates b and builds its entry, which keeps the bytes of b that lie in kept as they
+// are (see compact). Everything that could make a response wrong is checked here, once, so that a
+// request never meets a malformed value: a bundle that fails is skipped whole and the previous one
+// stays in service. That a body is JSON, the projector checks before it stores it; a body of the
+// JSON form of earlier versions was taken as it is only when its entity tag is its own.
+func newServed(b *dockey.Bundle, kept []byte) (*served, error) {
 	var errs []error
 	fail := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf(format, args...))
@@ -215,7 +221,7 @@ func newServed(b *dockey.Bundle) (*served, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %s: %w", errInvalidBundle, b.Slug, errors.Join(errs...))
 	}
-	e.compact()
+	e.compact(kept)
 	return e, nil
 }
 

@@ -60,7 +60,7 @@ func TestNewEntry(t *testing.T) {
 			t.Parallel()
 			b := testBundle(alice, 7)
 			tt.edit(&b)
-			e, err := newServed(&b)
+			e, err := newServed(&b, nil)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("newEntry: got error %v, want none", err)
