@@ -35,10 +35,14 @@ func (e *served) compact(kept []byte) {
 	for _, r := range e.redirects {
 		headers += len(r.fr) + len(r.en)
 	}
+	docs := 0
 	eachDocument(e, func(d *document) {
+		docs++
 		headers += len(d.etagHeader) + len(d.length) + len(d.gzipETagHeader) + len(d.gzipLength)
 	})
 	c.headers = make([]string, 0, headers)
+	// Every header value, body and coding, the slug and the menu types: no piece list grown.
+	c.pieces = make([]piece, 0, 1+headers+2*docs+len(e.redirects)+len(e.menuDetails))
 
 	c.str(&e.slug)
 	c.header(&e.revisionHeader)
@@ -85,7 +89,11 @@ func (e *served) compact(kept []byte) {
 		c.header(&d.gzipLength)
 	})
 
-	e.size = c.place() + allocated(len(kept))
+	if kept != nil {
+		e.size = c.placeSmall() + allocated(len(kept))
+	} else {
+		e.size = c.place()
+	}
 
 	// Every moved string is in place: point the rest at them.
 	for _, r := range redirects {
@@ -241,6 +249,23 @@ func (c *compactor) place() int {
 		p.set(arr[copyOf.offset:end:end])
 	}
 	return allocated(inFirst) + allocated(inSecond)
+}
+
+// placeSmall copies every piece into one array, in order, and returns the bytes the allocator
+// holds for it: what is left to move of an entry that keeps its value, a few hundred bytes of
+// header values, is not worth the sorting and the search for equal pieces place does.
+func (c *compactor) placeSmall() int {
+	total := 0
+	for _, p := range c.pieces {
+		total += len(p.src)
+	}
+	arr := make([]byte, 0, total)
+	for _, p := range c.pieces {
+		start := len(arr)
+		arr = append(arr, p.src...)
+		p.set(arr[start:len(arr):len(arr)])
+	}
+	return allocated(total)
 }
 
 // placing is where place puts a piece: in the first array or the second at offset, or, when same

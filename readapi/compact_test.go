@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -361,6 +362,24 @@ func TestAnEntryKeepsABinaryValue(t *testing.T) {
 	if e.size < len(value) || e.size > allocated(len(value))+4096 {
 		t.Errorf("size %d for a value of %d bytes", e.size, len(value))
 	}
+	// The headers built beside the value are those of an entry that keeps nothing.
+	var got, want []string
+	for _, entry := range []*served{e, mustEntry(t, b)} {
+		var headers []string
+		headers = append(headers, entry.slug, entry.revisionHeader[0], entry.masterMenu[0], entry.redirects["lunch"].en[0])
+		docs := []*document{&entry.establishment, &entry.hours, &entry.menus.all, &entry.menus.fr, &entry.menus.en, &entry.jsonld.fr, &entry.jsonld.en}
+		for _, menuType := range slices.Sorted(maps.Keys(entry.menuDetails)) {
+			v := entry.menuDetails[menuType]
+			docs = append(docs, &v.all, &v.fr, &v.en)
+		}
+		for _, d := range docs {
+			headers = append(headers, d.etag, d.etagHeader[0], d.length[0], d.gzipETag, d.gzipETagHeader[0], d.gzipLength[0])
+		}
+		got, want = want, headers
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("headers of an entry keeping its value:\n%q\nwant\n%q", got, want)
+	}
 
 	legacy, err := json.Marshal(b)
 	if err != nil {
@@ -375,4 +394,32 @@ func TestAnEntryKeepsABinaryValue(t *testing.T) {
 			t.Errorf("an entry of the JSON form keeps %q of its value", p[:min(len(p), 40)])
 		}
 	})
+}
+
+// BenchmarkDecodeEntry decodes a stored bundle into an entry, as a read node does for every
+// bundle it loads: in the binary form, kept as it is, and in the JSON form of earlier versions.
+func BenchmarkDecodeEntry(b *testing.B) {
+	bundle := withEqualDocuments(testBundle(alice, 7))
+	binaryValue, err := dockey.EncodeBundle(&bundle)
+	if err != nil {
+		b.Fatal(err)
+	}
+	jsonValue, err := json.Marshal(bundle)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, form := range []struct {
+		name  string
+		value []byte
+	}{{"binary", binaryValue}, {"json", jsonValue}} {
+		b.Run(form.name, func(b *testing.B) {
+			var d decoder
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.decode(alice, form.value); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
