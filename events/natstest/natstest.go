@@ -6,7 +6,9 @@ package natstest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,15 +77,24 @@ func Connect(tb testing.TB, s *server.Server) *nats.Conn {
 	return nc
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback TCP port that was free a moment ago. It is chosen at random below
+// 32768, where the systems this runs on take the local ports of outgoing connections (32768 to
+// 60999 on Linux, 49152 and up elsewhere): a port the system gives a listener is in that range,
+// and the connections of tests running beside this one could take it before a server listens on
+// it.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("free port: %v", err)
+	const low, high = 20000, 32768
+	for range 100 {
+		port := low + rand.IntN(high-low)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	tb.Fatalf("free port: none free of 100 tried between %d and %d", low, high)
+	return 0
 }
 
 // StartCluster runs three clustered JetStream servers on loopback and waits until the cluster has
