@@ -8,16 +8,13 @@ import (
 
 // compact moves every byte e refers to (bodies, gzip codings, entity tags, header values,
 // locations and menu type slugs) into two byte arrays and every pre-built header slice into one
-// array of strings, but for the bytes that lie in kept: the stored value the entry was decoded
-// from, when the entry may keep it as it is. A mirror of a hundred thousand establishments then
-// holds each bundle's bytes once, in a handful of allocations instead of dozens, and none of the
-// decoder's buffers stays reachable.
-//
-// A value in the binary form is kept: it holds the bundle's documents once each, bodies and
-// codings as they are served, so that moving them would copy a value's worth of bytes for
-// nothing, and the NATS client allocated it for this one message. What is left to move are
-// the header values built from it (lengths, the tags of the codings), a few hundred bytes. A
-// value in the JSON form of earlier versions holds the codings in base64, and is not kept.
+// array of strings: what an entry decoded from a value in the JSON form of earlier versions
+// does, since that value holds the codings in base64 and the decoder's buffer the tags. A mirror
+// of a hundred thousand establishments then holds each bundle's bytes once, in a handful of
+// allocations instead of dozens, and none of the decoder's buffers stays reachable. An entry
+// decoded from the binary form keeps its value instead (see newServed): it holds the bundle's
+// documents once each, as they are served, in the buffer the NATS client allocated for that one
+// message.
 //
 // Two byte arrays rather than one, because the Go allocator rounds a request up to its next size
 // class (a multiple of 8 KiB above 32 KiB): one array of the bundle's exact size would waste
@@ -26,8 +23,8 @@ import (
 //
 // The strings made here share the arrays, which are never written once compact returns: an entry
 // is immutable.
-func (e *served) compact(kept []byte) {
-	c := compactor{kept: kept}
+func (e *served) compact() {
+	var c compactor
 	headers := 1 // revision
 	if e.masterMenu != nil {
 		headers++
@@ -89,11 +86,7 @@ func (e *served) compact(kept []byte) {
 		c.header(&d.gzipLength)
 	})
 
-	if kept != nil {
-		e.size = c.placeSmall() + allocated(len(kept))
-	} else {
-		e.size = c.place()
-	}
+	e.size = c.place()
 
 	// Every moved string is in place: point the rest at them.
 	for _, r := range redirects {
@@ -119,7 +112,6 @@ func (e *served) compact(kept []byte) {
 type compactor struct {
 	pieces  []piece
 	headers []string // capacity fixed beforehand: its elements' addresses must not move
-	kept    []byte   // the bytes left where they are
 }
 
 // piece is a run of bytes to move and where the moved copy goes back: a byte slice or a string.
@@ -139,27 +131,15 @@ func (p piece) set(b []byte) {
 }
 
 func (c *compactor) bytes(p *[]byte) {
-	if len(*p) > 0 && !c.inKept(*p) {
+	if len(*p) > 0 {
 		c.pieces = append(c.pieces, piece{src: *p, bytes: p})
 	}
 }
 
 func (c *compactor) str(p *string) {
 	if s := *p; s != "" {
-		if src := unsafe.Slice(unsafe.StringData(s), len(s)); !c.inKept(src) {
-			c.pieces = append(c.pieces, piece{src: src, str: p})
-		}
+		c.pieces = append(c.pieces, piece{src: unsafe.Slice(unsafe.StringData(s), len(s)), str: p})
 	}
-}
-
-// inKept reports whether p lies in the kept bytes.
-func (c *compactor) inKept(p []byte) bool {
-	if len(c.kept) == 0 {
-		return false
-	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(c.kept)))
-	at := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
-	return at >= start && at+uintptr(len(p)) <= start+uintptr(len(c.kept))
 }
 
 // header moves the one value of a header slice into the headers array.
@@ -249,23 +229,6 @@ func (c *compactor) place() int {
 		p.set(arr[copyOf.offset:end:end])
 	}
 	return allocated(inFirst) + allocated(inSecond)
-}
-
-// placeSmall copies every piece into one array, in order, and returns the bytes the allocator
-// holds for it: what is left to move of an entry that keeps its value, a few hundred bytes of
-// header values, is not worth the sorting and the search for equal pieces place does.
-func (c *compactor) placeSmall() int {
-	total := 0
-	for _, p := range c.pieces {
-		total += len(p.src)
-	}
-	arr := make([]byte, 0, total)
-	for _, p := range c.pieces {
-		start := len(arr)
-		arr = append(arr, p.src...)
-		p.set(arr[start:len(arr):len(arr)])
-	}
-	return allocated(total)
 }
 
 // placing is where place puts a piece: in the first array or the second at offset, or, when same

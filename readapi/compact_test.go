@@ -335,8 +335,7 @@ func TestDecodedEntryKeepsNothingOfItsValue(t *testing.T) {
 // TestAnEntryKeepsABinaryValue checks that an entry decoded from a value in the binary form
 // serves every body and coding from the value itself, equal documents from one place, and counts
 // the value in its size; one of the JSON form of earlier versions keeps nothing of its value.
-func TestAnEntryKeepsABinaryValue(t *testing.T) {
-	t.Parallel()
+func TestAnEntryKeepsABinaryValue(t *testing.T) { // not parallel: it counts allocations
 	b := withEqualDocuments(testBundle(alice, 7))
 	value, err := dockey.EncodeBundle(&b)
 	if err != nil {
@@ -379,6 +378,16 @@ func TestAnEntryKeepsABinaryValue(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("headers of an entry keeping its value:\n%q\nwant\n%q", got, want)
+	}
+	// Its header values are built in arrays of their own, not allocated one by one.
+	var d decoder
+	allocs := testing.AllocsPerRun(20, func() {
+		if _, err := d.decode(alice, value); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs >= float64(len(want)/2) {
+		t.Errorf("%.0f allocations to decode an entry of %d header values", allocs, len(want)/2)
 	}
 
 	legacy, err := json.Marshal(b)

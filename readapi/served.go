@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/opencarte/publisher/projections/dockey"
 )
@@ -146,8 +145,10 @@ func (d *decoder) decode(slug string, value []byte) (*served, error) {
 	return newServed(&b, kept)
 }
 
-// newServed validates b and builds its entry, which keeps the bytes of b that lie in kept as they
-// are (see compact). Everything that could make a response wrong is checked here, once, so that a
+// newServed validates b and builds its entry. kept is the stored value in the binary form b was
+// decoded from, which the entry keeps as it is, its header values built beside it; nil for a
+// value in the JSON form, every byte of whose entry is moved into arrays of its own (compact).
+// Everything that could make a response wrong is checked here, once, so that a
 // request never meets a malformed value: a bundle that fails is skipped whole and the previous one
 // stays in service. That a body is JSON, the projector checks before it stores it; a body of the
 // JSON form of earlier versions was taken as it is only when its entity tag is its own.
@@ -157,10 +158,11 @@ func newServed(b *dockey.Bundle, kept []byte) (*served, error) {
 		errs = append(errs, fmt.Errorf(format, args...))
 	}
 
+	h := newHeaderValues(b, kept)
 	e := &served{
 		slug:           b.Slug,
 		revision:       b.Revision,
-		revisionHeader: []string{strconv.FormatInt(b.Revision, 10)},
+		revisionHeader: h.value(h.number(int(b.Revision))),
 		base:           b.Base,
 		starts:         b.Starts,
 		active:         b.Status == dockey.StatusActive,
@@ -189,7 +191,7 @@ func newServed(b *dockey.Bundle, kept []byte) (*served, error) {
 		if !validLocation(b.MasterMenuURL) {
 			fail("master_menu_url is not a valid location")
 		}
-		e.masterMenu = []string{b.MasterMenuURL}
+		e.masterMenu = h.value(h.str(b.MasterMenuURL))
 	}
 	if len(b.Redirects) > 0 {
 		e.redirects = make(map[string]redirect, len(b.Redirects))
@@ -211,17 +213,21 @@ func newServed(b *dockey.Bundle, kept []byte) (*served, error) {
 			if !validLocation(t.url) {
 				fail("redirects.%s.%s is not a valid location", menuType, t.name)
 			}
-			*t.dst = []string{t.url}
+			*t.dst = h.value(h.str(t.url))
 		}
 		e.redirects[menuType] = rd
 	}
 
-	e.setDocuments(b, fail)
+	e.setDocuments(b, h, fail)
 
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %s: %w", errInvalidBundle, b.Slug, errors.Join(errs...))
 	}
-	e.compact(kept)
+	if kept != nil {
+		e.size = allocated(len(kept)) + h.size()
+	} else {
+		e.compact()
+	}
 	return e, nil
 }
 
@@ -230,25 +236,26 @@ func newServed(b *dockey.Bundle, kept []byte) (*served, error) {
 // only if well formed. The JSON-LD is never required: a bundle stored before it was rendered has
 // none, and the resource answers 404 until the projector stores the bundle again, which it does
 // when it starts.
-func (e *served) setDocuments(b *dockey.Bundle, fail func(format string, args ...any)) {
+func (e *served) setDocuments(b *dockey.Bundle, h *headerValues, fail func(format string, args ...any)) {
 	open := e.apiOpen()
-	doc := func(name string, d dockey.Document, required bool) document {
-		out, err := newDocument(d, required)
+	// A document's name is put together only when it fails.
+	doc := func(group, name, variant string, d dockey.Document, required bool) document {
+		out, err := newDocument(d, required, h)
 		if err != nil {
-			fail("%s: %w", name, err)
+			fail("%s%s%s: %w", group, name, variant, err)
 		}
 		return out
 	}
-	vars := func(name string, v dockey.Variants) variants {
+	vars := func(group, name string, v dockey.Variants) variants {
 		return variants{
-			all: doc(name+".all", v.All, open),
-			fr:  doc(name+".fr", v.FR, open),
-			en:  doc(name+".en", v.EN, open),
+			all: doc(group, name, ".all", v.All, open),
+			fr:  doc(group, name, ".fr", v.FR, open),
+			en:  doc(group, name, ".en", v.EN, open),
 		}
 	}
-	e.establishment = doc("establishment", b.Establishment, open)
-	e.hours = doc("hours", b.Hours, open)
-	e.menus = vars("menus", b.Menus)
+	e.establishment = doc("", "establishment", "", b.Establishment, open)
+	e.hours = doc("", "hours", "", b.Hours, open)
+	e.menus = vars("", "menus", b.Menus)
 	if len(b.MenuDetails) > 0 {
 		e.menuDetails = make(map[string]*variants, len(b.MenuDetails))
 	}
@@ -257,10 +264,10 @@ func (e *served) setDocuments(b *dockey.Bundle, fail func(format string, args ..
 			fail("menu_details: menu type %q is not a valid slug", menuType)
 			continue
 		}
-		vv := vars("menu_details."+menuType, v)
+		vv := vars("menu_details.", menuType, v)
 		e.menuDetails[menuType] = &vv
 	}
-	e.jsonld = localized{fr: doc("jsonld.fr", b.JSONLD.FR, false), en: doc("jsonld.en", b.JSONLD.EN, false)}
+	e.jsonld = localized{fr: doc("", "jsonld", ".fr", b.JSONLD.FR, false), en: doc("", "jsonld", ".en", b.JSONLD.EN, false)}
 	for _, d := range []*document{&e.jsonld.fr, &e.jsonld.en} {
 		if d.body != nil {
 			d.contentType = jsonldContentType
@@ -268,9 +275,9 @@ func (e *served) setDocuments(b *dockey.Bundle, fail func(format string, args ..
 	}
 }
 
-// newDocument checks a stored document and pre-builds its headers. A document is absent when its
-// body is empty or JSON null; required says whether absence is an error.
-func newDocument(d dockey.Document, required bool) (document, error) {
+// newDocument checks a stored document and pre-builds its headers in h. A document is absent when
+// its body is empty or JSON null; required says whether absence is an error.
+func newDocument(d dockey.Document, required bool, h *headerValues) (document, error) {
 	body := bytes.TrimSpace(d.Body)
 	if len(body) == 0 || bytes.Equal(body, []byte("null")) {
 		if required {
@@ -284,19 +291,20 @@ func newDocument(d dockey.Document, required bool) (document, error) {
 	if !validETag(d.ETag) {
 		return document{}, fmt.Errorf("etag %q is not a strong entity tag", d.ETag)
 	}
+	etag := h.str(d.ETag)
 	doc := document{
 		contentType: jsonContentType,
 		body:        d.Body,
-		etag:        d.ETag,
-		etagHeader:  []string{d.ETag},
-		length:      []string{strconv.Itoa(len(d.Body))},
+		etag:        etag,
+		etagHeader:  h.value(etag),
+		length:      h.value(h.number(len(d.Body))),
 	}
 	// A coding that is not gzip, or not smaller, is not worth serving; the body still is.
 	if len(d.Gzip) > 2 && d.Gzip[0] == 0x1f && d.Gzip[1] == 0x8b && len(d.Gzip) < len(d.Body) {
 		doc.gzip = d.Gzip
-		doc.gzipETag = dockey.GzipETag(d.ETag)
-		doc.gzipETagHeader = []string{doc.gzipETag}
-		doc.gzipLength = []string{strconv.Itoa(len(d.Gzip))}
+		doc.gzipETag = h.gzipTag(etag)
+		doc.gzipETagHeader = h.value(doc.gzipETag)
+		doc.gzipLength = h.value(h.number(len(d.Gzip)))
 	}
 	return doc, nil
 }

@@ -161,9 +161,13 @@ func parseHex[T string | []byte](digits T) (uint64, bool) {
 
 // GzipETag returns the entity tag of the gzip coding of a document whose tag is etag: a strong
 // validator must differ between content codings of the same resource.
-func GzipETag(etag string) string {
+func GzipETag(etag string) string { return string(AppendGzipETag(nil, etag)) }
+
+// AppendGzipETag appends GzipETag(etag) to dst.
+func AppendGzipETag(dst []byte, etag string) []byte {
 	if len(etag) < 2 || etag[len(etag)-1] != '"' {
-		return etag
+		return append(dst, etag...)
 	}
-	return etag[:len(etag)-1] + `-gzip"`
+	dst = append(dst, etag[:len(etag)-1]...)
+	return append(dst, `-gzip"`...)
 }

@@ -1,0 +1,98 @@
+package readapi
+
+import (
+	"strconv"
+	"unsafe"
+
+	"github.com/opencarte/publisher/projections/dockey"
+)
+
+// headerValues builds the header values of one entry (entity tags, lengths, locations, the
+// revision) in two arrays allocated once, at the size the bundle needs: their bytes in text, the
+// one-value slices net/http is handed in values. A string that lies in kept, the stored value the
+// entry keeps, is used where it is. An entry that keeps its value is then built without an
+// allocation per header, which a read node would otherwise make, and collect, tens of times for
+// each bundle it loads.
+type headerValues struct {
+	values []string
+	text   []byte
+	kept   []byte
+}
+
+// newHeaderValues returns the header values of the entry of b, which keeps kept.
+func newHeaderValues(b *dockey.Bundle, kept []byte) *headerValues {
+	const digits = 20 // of an int
+	docs, text := 0, digits
+	doc := func(d *dockey.Document) {
+		docs++
+		text += 2*len(d.ETag) + len(`-gzip`) + 2*digits
+	}
+	vars := func(v *dockey.Variants) { doc(&v.All); doc(&v.FR); doc(&v.EN) }
+	doc(&b.Establishment)
+	doc(&b.Hours)
+	vars(&b.Menus)
+	for _, v := range b.MenuDetails {
+		vars(&v)
+	}
+	doc(&b.JSONLD.FR)
+	doc(&b.JSONLD.EN)
+	locations := 1
+	text += len(b.MasterMenuURL)
+	for _, r := range b.Redirects {
+		locations += 2
+		text += len(r.FR) + len(r.EN)
+	}
+	return &headerValues{values: make([]string, 0, 1+locations+4*docs), text: make([]byte, 0, text), kept: kept}
+}
+
+// value returns a header value of s alone; s must be a string str, number or gzipTag returned.
+func (h *headerValues) value(s string) []string {
+	h.values = append(h.values, s)
+	n := len(h.values)
+	return h.values[n-1 : n : n]
+}
+
+// str returns s in kept or in text.
+func (h *headerValues) str(s string) string {
+	if s == "" || h.inKept(s) {
+		return s
+	}
+	start := len(h.text)
+	h.text = append(h.text, s...)
+	return h.since(start)
+}
+
+// number returns n in decimal, in text.
+func (h *headerValues) number(n int) string {
+	start := len(h.text)
+	h.text = strconv.AppendInt(h.text, int64(n), 10)
+	return h.since(start)
+}
+
+// gzipTag returns the entity tag of the gzip coding of a document tagged etag (dockey.GzipETag),
+// in text.
+func (h *headerValues) gzipTag(etag string) string {
+	start := len(h.text)
+	h.text = dockey.AppendGzipETag(h.text, etag)
+	return h.since(start)
+}
+
+// since returns what text holds from start on. Were text grown past its capacity, the strings
+// returned before keep the array they were written in, which nothing writes again.
+func (h *headerValues) since(start int) string {
+	return unsafe.String(&h.text[start], len(h.text)-start)
+}
+
+func (h *headerValues) inKept(s string) bool {
+	if len(h.kept) == 0 {
+		return false
+	}
+	first := uintptr(unsafe.Pointer(unsafe.SliceData(h.kept)))
+	at := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	return at >= first && at+uintptr(len(s)) <= first+uintptr(len(h.kept))
+}
+
+// size returns the bytes the allocator holds for both arrays.
+func (h *headerValues) size() int {
+	return allocated(cap(h.text)) + allocated(cap(h.values)*int(unsafe.Sizeof("")))
+}
