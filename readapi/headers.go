@@ -21,11 +21,21 @@ type headerValues struct {
 
 // newHeaderValues returns the header values of the entry of b, which keeps kept.
 func newHeaderValues(b *dockey.Bundle, kept []byte) *headerValues {
-	const digits = 20 // of an int
-	docs, text := 0, digits
+	h := &headerValues{kept: kept}
+	digits := func(n int) int { // of n ≥ 0 in decimal; a negative revision fails the entry
+		d := 1
+		for ; n >= 10; n /= 10 {
+			d++
+		}
+		return d
+	}
+	docs, text := 0, digits(int(b.Revision))
 	doc := func(d *dockey.Document) {
 		docs++
-		text += 2*len(d.ETag) + len(`-gzip`) + 2*digits
+		if !h.inKept(d.ETag) {
+			text += len(d.ETag)
+		}
+		text += len(d.ETag) + len(`-gzip`) + digits(len(d.Body)) + digits(len(d.Gzip))
 	}
 	vars := func(v *dockey.Variants) { doc(&v.All); doc(&v.FR); doc(&v.EN) }
 	doc(&b.Establishment)
@@ -42,7 +52,8 @@ func newHeaderValues(b *dockey.Bundle, kept []byte) *headerValues {
 		locations += 2
 		text += len(r.FR) + len(r.EN)
 	}
-	return &headerValues{values: make([]string, 0, 1+locations+4*docs), text: make([]byte, 0, text), kept: kept}
+	h.values, h.text = make([]string, 0, 1+locations+4*docs), make([]byte, 0, text)
+	return h
 }
 
 // value returns a header value of s alone; s must be a string str, number or gzipTag returned.
