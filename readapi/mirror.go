@@ -169,10 +169,10 @@ type MirrorStats struct {
 	// DocumentBytes is the size of every body and gzip coding the bundles held carry, each
 	// counted whether or not it equals another.
 	DocumentBytes int64 `json:"document_bytes"`
-	// HeldBytes is the size of the arrays the bundles are held in: the documents, their
-	// entity tags and header values, and their locations. Equal pieces of one bundle (a
-	// document the same in two languages, equal header values) are held once, so it may be less
-	// than DocumentBytes.
+	// HeldBytes is the size of the arrays the bundles are held in: the stored values, or what
+	// was moved out of those of the JSON form, with their header values. A document equal to
+	// another of its bundle (the same in two languages) is held once, so it may be less than
+	// DocumentBytes.
 	HeldBytes int64 `json:"held_bytes"`
 	// Bucket names the generation of the bucket served.
 	Bucket string `json:"bucket"`

@@ -36,7 +36,7 @@ type served struct {
 	menuDetails   map[string]*variants // by menu type slug
 	jsonld        localized            // schema.org JSON-LD, application/ld+json
 
-	size int // bytes of the arrays compact moved the entry's bytes into, equal pieces once
+	size int // bytes of the value kept and the header arrays, or of the arrays compact made
 }
 
 // redirect holds the Location values of /r/menus for one menu type; nil means no file covers
