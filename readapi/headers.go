@@ -95,12 +95,14 @@ func (h *headerValues) since(start int) string {
 }
 
 func (h *headerValues) inKept(s string) bool {
-	if len(h.kept) == 0 {
-		return false
-	}
-	first := uintptr(unsafe.Pointer(unsafe.SliceData(h.kept)))
-	at := uintptr(unsafe.Pointer(unsafe.StringData(s)))
-	return at >= first && at+uintptr(len(s)) <= first+uintptr(len(h.kept))
+	return inside(unsafe.Slice(unsafe.StringData(s), len(s)), h.kept)
+}
+
+// inside reports whether the bytes of p lie in region.
+func inside(p, region []byte) bool {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(region)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+	return len(region) > 0 && at >= start && at+uintptr(len(p)) <= start+uintptr(len(region))
 }
 
 // size returns the bytes the allocator holds for both arrays.

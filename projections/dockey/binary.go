@@ -263,18 +263,13 @@ func (r *binaryReader) flags() byte {
 	return r.data[r.i-1]
 }
 
-func (r *binaryReader) uvarint(name string) uint64 {
-	v, n := binary.Uvarint(r.data[r.i:])
-	if n <= 0 {
-		r.fail("%s: not a varint", name)
-		return 0
-	}
-	r.i += n
-	return v
-}
+func (r *binaryReader) uvarint(name string) uint64 { return readVarint(r, name, binary.Uvarint) }
 
-func (r *binaryReader) varint(name string) int64 {
-	v, n := binary.Varint(r.data[r.i:])
+func (r *binaryReader) varint(name string) int64 { return readVarint(r, name, binary.Varint) }
+
+// readVarint reads a varint with read, binary.Uvarint or binary.Varint.
+func readVarint[T int64 | uint64](r *binaryReader, name string, read func([]byte) (T, int)) T {
+	v, n := read(r.data[r.i:])
 	if n <= 0 {
 		r.fail("%s: not a varint", name)
 		return 0
