@@ -2,13 +2,10 @@ package projections
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -543,51 +540,6 @@ func BenchmarkEncodeBundleDemo(b *testing.B) {
 	}
 }
 
-func TestCompressedDocumentsDecodeToTheirBodies(t *testing.T) {
-	b := Render(fixture.Load(t, "../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22")), 7)
-	Compress(&b)
-	again := Render(fixture.Load(t, "../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22")), 7)
-	Compress(&again)
-	n := 0
-	EachDocument(&b, func(_ string, d *dockey.Document) {
-		n++
-		zr, err := gzip.NewReader(bytes.NewReader(d.Gzip))
-		if err != nil {
-			t.Fatalf("gzip of %s: %v", d.ETag, err)
-		}
-		plain, err := io.ReadAll(zr)
-		if err != nil || !bytes.Equal(plain, d.Body) {
-			t.Errorf("gzip of %s decodes to %q (%v), want the body", d.ETag, plain, err)
-		}
-	})
-	if n != len(fixedDocuments)+3*len(b.MenuDetails) {
-		t.Errorf("visited %d documents, want %d", n, len(fixedDocuments)+3*len(b.MenuDetails))
-	}
-	va, _ := dockey.EncodeBundle(&b)
-	vb, _ := dockey.EncodeBundle(&again)
-	if !bytes.Equal(va, vb) {
-		t.Errorf("two compressions of the same bundle differ: a rebuild would rewrite it")
-	}
-	if got := dockey.GzipETag(`"0123456789abcdef"`); got != `"0123456789abcdef-gzip"` {
-		t.Errorf("GzipETag: got %s", got)
-	}
-}
-
-// BenchmarkCompressDemo measures the gzip coding of every document of a bundle, paid once per
-// written bundle.
-func BenchmarkCompressDemo(b *testing.B) {
-	bundle := Render(fixture.Load(b, "../cmd/publisher/demo.json", fixture.Date(b, "2026-11-22")), 7)
-	b.ReportAllocs()
-	for b.Loop() {
-		c := bundle
-		c.MenuDetails = map[string]dockey.Variants{}
-		for k, v := range bundle.MenuDetails {
-			c.MenuDetails[k] = v
-		}
-		Compress(&c)
-	}
-}
-
 // FitsIn agrees with the exact encoded size on every side of it, whether it bounded the size or
 // had to measure it.
 func TestFitsInAgreesWithEncodedSize(t *testing.T) {
@@ -629,73 +581,4 @@ func BenchmarkFitsInDemo(b *testing.B) {
 			b.Fatal(fits, err)
 		}
 	}
-}
-
-// CodingsFrom gives a document the coding of the same document of another bundle only when their
-// bodies are the same: the codings it gives are the ones Compress would have made.
-func TestCodingsFrom(t *testing.T) {
-	e := fixture.Load(t, "../cmd/publisher/demo.json", fixture.Date(t, "2026-11-22"))
-	stored := Render(e, 7)
-	Compress(&stored)
-
-	same := Render(e, 7)
-	same.Hours.Body = []byte(`{"changed":true}`)
-	CodingsFrom(&same, &stored)
-	if len(same.Hours.Gzip) != 0 {
-		t.Errorf("a document whose body differs got the stored one's coding")
-	}
-	compressed := Render(e, 7)
-	compressed.Hours.Body = same.Hours.Body
-	Compress(&compressed)
-	Compress(&same)
-	EachDocument(&same, func(name string, d *dockey.Document) {
-		var want []byte
-		EachDocument(&compressed, func(n string, c *dockey.Document) {
-			if n == name {
-				want = c.Gzip
-			}
-		})
-		if !bytes.Equal(d.Gzip, want) {
-			t.Errorf("%s: coding differs from the one Compress makes", name)
-		}
-	})
-
-	// At another revision, the bodies that carry it differ: only the JSON-LD, which does not,
-	// gets its coding.
-	other := Render(e, 8)
-	CodingsFrom(&other, &stored)
-	EachDocument(&other, func(name string, d *dockey.Document) {
-		if jsonld := strings.HasPrefix(name, ResourceJSONLD+"."); jsonld != (len(d.Gzip) > 0) {
-			t.Errorf("%s at another revision: coding given %t, want %t", name, len(d.Gzip) > 0, jsonld)
-		}
-	})
-}
-
-// BenchmarkCodingsFrom stores a bundle whose documents a stored bundle holds, coded: compressing
-// them, or reading the stored bundle for its codings.
-func BenchmarkCodingsFrom(b *testing.B) {
-	e := fixture.Load(b, "../cmd/publisher/demo.json", fixture.Date(b, "2026-11-22"))
-	stored := Render(e, 7)
-	Compress(&stored)
-	value, err := dockey.EncodeBundle(&stored)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("compress", func(b *testing.B) {
-		for b.Loop() {
-			next := Render(e, 7)
-			Compress(&next)
-		}
-	})
-	b.Run("codings", func(b *testing.B) {
-		for b.Loop() {
-			next := Render(e, 7)
-			var from dockey.Bundle
-			if err := dockey.Decode(value, &from); err != nil {
-				b.Fatal(err)
-			}
-			CodingsFrom(&next, &from)
-			Compress(&next)
-		}
-	})
 }
