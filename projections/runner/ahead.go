@@ -133,16 +133,27 @@ func (p *Projector) codingsOfAhead(ctx context.Context, t *tracked, b *dockey.Bu
 	if value == nil {
 		key := dockey.AheadKey(b.Slug)
 		var err error
-		if value, err = p.valueAt(ctx, p.cfg.KV, key, "bundle "+key); err != nil || value == nil {
+		if value, err = p.valueAt(ctx, p.cfg.KV, key, "bundle "+key); err != nil {
 			return err
 		}
 	}
-	var ahead dockey.Bundle
-	if err := dockey.Decode(value, &ahead); err != nil {
-		return nil // compressed again, as any bundle
-	}
-	projections.CodingsFrom(b, &ahead)
+	codingsFrom(b, value)
 	return nil
+}
+
+// codingsFrom gives b the codings of the bundles stored as values that it can take
+// (projections.CodingsFrom), from the first value on: nil ones are passed over, and one that
+// cannot be decoded gives none, its documents compressed again as any.
+func codingsFrom(b *dockey.Bundle, values ...[]byte) {
+	for _, value := range values {
+		var from dockey.Bundle
+		if value == nil {
+			continue
+		}
+		if _, err := dockey.DecodeShared(value, &from, nil); err == nil {
+			projections.CodingsFrom(b, &from)
+		}
+	}
 }
 
 // dropAhead removes the stored bundle of t's day ahead, when there is one and a wants none.

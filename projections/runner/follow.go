@@ -149,6 +149,7 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 	if err != nil || t == nil || rec.Sequence <= t.seq {
 		return err // no establishment, or a record delivered again
 	}
+	defer func() { t.storedValue = nil }()
 	had := !t.agg.Ahead.IsZero()
 	t.apply(p.logger, rec)
 	if recheck && t.stored != nil && rec.Sequence <= t.stored.Sequence() {
@@ -173,6 +174,9 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 	}
 	// The day ahead is stored first: it is served beside the current bundle it names only.
 	a := t.projectAhead(current, p.cfg.FilesURL)
+	if a.Write {
+		codingsFrom(&a.Bundle, aheadValue, t.storedValue)
+	}
 	if err := p.storeAhead(ctx, t, a); err != nil {
 		return err
 	}
@@ -183,6 +187,7 @@ func (p *Projector) handle(ctx context.Context, l *lane, rec events.Record, rech
 		if err := p.codingsOfAhead(ctx, t, &u.Bundle, aheadValue); err != nil {
 			return err
 		}
+		codingsFrom(&u.Bundle, t.storedValue)
 		stored, err := p.store(ctx, u)
 		if err != nil {
 			return err

@@ -73,7 +73,7 @@ func (l *lane) establishment(ctx context.Context, rec events.Record) (*tracked, 
 
 // load rebuilds the establishment slug up to the record before next: from its saved state when
 // there is one it can use, and the records of the log after that state; the summary of its stored
-// bundle is read from the bucket. The records are read back from the one next follows, each
+// bundle is read from the bucket, and its value kept for the record in hand (tracked.storedValue). The records are read back from the one next follows, each
 // through the one it follows (events.Store.Chain), when they all say which that is: the records
 // of one establishment lie far apart in a large log, and a read under its subject would have the
 // server look through every block in between.
@@ -102,7 +102,7 @@ func (l *lane) load(ctx context.Context, slug domain.Slug, next events.Record) (
 		if _, wrote := l.saved[string(slug)]; t.seq > 0 || !wrote {
 			return t, nil
 		}
-	} else if t.stored, err = l.p.summaryIn(ctx, l.p.cfg.KV, string(slug)); err != nil {
+	} else if t.stored, t.storedValue, err = l.p.summaryAt(ctx, l.p.cfg.KV, dockey.Key(string(slug))); err != nil {
 		return nil, err
 	}
 	if t.seq+1 < before {

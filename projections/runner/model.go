@@ -24,6 +24,9 @@ type tracked struct {
 	agg    *domain.Establishment
 	seq    uint64 // sequence of the last record applied to agg
 	stored *projections.BundleSummary
+	// storedValue is the stored bundle's value when the record in hand had the establishment
+	// loaded, nil otherwise: the bundles the record writes take their codings from it (codingsFrom).
+	storedValue []byte
 	// ahead is the summary of the stored bundle of its day ahead, nil when none is; aheadKnown
 	// says it was read (see knowAhead).
 	ahead      *projections.BundleSummary

@@ -246,8 +246,9 @@ func (p *Projector) reconcileCurrent(ctx context.Context, l *lane, s storedPrint
 		return false, t, p.reannounce(ctx, t, s.lastAnnounced(), s.seq)
 	}
 	var stored *projections.BundleSummary // none when the bucket held none: only this projector writes to it
+	var value []byte
 	if print != 0 {
-		if stored, err = p.summaryIn(ctx, p.cfg.KV, slug); err != nil {
+		if stored, value, err = p.summaryAt(ctx, p.cfg.KV, dockey.Key(slug)); err != nil {
 			return false, nil, err
 		}
 	}
@@ -276,6 +277,7 @@ func (p *Projector) reconcileCurrent(ctx context.Context, l *lane, s storedPrint
 	if !u.Write {
 		return false, t, p.reannounce(ctx, t, s.lastAnnounced(), 0)
 	}
+	codingsFrom(&u.Bundle, value)
 	ok, err = p.store(ctx, u)
 	if ok {
 		t.stored = projections.Summarize(&u.Bundle)
