@@ -179,7 +179,7 @@ func recode(body []byte, from *dockey.Document) ([]byte, bool) {
 
 // compressedRest returns the compressed rest of coding, the coding gzipBytes wrote of a body that
 // begins with head, and false when coding is not of that form: one written by an earlier version,
-// compressed whole.
+// compressed whole, whose header, another compressor's, is not this one either.
 func compressedRest(coding, head []byte) ([]byte, bool) {
 	rest := len(gzipHeader) + storedBlock + len(head)
 	if len(coding) < rest+gzipTrailer || string(coding[:len(gzipHeader)]) != gzipHeader {

@@ -146,10 +146,10 @@ func (p *Projector) codingsOfAhead(ctx context.Context, t *tracked, b *dockey.Bu
 // cannot be decoded gives none, its documents compressed again as any.
 func codingsFrom(b *dockey.Bundle, values ...[]byte) {
 	for _, value := range values {
-		var from dockey.Bundle
 		if value == nil {
 			continue
 		}
+		var from dockey.Bundle
 		if _, err := dockey.DecodeShared(value, &from, nil); err == nil {
 			projections.CodingsFrom(b, &from)
 		}

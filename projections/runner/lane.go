@@ -72,11 +72,12 @@ func (l *lane) establishment(ctx context.Context, rec events.Record) (*tracked, 
 }
 
 // load rebuilds the establishment slug up to the record before next: from its saved state when
-// there is one it can use, and the records of the log after that state; the summary of its stored
-// bundle is read from the bucket, and its value kept for the record in hand (tracked.storedValue). The records are read back from the one next follows, each
-// through the one it follows (events.Store.Chain), when they all say which that is: the records
-// of one establishment lie far apart in a large log, and a read under its subject would have the
-// server look through every block in between.
+// there is one it can use, and the records of the log after that state; its stored bundle is read
+// from the bucket, for its summary, and its value kept for the record in hand
+// (tracked.storedValue). The records are read back from the one next follows, each through the
+// one it follows (events.Store.Chain), when they all say which that is: the records of one
+// establishment lie far apart in a large log, and a read under its subject would have the server
+// look through every block in between.
 //
 // While replaying, the log is read from its start and every record of the lane's establishments
 // reaches the lane in order: an establishment met for the first time is met at its first record,
