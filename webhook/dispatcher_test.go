@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -227,6 +228,16 @@ func TestChangesAtWindowCloseAreNotLost(t *testing.T) {
 // once, so a backlog is delivered in several deliveries and nothing is left behind.
 func TestLargeBacklogIsReadOverSeveralWindows(t *testing.T) {
 	defer webhook.SetMaxWindowSignals(3)()
+	// The signals a window read are deleted one at a time, or purged when they are more.
+	for _, deletes := range []int{64, 2} {
+		t.Run(fmt.Sprintf("deletes=%d", deletes), func(t *testing.T) {
+			defer webhook.SetMaxDeletes(deletes)()
+			backlogOverSeveralWindows(t)
+		})
+	}
+}
+
+func backlogOverSeveralWindows(t *testing.T) {
 	rcv := newReceiver(t, nil)
 	dir := t.TempDir()
 	inBubble(t, func(t *testing.T) {

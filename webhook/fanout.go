@@ -38,9 +38,13 @@ func (d *Dispatcher) handleDue(parent context.Context, msg jetstream.Msg) {
 		d.nakLater(msg, "read window", err)
 		return
 	}
+	var lastRead uint64
+	if len(read) > 0 {
+		lastRead = read[len(read)-1]
+	}
 	now := d.cfg.Now().UTC()
 	if w.Signals > 0 {
-		dedupe := "due-" + strconv.FormatUint(meta.Sequence.Stream, 10) + "-" + strconv.FormatUint(read, 10)
+		dedupe := "due-" + strconv.FormatUint(meta.Sequence.Stream, 10) + "-" + strconv.FormatUint(lastRead, 10)
 		for _, ep := range d.mirror.endpoints(w.Establishment) {
 			if ep.Disabled {
 				// Kept for the delivery that follows its re-enabling.
@@ -56,9 +60,9 @@ func (d *Dispatcher) handleDue(parent context.Context, msg jetstream.Msg) {
 			}
 		}
 	}
-	if read > 0 {
-		if err := d.purgeSignals(ctx, w.Establishment, read); err != nil {
-			d.nakLater(msg, "purge window", err)
+	if len(read) > 0 {
+		if err := d.dropSignals(ctx, w.Establishment, read); err != nil {
+			d.nakLater(msg, "drop the window's signals", err)
 			return
 		}
 	}

@@ -131,33 +131,33 @@ func (d *Dispatcher) openWindow(ctx context.Context, slug string) (opened bool, 
 var maxWindowSignals = 5000
 
 // closeWindow merges the pending signals of the closed window w into it. It returns the merged
-// window and the sequence of the last signal read, 0 when there was none; the caller purges the
-// signals up to that sequence once the deliveries are queued.
-func (d *Dispatcher) closeWindow(ctx context.Context, w window) (window, uint64, error) {
+// window and the sequences of the signals read, in order, none when there was none; the caller
+// drops them (dropSignals) once the deliveries are queued.
+func (d *Dispatcher) closeWindow(ctx context.Context, w window) (window, []uint64, error) {
 	subject := subjPending + w.Establishment
 	last, err := d.stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return w, 0, nil
+		return w, nil, nil
 	}
 	if err != nil {
-		return w, 0, fmt.Errorf("read signals %s: %w", subject, err)
+		return w, nil, fmt.Errorf("read signals %s: %w", subject, err)
 	}
 	if only, err := d.onlyPending(ctx, subject); err != nil {
-		return w, 0, err
+		return w, nil, err
 	} else if only {
 		d.mergeSignal(&w, subject, last)
-		return w, last.Sequence, nil
+		return w, []uint64{last.Sequence}, nil
 	}
-	var read uint64 // sequence of the last signal read
-	for n := 0; n < maxWindowSignals && read < last.Sequence; n++ {
-		m, err := d.stream.GetMsg(ctx, read+1, jetstream.WithGetMsgSubject(subject))
+	var read []uint64
+	for next := uint64(1); len(read) < maxWindowSignals && next <= last.Sequence; {
+		m, err := d.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && m.Sequence > last.Sequence {
 			break
 		}
 		if err != nil {
-			return w, 0, fmt.Errorf("read signals %s after %d: %w", subject, read, err)
+			return w, nil, fmt.Errorf("read signals %s from %d: %w", subject, next, err)
 		}
-		read = m.Sequence
+		read, next = append(read, m.Sequence), m.Sequence+1
 		d.mergeSignal(&w, subject, m)
 	}
 	return w, read, nil
@@ -185,13 +185,27 @@ func (d *Dispatcher) mergeSignal(w *window, subject string, m *jetstream.RawStre
 	*w = w.merge(sig)
 }
 
-// purgeSignals drops the pending signals of slug up to and including sequence upTo, then opens
-// the next window if signals came after them, in case none did it.
-func (d *Dispatcher) purgeSignals(ctx context.Context, slug string, upTo uint64) error {
+// maxDeletes bounds the signals dropSignals deletes one at a time.
+var maxDeletes = 64
+
+// dropSignals drops the pending signals of slug a closing window read, seqs in order, then opens
+// the next window if signals came after them, in case none did it. Up to maxDeletes, each is
+// deleted on its own: the server tells every consumer of the stream of one message gone, where a
+// purge of more than one has it count again the pending messages of each, which takes longer the
+// more establishments the stream holds signals of. Beyond, one purge does it.
+func (d *Dispatcher) dropSignals(ctx context.Context, slug string, seqs []uint64) error {
 	subject := subjPending + slug
-	err := d.stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(upTo+1))
-	if err != nil {
-		return fmt.Errorf("purge signals %s: %w", subject, err)
+	if len(seqs) > maxDeletes {
+		err := d.stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(seqs[len(seqs)-1]+1))
+		if err != nil {
+			return fmt.Errorf("purge signals %s: %w", subject, err)
+		}
+	} else {
+		for _, seq := range seqs {
+			if err := d.deleteSignal(ctx, seq); err != nil {
+				return fmt.Errorf("delete signal %d of %s: %w", seq, subject, err)
+			}
+		}
 	}
 	switch _, err := d.stream.GetLastMsgForSubject(ctx, subject); {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -199,7 +213,20 @@ func (d *Dispatcher) purgeSignals(ctx context.Context, slug string, upTo uint64)
 	case err != nil:
 		return fmt.Errorf("read signals %s: %w", subject, err)
 	}
-	_, err = d.openWindow(ctx, slug)
+	_, err := d.openWindow(ctx, slug)
+	return err
+}
+
+// deleteSignal deletes the signal at seq, unless it is gone already: a window handled again
+// after a failure drops again what it had dropped.
+func (d *Dispatcher) deleteSignal(ctx context.Context, seq uint64) error {
+	err := d.stream.DeleteMsg(ctx, seq)
+	if err == nil {
+		return nil
+	}
+	if _, gerr := d.stream.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+		return nil
+	}
 	return err
 }
 
