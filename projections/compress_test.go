@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +20,7 @@ func TestCompressedDocumentsDecodeToTheirBodies(t *testing.T) {
 	n := 0
 	EachDocument(&b, func(_ string, d *dockey.Document) {
 		n++
-		if plain := gunzip(t, d.Gzip); !bytes.Equal(plain, d.Body) {
+		if plain := fixture.Gunzip(t, d.Gzip); !bytes.Equal(plain, d.Body) {
 			t.Errorf("gzip of %s decodes to %.60q, want the body", d.ETag, plain)
 		}
 		zr, err := gzip.NewReader(bytes.NewReader(d.Gzip))
@@ -82,7 +81,7 @@ func TestCodingsFrom(t *testing.T) {
 			if !bytes.Equal(d.Gzip, want[name]) {
 				t.Errorf("at revision %d, %s: coding differs from the one Compress makes", revision, name)
 			}
-			if plain := gunzip(t, d.Gzip); !bytes.Equal(plain, d.Body) {
+			if plain := fixture.Gunzip(t, d.Gzip); !bytes.Equal(plain, d.Body) {
 				t.Errorf("at revision %d, %s: coding decodes to %.60q, want the body", revision, name, plain)
 			}
 		})
@@ -129,7 +128,7 @@ func FuzzRecode(f *testing.F) {
 		if want := gzipBytes(body); !bytes.Equal(got, want) {
 			t.Errorf("recode of %.60q differs from its compression", body)
 		}
-		if plain := gunzip(t, got); !bytes.Equal(plain, body) {
+		if plain := fixture.Gunzip(t, got); !bytes.Equal(plain, body) {
 			t.Errorf("recode decodes to %.60q, want %.60q", plain, body)
 		}
 	})
@@ -140,19 +139,6 @@ func codings(b *dockey.Bundle) map[string][]byte {
 	m := make(map[string][]byte)
 	EachDocument(b, func(name string, d *dockey.Document) { m[name] = d.Gzip })
 	return m
-}
-
-func gunzip(tb testing.TB, coding []byte) []byte {
-	tb.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(coding))
-	if err != nil {
-		tb.Fatalf("gzip: %v", err)
-	}
-	plain, err := io.ReadAll(zr)
-	if err != nil {
-		tb.Fatalf("gzip: %v", err)
-	}
-	return plain
 }
 
 // stdGzip compresses body whole with the standard library.

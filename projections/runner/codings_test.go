@@ -3,10 +3,8 @@ package runner
 import (
 	"bytes"
 	"compress/flate"
-	"compress/gzip"
 	"encoding/binary"
 	"hash/crc32"
-	"io"
 	"testing"
 
 	"github.com/opencarte/publisher/domain"
@@ -77,7 +75,7 @@ func checkCodingsTaken(t *testing.T, n *natsEnv, slug string, stored *dockey.Bun
 	projections.EachDocument(stored, func(name string, d *dockey.Document) { bodies[name] = d.Body })
 	taken := 0
 	projections.EachDocument(&b, func(name string, d *dockey.Document) {
-		if plain := gunzip(t, d.Gzip); !bytes.Equal(plain, d.Body) {
+		if plain := fixture.Gunzip(t, d.Gzip); !bytes.Equal(plain, d.Body) {
 			t.Errorf("%s: coding decodes to %.60q, want the body", name, plain)
 		}
 		same := bytes.Equal(bytes.Replace(d.Body, []byte("1001"), []byte("1000"), 1), bodies[name])
@@ -122,17 +120,4 @@ func codingOf(t *testing.T, body, revision []byte) (coding, rest []byte) {
 	coding = append(coding, rest...)
 	coding = binary.LittleEndian.AppendUint32(coding, crc32.ChecksumIEEE(body))
 	return binary.LittleEndian.AppendUint32(coding, uint32(len(body))), rest
-}
-
-func gunzip(t *testing.T, coding []byte) []byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(coding))
-	if err != nil {
-		t.Fatalf("gzip: %v", err)
-	}
-	plain, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatalf("gzip: %v", err)
-	}
-	return plain
 }
