@@ -37,7 +37,7 @@
 //  3. The closed window reads the pending signals (newest revision, union of resources) and is
 //     fanned out: one delivery per enabled endpoint, queued on the endpoint's subject with a
 //     message id derived from the window message and the last signal read, so that handling a
-//     window twice queues nothing twice. Only then are the signals read purged; signals that came
+//     window twice queues nothing twice. Only then are the signals read dropped; signals that came
 //     meanwhile, or beyond the 5,000 one window reads, stay for the next window, which is opened
 //     if none is.
 //  4. A dispatcher takes the delivery, makes one attempt and records it. On a 2xx the delivery

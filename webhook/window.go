@@ -55,7 +55,7 @@ func stepContext(parent context.Context, limit time.Duration) (context.Context, 
 // message on "webhook.window.<slug>", created by the first signal only (expected last sequence
 // 0), that fires once, at the window's end, as "webhook.due.<slug>" and is then purged by the
 // server. The handler of the due message reads the pending signals, queues the deliveries and
-// only then purges the signals it read. So a signal is either read by a closing window or finds
+// only then drops the signals it read. So a signal is either read by a closing window or finds
 // no window and opens the next one: the server creates the due message and purges the schedule
 // in one step, and the due handler reads only after that step.
 func (d *Dispatcher) handleSignal(parent context.Context, msg jetstream.Msg) {
@@ -165,7 +165,7 @@ func (d *Dispatcher) closeWindow(ctx context.Context, w window) (window, []uint6
 
 // onlyPending says whether the pending signals on subject are one alone, the usual window's: the
 // last, which the server finds at once. To read from the first, it would look for the subject's
-// first message through the blocks the purges of its earlier windows left behind, loading each:
+// first message through the blocks the drops of its earlier windows left behind, loading each:
 // milliseconds a window once the stream is large. The count is the server's, kept per subject.
 func (d *Dispatcher) onlyPending(ctx context.Context, subject string) (bool, error) {
 	info, err := d.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
