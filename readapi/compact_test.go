@@ -230,35 +230,19 @@ func eachBytes(e *served, fn func([]byte)) {
 
 // scribble overwrites every body and coding of b.
 func scribble(b *dockey.Bundle) {
-	doc := func(d *dockey.Document) {
+	b.EachDocument(func(d *dockey.Document) {
 		for i := range d.Body {
 			d.Body[i] = 'x'
 		}
 		for i := range d.Gzip {
 			d.Gzip[i] = 'x'
 		}
-	}
-	vars := func(v *dockey.Variants) { doc(&v.All); doc(&v.FR); doc(&v.EN) }
-	doc(&b.Establishment)
-	doc(&b.Hours)
-	vars(&b.Menus)
-	for _, v := range b.MenuDetails {
-		vars(&v)
-	}
+	})
 }
 
 func bundleDocumentBytes(b *dockey.Bundle) int {
 	n := 0
-	doc := func(d dockey.Document) { n += len(d.Body) + len(d.Gzip) }
-	vars := func(v dockey.Variants) { doc(v.All); doc(v.FR); doc(v.EN) }
-	doc(b.Establishment)
-	doc(b.Hours)
-	vars(b.Menus)
-	for _, v := range b.MenuDetails {
-		vars(v)
-	}
-	doc(b.JSONLD.FR)
-	doc(b.JSONLD.EN)
+	b.EachDocument(func(d *dockey.Document) { n += len(d.Body) + len(d.Gzip) })
 	return n
 }
 

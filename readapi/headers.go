@@ -37,15 +37,7 @@ func newHeaderValues(b *dockey.Bundle, kept []byte) *headerValues {
 		}
 		text += len(d.ETag) + len(`-gzip`) + digits(len(d.Body)) + digits(len(d.Gzip))
 	}
-	vars := func(v *dockey.Variants) { doc(&v.All); doc(&v.FR); doc(&v.EN) }
-	doc(&b.Establishment)
-	doc(&b.Hours)
-	vars(&b.Menus)
-	for _, v := range b.MenuDetails {
-		vars(&v)
-	}
-	doc(&b.JSONLD.FR)
-	doc(&b.JSONLD.EN)
+	b.EachDocument(doc)
 	locations := 1
 	text += len(b.MasterMenuURL)
 	for _, r := range b.Redirects {

@@ -45,7 +45,7 @@ func EncodeBundle(b *Bundle) ([]byte, error) {
 		size += 3*binary.MaxVarintLen64 + len(key) + len(r.FR) + len(r.EN)
 	}
 	docs := 0
-	eachDocument(b, func(d *Document) {
+	b.EachDocument(func(d *Document) {
 		docs++
 		size += 3*binary.MaxVarintLen64 + len(d.Body) + len(d.ETag) + len(d.Gzip)
 	})
@@ -77,17 +77,18 @@ func EncodeBundle(b *Bundle) ([]byte, error) {
 	for _, key := range slices.Sorted(maps.Keys(b.MenuDetails)) {
 		w.str(key)
 	}
-	eachDocument(b, w.document)
+	b.EachDocument(w.document)
 	if w.err != nil {
 		return nil, w.err
 	}
 	return w.buf, nil
 }
 
-// eachDocument calls fn on every document of b in the order of the binary form: establishment,
+// EachDocument calls fn on every document of b in the order of the binary form: establishment,
 // hours, menus, the menu details in the order of their types, then the JSON-LD. The documents of
-// the menu details are those of b's map: fn may read them, not write them.
-func eachDocument(b *Bundle, fn func(*Document)) {
+// the menu details are copies of those of b's map: fn may read them and write their bytes, not
+// replace them.
+func (b *Bundle) EachDocument(fn func(*Document)) {
 	variants := func(v *Variants) {
 		fn(&v.All)
 		fn(&v.FR)
@@ -96,9 +97,18 @@ func eachDocument(b *Bundle, fn func(*Document)) {
 	fn(&b.Establishment)
 	fn(&b.Hours)
 	variants(&b.Menus)
-	for _, key := range slices.Sorted(maps.Keys(b.MenuDetails)) {
-		v := b.MenuDetails[key]
-		variants(&v)
+	if len(b.MenuDetails) > 0 {
+		var few [8]string // the types of most bundles' menus, sorted without an allocation
+		types := few[:0]
+		for key := range b.MenuDetails {
+			types = append(types, key)
+		}
+		slices.Sort(types)
+		details := make([]Variants, len(types)) // one array for all, each document's address its own
+		for i, key := range types {
+			details[i] = b.MenuDetails[key]
+			variants(&details[i])
+		}
 	}
 	fn(&b.JSONLD.FR)
 	fn(&b.JSONLD.EN)
